@@ -1,0 +1,138 @@
+"""The self-describing model folder: layout declared once, used by writer and loader.
+
+    config.json        format name + version, EncoderConfig, languages, pooling, normalisation
+    model.safetensors  weights (never pickle: loading executes no code)
+    tokenizer.model    SentencePiece model
+    tokenizer.json     the same vocabulary in a portable form for on-device code
+    training.json      how it was trained (config, steps, losses, time, hardware)
+    manifest.json      SHA-256 of every file above, checked at load
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from . import __version__
+from .atomic import atomic_dir
+from .errors import UserError
+from .model import DualEncoder, EncoderConfig
+from .tokenizer import Tokenizer
+
+FORMAT = "edge-xsent-model"
+FORMAT_VERSION = 1
+FILES = {
+    "config": "config.json",
+    "weights": "model.safetensors",
+    "tokenizer": "tokenizer.model",
+    "tokenizer_json": "tokenizer.json",
+    "training": "training.json",
+}
+MANIFEST = "manifest.json"
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(folder: Path, extra: dict | None = None) -> None:
+    """Checksums of every file in the folder (recursively), written last."""
+    files = {str(p.relative_to(folder)): {"sha256": sha256(p), "bytes": p.stat().st_size}
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "edge_xsent_version": __version__,
+                "files": files, **(extra or {})}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def verify(folder: Path, expected: list[str] | None = None) -> dict:
+    """Check the manifest and the checksum of each file; raise UserError naming the bad file."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such model folder")
+    mpath = folder / MANIFEST
+    if not mpath.exists():
+        raise UserError(f"{folder} is not an edge-xsent model folder: {MANIFEST} is missing "
+                        f"(expected {', '.join(FILES.values())}, found {', '.join(sorted(p.name for p in folder.iterdir())) or 'nothing'})")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{mpath}: corrupt manifest ({e})") from e
+    check_version(manifest, mpath)
+    for name in expected or []:
+        if name not in manifest.get("files", {}):
+            raise UserError(f"{folder}: the manifest lists no {name}")
+    for name, info in manifest.get("files", {}).items():
+        path = folder / name
+        if not path.resolve().is_relative_to(folder.resolve()):
+            raise UserError(f"{mpath}: file {name!r} points outside the model folder")
+        if not path.exists():
+            raise UserError(f"{path}: missing (listed in the manifest); the model folder is incomplete")
+        if path.stat().st_size != info["bytes"] or sha256(path) != info["sha256"]:
+            raise UserError(f"{path}: checksum mismatch, the file is corrupt or was changed after saving; "
+                            "re-export or re-download the model")
+    return manifest
+
+
+def check_version(meta: dict, where: Path) -> None:
+    if meta.get("format") != FORMAT:
+        raise UserError(f"{where}: not an edge-xsent model (format {meta.get('format')!r})")
+    v = meta.get("format_version")
+    if not isinstance(v, int) or v > FORMAT_VERSION:
+        raise UserError(f"{where}: model format version {v} is newer than this edge-xsent supports "
+                        f"({FORMAT_VERSION}); upgrade with `pip install -U edge-xsent`")
+
+
+def save_model(folder: Path, model: DualEncoder, tokenizer: Tokenizer, langs: list[str], training: dict) -> None:
+    """Write the model folder atomically: a crash leaves the previous folder untouched."""
+    model = getattr(model, "module", model)
+    with atomic_dir(folder) as tmp:
+        config = {"format": FORMAT, "format_version": FORMAT_VERSION, "edge_xsent_version": __version__,
+                  "model": model.cfg.to_dict(), "langs": langs, "pooling": "mean",
+                  "normalization": "NFKC + collapse whitespace (edge_xsent.text.normalize)"}
+        (tmp / FILES["config"]).write_text(json.dumps(config, indent=2) + "\n")
+        state = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / FILES["weights"]), metadata={"format": FORMAT})
+        tokenizer.save(tmp / FILES["tokenizer"])
+        tokenizer.save_json(tmp / FILES["tokenizer_json"])
+        info = {**training, "python": platform.python_version(), "torch": torch.__version__}
+        (tmp / FILES["training"]).write_text(json.dumps(info, indent=2, default=str) + "\n")
+        write_manifest(tmp)
+
+
+def read_config(folder: Path) -> dict:
+    path = Path(folder) / FILES["config"]
+    try:
+        config = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise UserError(f"{path}: missing; is {folder} a model folder?") from e
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: corrupt JSON ({e})") from e
+    check_version(config, path)
+    return config
+
+
+def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple[DualEncoder, Tokenizer, dict]:
+    folder = Path(folder)
+    if verify_checksums:
+        verify(folder, expected=[FILES["config"], FILES["weights"], FILES["tokenizer"]])
+    config = read_config(folder)
+    model = DualEncoder(EncoderConfig.from_dict(config["model"]))
+    state = load_file(str(folder / FILES["weights"]))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise UserError(f"{folder / FILES['weights']}: weights do not match config.json "
+                        f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    model.eval()
+    tokenizer = Tokenizer.load(folder / FILES["tokenizer"])
+    if tokenizer.vocab_size != model.cfg.vocab_size:
+        raise UserError(f"{folder}: tokenizer has {tokenizer.vocab_size} pieces but the model expects {model.cfg.vocab_size}")
+    return model, tokenizer, config

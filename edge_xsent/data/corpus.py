@@ -1,0 +1,184 @@
+"""Reading parallel corpora: edge-xsent's own corpus folders and users' TSV / Moses files.
+
+Every reader is a generator, so a 40M-pair file streams through without sitting in memory.
+Compressed files (.gz, .xz) are read transparently. Errors name the file and the line.
+
+Corpus folder layout (what `edge-xsent data build` writes):
+    train.tsv, valid.tsv, test.tsv   header `lang_a lang_b text_a text_b source`, tab-separated
+    classify.tsv                     header `package label lang text` (zero-shot classification)
+    stats.json, PROVENANCE.md
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import lzma
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+from ..errors import UserError
+from ..text import normalize
+
+SPLITS = ("train", "valid", "test")
+SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "resources" / "sample-corpus"
+CORPUS_HEADER = ["lang_a", "lang_b", "text_a", "text_b", "source"]
+CLASSIFY_HEADER = ["package", "label", "lang", "text"]
+_LANGS_IN_NAME = re.compile(r"(?:^|[._-])([a-z]{2,3})[-_]([a-z]{2,3})(?:[._]|$)")
+
+
+@dataclass(frozen=True)
+class Pair:
+    lang_a: str
+    lang_b: str
+    a: str
+    b: str
+    source: str = ""
+
+
+def open_binary(path: str | Path) -> IO[bytes]:
+    """Open plain, .gz or .xz files as bytes, with a clear error for a missing path."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder, expected a file")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    if path.suffix == ".xz":
+        return lzma.open(path, "rb")
+    return open(path, "rb")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line without its newline), decoded line by line so that an error
+    names the exact line."""
+    n = 0
+    try:
+        with open_binary(path) as f:
+            for n, raw in enumerate(f, 1):
+                yield n, raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}:{n}: not valid UTF-8 ({e.reason} at byte {e.start}); re-encode the file as UTF-8") from e
+    except (OSError, EOFError, lzma.LZMAError) as e:
+        raise UserError(f"{path}:{n + 1}: cannot read ({e}); is the file truncated?") from e
+
+
+def langs_from_name(path: Path) -> tuple[str, str] | None:
+    """`europarl.en-fr.tsv.gz` -> ('en', 'fr')."""
+    m = _LANGS_IN_NAME.search(path.name.lower())
+    return (m.group(1), m.group(2)) if m else None
+
+
+def read_tsv(path: str | Path, langs: tuple[str, str] | None = None) -> Iterator[Pair]:
+    """Two-column TSV: source <tab> target. Languages from `langs` or the file name."""
+    path = Path(path)
+    langs = langs or langs_from_name(path)
+    if langs is None:
+        raise UserError(f"{path}: cannot tell the languages; pass --langs en,fr or name the file like corpus.en-fr.tsv")
+    for n, line in _lines(path):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if len(cols) != 2:
+            raise UserError(f"{path}:{n}: expected 2 tab-separated columns (source, target), found {len(cols)}")
+        yield Pair(langs[0], langs[1], cols[0], cols[1], path.name)
+
+
+def read_moses(path_a: str | Path, path_b: str | Path, langs: tuple[str, str] | None = None) -> Iterator[Pair]:
+    """Moses format: two files with one sentence per line, line i of each a translation pair."""
+    pa, pb = Path(path_a), Path(path_b)
+    if langs is None:
+        la, lb = pa.name.removesuffix(".gz").removesuffix(".xz").rsplit(".", 1)[-1], \
+                 pb.name.removesuffix(".gz").removesuffix(".xz").rsplit(".", 1)[-1]
+        if not (re.fullmatch(r"[a-z]{2,3}", la) and re.fullmatch(r"[a-z]{2,3}", lb)):
+            raise UserError(f"cannot tell the languages of {pa} and {pb}; pass --langs en,fr or name them corpus.en / corpus.fr")
+        langs = (la, lb)
+    it_b = _lines(pb)
+    for n, a in _lines(pa):
+        other = next(it_b, None)
+        if other is None:
+            raise UserError(f"{pb} has fewer lines than {pa}: it ends before line {n}; Moses files must have equal line counts")
+        b = other[1]
+        if a.strip() and b.strip():
+            yield Pair(langs[0], langs[1], a, b, pa.stem)
+    if next(it_b, None) is not None:
+        raise UserError(f"{pb} has more lines than {pa}; Moses files must have equal line counts")
+
+
+def read_corpus_split(path: str | Path) -> Iterator[Pair]:
+    """One split file of a corpus folder (header + 5 columns)."""
+    path = Path(path)
+    lines = _lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise UserError(f"{path}: empty file; a corpus split needs the header {' '.join(CORPUS_HEADER)}")
+    if first[1].split("\t") != CORPUS_HEADER:
+        raise UserError(f"{path}:1: not an edge-xsent corpus split (header should be {' '.join(CORPUS_HEADER)})")
+    for n, line in lines:
+        cols = line.split("\t")
+        if len(cols) != 5:
+            raise UserError(f"{path}:{n}: expected 5 tab-separated columns, found {len(cols)}")
+        yield Pair(*cols)
+
+
+def resolve(path: str | Path) -> Path:
+    """`sample` names the small real corpus shipped inside the package."""
+    return SAMPLE_CORPUS if str(path) == "sample" else Path(path)
+
+
+def read_pairs(path: str | Path, langs: tuple[str, str] | None = None, split: str = "train") -> Iterator[Pair]:
+    """Any supported input: a corpus folder (one split), a corpus split file, a TSV, or `a.en,b.fr` Moses.
+    `sample` is the corpus shipped with the package."""
+    path = resolve(path)
+    text = str(path)
+    if "," in text and not Path(text).exists():
+        a, b = text.split(",", 1)
+        return read_moses(a, b, langs)
+    p = Path(path)
+    if p.is_dir():
+        f = p / f"{split}.tsv"
+        if not f.exists():
+            raise UserError(f"{p} has no {split}.tsv; is it a corpus folder built by `edge-xsent data build`?")
+        return read_corpus_split(f)
+    if not p.exists():
+        raise UserError(f"{p}: no such file or folder")
+    first = next(_lines(p), (0, ""))[1]
+    if first.split("\t") == CORPUS_HEADER:
+        return read_corpus_split(p)
+    return read_tsv(p, langs)
+
+
+def split_of(english: str, valid_frac: float, test_frac: float) -> str:
+    """Stable split by a hash of the normalised English side: one sentence, one split, everywhere."""
+    key = normalize(english).casefold().encode("utf-8")
+    x = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+    if x < test_frac:
+        return "test"
+    if x < test_frac + valid_frac:
+        return "valid"
+    return "train"
+
+
+def write_header(f: IO[str], header: list[str]) -> None:
+    f.write("\t".join(header) + "\n")
+
+
+def write_pair(f: IO[str], p: Pair) -> None:
+    f.write(f"{p.lang_a}\t{p.lang_b}\t{p.a}\t{p.b}\t{p.source}\n")
+
+
+def read_classify(path: str | Path) -> Iterator[tuple[str, str, str, str]]:
+    """(package, label, lang, text) rows of a classify.tsv."""
+    path = Path(path)
+    lines = _lines(path)
+    first = next(lines, None)
+    if first is None or first[1].split("\t") != CLASSIFY_HEADER:
+        raise UserError(f"{path}: not a classification set (header should be {' '.join(CLASSIFY_HEADER)})")
+    for n, line in lines:
+        cols = line.split("\t")
+        if len(cols) != 4:
+            raise UserError(f"{path}:{n}: expected 4 tab-separated columns, found {len(cols)}")
+        yield cols[0], cols[1], cols[2], cols[3]

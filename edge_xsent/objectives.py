@@ -1,0 +1,117 @@
+"""Training objectives as pure functions of tensors (paper, sections 3.2-3.4).
+
+Generative tasks, each a target distribution over the vocabulary for a sentence vector:
+  MLM   BERT masked LM, per token (ablation baseline; fails for shallow models)
+  SMLM  one masked token w_t of S, predicted from S-with-mask and from its translation S'
+  XTR   the bag of tokens of the translation: q(w) = count(w) / len(S')
+  UGT   SMLM + XTR in one label: q = 1/2 on w_t + 1/2 * XTR bag (the paper's default)
+Contrastive tasks on the pooled vectors u (side a) and v (side b):
+  align (Eq. 5)  in-batch softmax over u_i . v_k, cross-entropy in both directions
+  sim   (Eq. 6)  -log cos(pi/2 * (softmax(U U^T) - softmax(V V^T)))
+
+Unlike the authors' code, repeated tokens are counted (not set to 1) so every target
+sums to 1, and special ids (pad, unk, mask) never enter a bag.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .tokenizer import SPECIAL_IDS
+
+
+def real_tokens(ids: torch.Tensor, mask: torch.Tensor, special_ids=SPECIAL_IDS) -> torch.Tensor:
+    """(B, T) bool: positions holding a real, non-special token."""
+    keep = mask.bool()
+    for s in special_ids:
+        keep &= ids != s
+    return keep
+
+
+def bag_of_tokens(ids: torch.Tensor, mask: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """XTR target (B, V): token counts / number of real tokens. A row without real tokens is 0."""
+    keep = real_tokens(ids, mask).float()
+    bag = torch.zeros(ids.shape[0], vocab_size, device=ids.device)
+    bag.scatter_add_(1, ids, keep)
+    return bag / keep.sum(1, keepdim=True).clamp(min=1.0)
+
+
+def ugt_target(masked_token: torch.Tensor, other_ids: torch.Tensor, other_mask: torch.Tensor,
+               vocab_size: int) -> torch.Tensor:
+    """UGT target (B, V) for the masked side: 1/2 on w_t, 1/2 spread as the other side's bag."""
+    one_hot = F.one_hot(masked_token, vocab_size).float()
+    return 0.5 * one_hot + 0.5 * bag_of_tokens(other_ids, other_mask, vocab_size)
+
+
+def distribution_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """KL(q || p) averaged over rows whose target has mass (q sums to 1 there)."""
+    logp = F.log_softmax(logits.float(), dim=-1)
+    per_row = (target * (torch.log(target.clamp(min=1e-12)) - logp)).sum(-1)
+    valid = target.sum(-1) > 0
+    return per_row[valid].mean() if valid.any() else logits.sum() * 0.0
+
+
+def mask_one_token(ids: torch.Tensor, mask: torch.Tensor, mask_id: int, generator: torch.Generator,
+                   avoid: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """SMLM masking: replace one real token per row by `mask_id`.
+
+    `avoid` (V,) bool marks pieces not worth predicting (punctuation); they are masked only
+    when a row has nothing else. Returns (masked ids, the original tokens (B,)); rows
+    without any real token keep their ids and get token `mask_id`, which no target uses.
+    """
+    cand = real_tokens(ids, mask)
+    if avoid is not None:
+        preferred = cand & ~avoid.to(ids.device)[ids]
+        cand = torch.where(preferred.any(1, keepdim=True), preferred, cand)
+    has = cand.any(1)
+    weights = torch.where(has[:, None], cand.float(), torch.ones_like(cand, dtype=torch.float))
+    pos = torch.multinomial(weights.cpu(), 1, generator=generator).squeeze(1).to(ids.device)
+    rows = torch.arange(ids.shape[0], device=ids.device)
+    token = torch.where(has, ids[rows, pos], torch.full_like(pos, mask_id))
+    masked = ids.clone()
+    masked[rows[has], pos[has]] = mask_id
+    return masked, token
+
+
+def mask_tokens_bert(ids: torch.Tensor, mask: torch.Tensor, mask_id: int, vocab_size: int,
+                     generator: torch.Generator, prob: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: of the selected 15%, 80% -> <mask>, 10% -> random, 10% kept. Labels -100 elsewhere."""
+    cand = real_tokens(ids, mask)
+    r = torch.rand(ids.shape, generator=generator).to(ids.device)
+    chosen = cand & (r < prob)
+    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+    r2 = torch.rand(ids.shape, generator=generator).to(ids.device)
+    random_ids = torch.randint(len(SPECIAL_IDS), vocab_size, ids.shape, generator=generator).to(ids.device)
+    out = torch.where(chosen & (r2 < 0.8), torch.full_like(ids, mask_id), ids)
+    out = torch.where(chosen & (r2 >= 0.8) & (r2 < 0.9), random_ids, out)
+    return out, labels
+
+
+def mlm_loss(token_logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over masked positions (labels -100 elsewhere)."""
+    if not (labels != -100).any():
+        return token_logits.sum() * 0.0
+    return F.cross_entropy(token_logits.float().flatten(0, 1), labels.flatten(), ignore_index=-100)
+
+
+def align_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Eq. 5: each u_i must pick v_i among the batch (and v_i pick u_i), raw dot products."""
+    scores = u.float() @ v.float().T  # (B, B)
+    target = torch.arange(u.shape[0], device=u.device)
+    return 0.5 * (F.cross_entropy(scores, target) + F.cross_entropy(scores.T, target))
+
+
+def sim_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Eq. 6: make the in-batch similarity distributions of both languages agree.
+
+    The paper sums over all B x B entries; we sum over j and average over i so the scale
+    does not grow with the batch size. Differences are in [-1, 1], so cos is in [0, 1];
+    it is clamped away from 0 to keep the log finite.
+    """
+    su = F.softmax(u.float() @ u.float().T, dim=-1)
+    sv = F.softmax(v.float() @ v.float().T, dim=-1)
+    c = torch.cos(0.5 * math.pi * (su - sv)).clamp(min=1e-6)
+    return -torch.log(c).sum(-1).mean()

@@ -1,0 +1,109 @@
+"""One SentencePiece (unigram) vocabulary shared by every language of a corpus.
+
+Fixed ids, the same in every model:  0 = <pad>, 1 = <unk>, 2 = <mask>; no BOS/EOS
+(mean pooling needs neither). SentencePiece's own normaliser is switched off
+(`identity`): `edge_xsent.text.normalize` (NFKC + collapsed whitespace) runs first on
+every platform instead, so the browser and JVM tokenizers, which re-implement only the
+unigram Viterbi search, see exactly the text Python sees.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import sentencepiece as spm
+
+from .errors import UserError
+from .text import normalize
+
+PAD_ID, UNK_ID, MASK_ID = 0, 1, 2
+SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
+
+
+class Tokenizer:
+    def __init__(self, model_proto: bytes):
+        self.proto = model_proto
+        self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
+        if (self.sp.pad_id(), self.sp.unk_id(), self.sp.piece_to_id("<mask>")) != (PAD_ID, UNK_ID, MASK_ID):
+            raise UserError("tokenizer.model does not use edge-xsent's fixed ids (pad 0, unk 1, <mask> 2); "
+                            "train it with edge_xsent.tokenizer.Tokenizer.train")
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Tokenizer":
+        path = Path(path)
+        if not path.exists():
+            raise UserError(f"{path}: tokenizer file missing")
+        try:
+            return cls(path.read_bytes())
+        except RuntimeError as e:
+            raise UserError(f"{path}: not a valid SentencePiece model ({e})") from e
+
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int, max_sentences: int = 1_000_000, seed: int = 0) -> "Tokenizer":
+        model = io.BytesIO()
+        spm.set_random_generator_seed(seed)
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=_normalized(texts),
+                model_writer=model,
+                vocab_size=vocab_size,
+                model_type="unigram",
+                pad_id=PAD_ID, unk_id=UNK_ID, bos_id=-1, eos_id=-1,
+                user_defined_symbols=["<mask>"],
+                normalization_rule_name="identity",
+                remove_extra_whitespaces=False,
+                character_coverage=0.9995,
+                input_sentence_size=max_sentences,
+                shuffle_input_sentence=True,
+                num_threads=2,
+                minloglevel=2,
+            )
+        except RuntimeError as e:
+            msg = str(e)
+            limit = re.search(r"value <= (\d+)", msg)
+            if limit:
+                raise UserError(f"the corpus is too small for a vocabulary of {vocab_size}: it supports at most "
+                                f"{limit.group(1)} pieces; lower --vocab-size or add data") from e
+            raise UserError(f"tokenizer training failed: {msg.strip()}") from e
+        return cls(model.getvalue())
+
+    @property
+    def vocab_size(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
+        """Token ids of each text (normalised first), cut to `max_len`. Empty text -> []."""
+        ids = self.sp.encode([normalize(t) for t in texts])
+        return [x[:max_len] for x in ids] if max_len else ids
+
+    def pieces(self, text: str) -> list[str]:
+        return self.sp.encode(normalize(text), out_type=str)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_bytes(self.proto)
+
+    def to_json(self) -> dict:
+        """A portable form for on-device code: pieces with their unigram scores and the rules."""
+        return {
+            "type": "unigram",
+            "normalization": "NFKC, drop control characters, collapse whitespace to one space, strip",
+            "add_dummy_prefix": True,
+            "space_symbol": "\u2581",
+            "pad_id": PAD_ID, "unk_id": UNK_ID, "mask_id": MASK_ID,
+            "pieces": [[self.sp.id_to_piece(i), self.sp.get_score(i)] for i in range(self.vocab_size)],
+            "unknown_piece_types": [i for i in range(self.vocab_size) if self.sp.is_unknown(i) or self.sp.is_control(i)],
+        }
+
+    def save_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False))
+
+
+def _normalized(texts: Iterable[str]) -> Iterator[str]:
+    for t in texts:
+        t = normalize(t)
+        if t:
+            yield t

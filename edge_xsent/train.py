@@ -1,0 +1,541 @@
+"""Training, top to bottom: data -> tokenizer -> model -> loop with validation and checkpoints.
+
+Deterministic by construction: the batch of step s is a pure function of (seed, s) and the
+random state of step s is re-seeded from (seed, s, rank), so a run killed at any point
+and resumed from its last checkpoint takes exactly the steps it would have taken.
+
+Several GPUs or nodes: launch with torchrun; each process takes its own share of every
+global batch and DistributedDataParallel averages the gradients.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from tqdm import tqdm
+
+from . import objectives as obj
+from .atomic import atomic_write
+from .bundle import save_model
+from .data.corpus import read_pairs, resolve
+from .errors import UserError
+from .model import DualEncoder, EncoderConfig
+from .tokenizer import MASK_ID, PAD_ID, Tokenizer
+
+OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "none")
+
+
+@dataclass
+class TrainConfig:
+    data: str = "corpus"  # corpus folder, a TSV, or `a.en,b.fr` Moses files
+    out: str = "runs/model"
+    langs: str | None = None  # "en,fr" for TSV / Moses inputs without languages in the name
+    model: EncoderConfig = field(default_factory=EncoderConfig)
+    tokenizer: str | None = None  # reuse this tokenizer.model instead of training one
+    multilingual_head: bool = False  # EMS: target-language embedding inside the XTR head
+    objective: str = "ugt"
+    gen_weight: float = 1.0
+    align_weight: float = 2.0
+    sim_weight: float = 2.0
+    batch_size: int = 128  # pairs per step and process
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1  # cosine decay to this fraction of lr at max_steps
+    weight_decay: float = 1e-5
+    warmup_steps: int = 500
+    max_steps: int = 10_000
+    grad_clip: float = 1.0
+    eval_every: int = 500
+    checkpoint_every: int = 500
+    log_every: int = 20
+    valid_pairs: int = 2000
+    max_train_pairs: int | None = None
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
+    threads: int | None = None  # CPU threads (torch.set_num_threads)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.model, dict):
+            self.model = EncoderConfig.from_dict(self.model)
+        if self.objective not in OBJECTIVES:
+            raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
+        if self.batch_size < 2:
+            raise UserError("batch_size must be at least 2 (the contrastive losses need in-batch negatives)")
+        if self.max_steps < 1:
+            raise UserError("max_steps must be at least 1")
+
+    @classmethod
+    def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":
+        path = Path(path)
+        try:
+            raw = tomllib.loads(path.read_text())
+        except FileNotFoundError as e:
+            raise UserError(f"{path}: no such config file") from e
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{path}: invalid TOML ({e})") from e
+        overrides = dict(overrides or {})
+        raw["model"] = {**raw.get("model", {}), **overrides.pop("model", {})}
+        return cls.from_dict({**raw, **overrides}, str(path))
+
+    @classmethod
+    def from_dict(cls, raw: dict, where: str = "config") -> "TrainConfig":
+        raw = dict(raw)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise UserError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        model = raw.pop("model", {})
+        return cls(model=EncoderConfig.from_dict(model) if isinstance(model, dict) else model, **raw)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class TrainingStopped(UserError):
+    """Training stopped cleanly (NaN loss, failed save); the last good checkpoint is intact."""
+
+
+# ----------------------------------------------------------------------------- data
+
+@dataclass
+class TokenizedPairs:
+    a: list[np.ndarray]
+    b: list[np.ndarray]
+    lang_a: np.ndarray  # language ids (index into `langs`)
+    lang_b: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+
+def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[tuple[str, str, str, str]]:
+    langs = tuple(cfg.langs.split(",")) if cfg.langs else None
+    out = []
+    for p in read_pairs(cfg.data, langs=langs, split=split):
+        out.append((p.lang_a, p.lang_b, p.a, p.b))
+        if limit and len(out) >= limit:
+            break
+    return out
+
+
+def tokenize_pairs(rows, tok: Tokenizer, max_len: int, langs: list[str]) -> TokenizedPairs:
+    lang_id = {l: i for i, l in enumerate(langs)}
+    ids_a = tok.encode([r[2] for r in rows], max_len)
+    ids_b = tok.encode([r[3] for r in rows], max_len)
+    keep = [i for i in range(len(rows)) if ids_a[i] and ids_b[i]]  # drop pairs with an empty side
+    return TokenizedPairs(
+        a=[np.asarray(ids_a[i], dtype=np.int64) for i in keep],
+        b=[np.asarray(ids_b[i], dtype=np.int64) for i in keep],
+        lang_a=np.array([lang_id[rows[i][0]] for i in keep], dtype=np.int64),
+        lang_b=np.array([lang_id[rows[i][1]] for i in keep], dtype=np.int64),
+    )
+
+
+def pad(seqs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    T = max(len(s) for s in seqs)
+    ids = np.full((len(seqs), T), PAD_ID, dtype=np.int64)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = s
+    ids_t = torch.from_numpy(ids)
+    return ids_t, (ids_t != PAD_ID).long()
+
+
+class BatchPlan:
+    """Which pairs form global batch `step`: a pure function of (seed, step), cached per epoch.
+
+    Each epoch shuffles the pairs, sorts chunks of `bucket` batches by length (so a batch
+    pads to little more than its own length: ~3x faster on CPU than random batches), then
+    shuffles the order of the batches. Process `rank` of `world` takes its own slice.
+    """
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, world: int = 1, bucket: int = 50):
+        self.lengths, self.batch_size, self.seed, self.world, self.bucket = lengths, batch_size, seed, world, bucket
+        self.per_epoch = len(lengths) // (batch_size * world)
+        self._epoch, self._batches = -1, None
+
+    def _plan(self, epoch: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, epoch])
+        g = self.batch_size * self.world
+        order = rng.permutation(len(self.lengths))[: self.per_epoch * g]
+        chunk = g * self.bucket
+        for start in range(0, len(order), chunk):
+            part = order[start: start + chunk]
+            order[start: start + chunk] = part[np.argsort(self.lengths[part], kind="stable")]
+        batches = order.reshape(self.per_epoch, g)
+        return batches[rng.permutation(self.per_epoch)]
+
+    def indices(self, step: int, rank: int = 0) -> np.ndarray:
+        epoch, k = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            self._epoch, self._batches = epoch, self._plan(epoch)
+        return self._batches[k].reshape(self.world, self.batch_size)[rank]
+
+
+def make_batch(data: TokenizedPairs, idx: np.ndarray, device: torch.device) -> dict[str, torch.Tensor]:
+    a, am = pad([data.a[i] for i in idx])
+    b, bm = pad([data.b[i] for i in idx])
+    batch = {"a": a, "am": am, "b": b, "bm": bm,
+             "la": torch.from_numpy(data.lang_a[idx]), "lb": torch.from_numpy(data.lang_b[idx])}
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
+    """(V,) bool: pieces made only of punctuation/symbols, which SMLM avoids masking."""
+    avoid = torch.zeros(tok.vocab_size, dtype=torch.bool)
+    for i in range(tok.vocab_size):
+        p = tok.sp.id_to_piece(i).replace("\u2581", "")
+        avoid[i] = bool(p) and not any(ch.isalnum() for ch in p)
+    return avoid
+
+
+# ----------------------------------------------------------------------------- objective
+
+class Objective(nn.Module):
+    """Wraps the encoder so that one forward computes every loss (what DDP needs)."""
+
+    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor):
+        super().__init__()
+        self.model, self.cfg = model, cfg
+        self.register_buffer("avoid", avoid, persistent=False)
+
+    def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
+        m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
+        a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
+        lang = (lambda x: x) if m.lang_emb is not None else (lambda x: None)
+        losses: dict[str, torch.Tensor] = {}
+
+        if cfg.objective == "mlm":
+            a_in, la_lab = obj.mask_tokens_bert(a, am, MASK_ID, V, gen)
+            b_in, lb_lab = obj.mask_tokens_bert(b, bm, MASK_ID, V, gen)
+            xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
+            u, v = pool(xa, am), pool(xb, bm)
+            logits_a = m.generative_logits(xa, lang(la))
+            logits_b = m.generative_logits(xb, lang(lb))
+            losses["gen"] = 0.5 * (obj.mlm_loss(logits_a, la_lab) + obj.mlm_loss(logits_b, lb_lab))
+        elif cfg.objective in ("smlm", "ugt"):
+            a_mask, wa = obj.mask_one_token(a, am, MASK_ID, gen, self.avoid)
+            b_mask, wb = obj.mask_one_token(b, bm, MASK_ID, gen, self.avoid)
+            if cfg.objective == "smlm":
+                u, v = m(a_mask, am), m(b_mask, bm)
+                oh_a, oh_b = nn.functional.one_hot(wa, V).float(), nn.functional.one_hot(wb, V).float()
+                losses["gen"] = 0.25 * (  # each masked token from its own sentence and from the translation
+                    obj.distribution_loss(m.generative_logits(u, lang(la)), oh_a)
+                    + obj.distribution_loss(m.generative_logits(v, lang(la)), oh_a)
+                    + obj.distribution_loss(m.generative_logits(v, lang(lb)), oh_b)
+                    + obj.distribution_loss(m.generative_logits(u, lang(lb)), oh_b))
+            else:
+                # Coin flip per pair: which side carries the masked token (authors' code).
+                flip = (torch.rand(a.shape[0], generator=gen) < 0.5).to(a.device)
+                a_in = torch.where(flip[:, None], a, a_mask)
+                b_in = torch.where(flip[:, None], b_mask, b)
+                u, v = m(a_in, am), m(b_in, bm)
+                bag_a, bag_b = obj.bag_of_tokens(a, am, V), obj.bag_of_tokens(b, bm, V)
+                tgt_u = torch.where(flip[:, None], bag_b, obj.ugt_target(wa, b, bm, V))
+                tgt_v = torch.where(flip[:, None], obj.ugt_target(wb, a, am, V), bag_a)
+                losses["gen"] = 0.5 * (obj.distribution_loss(m.generative_logits(u, lang(lb)), tgt_u)
+                                       + obj.distribution_loss(m.generative_logits(v, lang(la)), tgt_v))
+        else:
+            u, v = m(a, am), m(b, bm)
+            if cfg.objective == "xtr":
+                losses["gen"] = 0.5 * (
+                    obj.distribution_loss(m.generative_logits(u, lang(lb)), obj.bag_of_tokens(b, bm, V))
+                    + obj.distribution_loss(m.generative_logits(v, lang(la)), obj.bag_of_tokens(a, am, V)))
+
+        total = cfg.gen_weight * losses["gen"] if "gen" in losses else u.sum() * 0.0
+        if cfg.align_weight:
+            losses["align"] = obj.align_loss(u, v)
+            total = total + cfg.align_weight * losses["align"]
+        if cfg.sim_weight:
+            losses["sim"] = obj.sim_loss(u, v)
+            total = total + cfg.sim_weight * losses["sim"]
+        losses["total"] = total
+        return losses
+
+
+def pool(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.unsqueeze(-1).to(x.dtype)
+    return (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up, then cosine decay to min_lr_ratio * lr at max_steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    t = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+# ----------------------------------------------------------------------------- evaluation during training
+
+@torch.no_grad()
+def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, device: torch.device) -> dict[str, float]:
+    """Mean validation losses (fixed masking seed) and in-set retrieval P@1 (a -> b, cosine)."""
+    objective.eval()
+    sums: dict[str, float] = {}
+    us, vs = [], []
+    gen = torch.Generator().manual_seed(cfg.seed + 12345)
+    n_batches = 0
+    for start in range(0, len(data) - 1, cfg.batch_size):
+        idx = np.arange(start, min(start + cfg.batch_size, len(data)))
+        if len(idx) < 2:
+            break
+        batch = make_batch(data, idx, device)
+        with autocast(device, cfg):
+            losses = objective(batch, gen)
+            us.append(objective.model(batch["a"], batch["am"]).float())
+            vs.append(objective.model(batch["b"], batch["bm"]).float())
+        for k, val in losses.items():
+            sums[k] = sums.get(k, 0.0) + float(val)
+        n_batches += 1
+    objective.train()
+    out = {f"val_{k}": v / max(n_batches, 1) for k, v in sums.items()}
+    u = nn.functional.normalize(torch.cat(us), dim=-1)
+    v = nn.functional.normalize(torch.cat(vs), dim=-1)
+    out["val_p@1"] = float(((u @ v.T).argmax(1) == torch.arange(len(u), device=u.device)).float().mean())
+    return out
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+def checkpoint_path(out: Path) -> Path:
+    return out / "checkpoints" / "last.pt"
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """Atomic: if the write fails (disk full, kill), the previous checkpoint stays usable."""
+    with atomic_write(path, "wb") as f:
+        torch.save(state, f)
+
+
+def load_checkpoint(path: Path) -> dict:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)  # never unpickle code
+    except Exception as e:  # a torn or foreign file: say which and what to do
+        raise UserError(f"{path}: unreadable checkpoint ({e}); delete it to start over") from e
+
+
+# ----------------------------------------------------------------------------- devices
+
+def pick_device(cfg: TrainConfig, local_rank: int) -> torch.device:
+    if cfg.device == "cuda" or (cfg.device == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise UserError("--device cuda, but no CUDA GPU is visible to torch")
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
+
+
+def amp_dtype(device: torch.device, cfg: TrainConfig) -> torch.dtype | None:
+    if device.type != "cuda" or not cfg.amp:
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def autocast(device: torch.device, cfg: TrainConfig):
+    dtype = amp_dtype(device, cfg)
+    return torch.autocast(device_type=device.type, dtype=dtype, enabled=dtype is not None)
+
+
+# ----------------------------------------------------------------------------- the loop
+
+def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
+    """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = pick_device(cfg, local_rank)
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    is_main = rank == 0
+    out = Path(cfg.out)
+    ckpt_file = checkpoint_path(out)
+    if fresh and is_main and ckpt_file.exists():
+        ckpt_file.unlink()
+    _barrier(world)
+    resume = load_checkpoint(ckpt_file) if ckpt_file.exists() else None
+    if resume is not None and resume["config"] != _comparable(cfg):
+        raise UserError(f"{ckpt_file} was written by a run with a different config; "
+                        "use the same config to resume, or --fresh to start over")
+
+    # Data and tokenizer.
+    t0 = time.time()
+    rows = load_texts(cfg, "train", cfg.max_train_pairs)
+    if not rows:
+        raise UserError(f"{cfg.data}: no training pairs found")
+    _check_enough(len(rows), cfg, world)
+    langs = sorted({r[0] for r in rows} | {r[1] for r in rows})
+    if len(langs) < 2:
+        raise UserError(f"{cfg.data}: all pairs are in one language ({langs[0]}); a cross-lingual encoder needs two")
+    tok_path = out / "tokenizer.model"
+    if cfg.tokenizer:
+        tok = Tokenizer.load(cfg.tokenizer)
+    elif tok_path.exists() and resume is not None:
+        tok = Tokenizer.load(tok_path)
+    else:
+        if is_main:
+            tok = Tokenizer.train((t for r in rows for t in (r[2], r[3])), cfg.model.vocab_size, seed=cfg.seed)
+            out.mkdir(parents=True, exist_ok=True)
+            with atomic_write(tok_path, "wb") as f:
+                f.write(tok.proto)
+        _barrier(world)
+        tok = Tokenizer.load(tok_path)
+    if tok.vocab_size != cfg.model.vocab_size:
+        raise UserError(f"tokenizer has {tok.vocab_size} pieces, config says vocab_size={cfg.model.vocab_size}")
+    data = tokenize_pairs(rows, tok, cfg.model.max_len, langs)
+    valid_rows = load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []
+    valid = tokenize_pairs(valid_rows, tok, cfg.model.max_len, langs) if len(valid_rows) >= 2 else None
+    _check_enough(len(data), cfg, world)
+    prep_s = time.time() - t0
+
+    # Model, optimiser.
+    mcfg = dataclasses.replace(cfg.model, n_langs=len(langs) if cfg.multilingual_head else 0)
+    torch.manual_seed(cfg.seed)
+    model = DualEncoder(mcfg).to(device)
+    objective = Objective(model, cfg, punctuation_pieces(tok)).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=True)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
+    plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world)
+    step, best_val, history = 0, float("inf"), []
+    if resume is not None:
+        model.load_state_dict(resume["model"])
+        opt.load_state_dict(resume["optimizer"])
+        scaler.load_state_dict(resume["scaler"])
+        step, best_val = resume["step"], resume["best_val"]
+    runner = nn.parallel.DistributedDataParallel(objective, device_ids=[local_rank] if device.type == "cuda" else None) \
+        if world > 1 else objective
+    if is_main:
+        print(f"model: {mcfg.n_layers} layers, d={mcfg.d_model}, vocab {tok.vocab_size}: "
+              f"{model.num_parameters() / 1e6:.1f}M parameters ({model.num_parameters(False) / 1e6:.1f}M without "
+              f"the embedding table); {len(data):,d} train pairs, langs {','.join(langs)}; device {device}"
+              + (f", {world} processes" if world > 1 else "") + (f"; resuming at step {step}" if step else ""),
+              file=sys.stderr)
+
+    def state() -> dict:
+        return {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "scaler": scaler.state_dict(), "best_val": best_val, "config": _comparable(cfg)}
+
+    def training_info(extra: dict) -> dict:
+        return {"train_config": cfg.to_dict(), "langs": langs, "train_pairs": len(data), "world_size": world,
+                "device": _device_name(device), **extra}
+
+    log = open(out / "log.jsonl", "a", encoding="utf-8") if is_main else None
+    bar = tqdm(total=cfg.max_steps, initial=step, disable=not (progress and is_main), unit="step",
+               dynamic_ncols=True, mininterval=1)
+    model.train()
+    t_start, steps_done, last = time.time(), 0, {}
+    try:
+        while step < cfg.max_steps:
+            torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rank)  # dropout: a function of the step
+            gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + rank)
+            batch = make_batch(data, plan.indices(step, rank), device)
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step, cfg)
+            with autocast(device, cfg):
+                losses = runner(batch, gen)
+            loss = losses["total"]
+            if not torch.isfinite(loss):
+                raise TrainingStopped(f"loss became {float(loss)} at step {step}; stopped without saving it, the last "
+                                      f"good checkpoint ({ckpt_file}) is intact. Lower --lr or check the data")
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            scaler.step(opt)
+            scaler.update()
+            step += 1
+            steps_done += 1
+            bar.update(1)
+            if is_main and (step % cfg.log_every == 0 or step == cfg.max_steps):
+                el = time.time() - t_start
+                last = {k: round(v.item(), 4) for k, v in losses.items()}
+                rate = steps_done * cfg.batch_size * world / el
+                bar.set_postfix(loss=f"{last['total']:.3f}", pairs_s=f"{rate:.0f}")
+                log.write(json.dumps({"step": step, "lr": lr_at(step - 1, cfg), **last,
+                                      "pairs_per_s": round(rate, 1), "elapsed_s": round(el, 1)}) + "\n")
+                log.flush()
+            if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                if valid is not None:
+                    val = validate(objective, valid, cfg, device)
+                    history.append({"step": step, **val})
+                    if is_main:
+                        log.write(json.dumps({"step": step, **val}) + "\n")
+                        log.flush()
+                        bar.write(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in val.items()))
+                    if val["val_total"] < best_val:
+                        best_val = val["val_total"]
+                        if is_main:
+                            save_model(out / "model", model, tok, langs, training_info({"step": step, **val}))
+                elif is_main:  # no validation split: the newest model is the one to keep
+                    save_model(out / "model", model, tok, langs, training_info({"step": step}))
+            if is_main and (step % cfg.checkpoint_every == 0 or step == cfg.max_steps):
+                save_checkpoint(ckpt_file, state())
+            _barrier(world)
+    except OSError as e:
+        raise TrainingStopped(f"saving failed at step {step} ({e}); the previous checkpoint {ckpt_file} is intact. "
+                              "Free disk space and run the same command to resume") from e
+    finally:
+        bar.close()
+        if log:
+            log.close()
+    elapsed = time.time() - t_start
+    summary = {"steps": step, "best_val_total": best_val, "last": last, "history": history,
+               "train_seconds_this_run": round(elapsed, 1), "prep_seconds": round(prep_s, 1),
+               "pairs_per_s": round(steps_done * cfg.batch_size * world / max(elapsed, 1e-9), 1)}
+    if world > 1:  # proof that DDP kept the replicas identical
+        digests = [None] * world
+        dist.all_gather_object(digests, param_digest(model))
+        summary["rank_param_sha256"] = digests
+    if device.type == "cuda":
+        summary["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+    if is_main:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if world > 1:
+        dist.destroy_process_group()
+    return summary
+
+
+def param_digest(model: nn.Module) -> str:
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _check_enough(n: int, cfg: TrainConfig, world: int) -> None:
+    if n < cfg.batch_size * world:
+        raise UserError(f"only {n} training pairs for a batch of {cfg.batch_size} x {world} process(es); "
+                        "lower --batch-size or add data")
+
+
+def _comparable(cfg: TrainConfig) -> dict:
+    """The parts of the config a resumed run must share (not the output path or thread count)."""
+    d = cfg.to_dict()
+    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device"):
+        d.pop(k, None)
+    return d
+
+
+def _barrier(world: int) -> None:
+    if world > 1 and dist.is_initialized():
+        dist.barrier()
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({torch.get_num_threads()} threads)"

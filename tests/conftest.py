@@ -1,0 +1,44 @@
+"""Shared fixtures: one tiny model trained once per session on the shipped sample corpus."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+torch.set_num_threads(1)
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tiny_config(out: Path, **overrides):
+    from edge_xsent.model import EncoderConfig
+    from edge_xsent.train import TrainConfig
+
+    model = dict(vocab_size=1000, n_layers=1, d_model=32, n_heads=2, d_ff=64, max_len=32, dropout=0.1)
+    model.update(overrides.pop("model", {}))
+    base = dict(data="sample", out=str(out), batch_size=32, lr=3e-3, warmup_steps=5, max_steps=40,
+                eval_every=20, checkpoint_every=10, log_every=5, valid_pairs=200, max_train_pairs=None,
+                threads=1, seed=0)
+    base.update(overrides)
+    return TrainConfig(model=EncoderConfig(**model), **base)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A trained tiny model (train output folder); its model/ is a loadable model folder."""
+    from edge_xsent.train import train
+
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    cfg = tiny_config(out, max_steps=60, model=dict(d_model=48, n_heads=4, d_ff=96))
+    summary = train(cfg, progress=False)
+    assert summary["steps"] == 60
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_run) -> Path:
+    return tiny_run / "model"

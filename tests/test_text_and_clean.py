@@ -1,0 +1,79 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from edge_xsent.data.clean import (Cleaner, has_markup, has_placeholder, is_identical, is_language_list,
+                                   mostly_non_letters, strip_accelerators)
+from edge_xsent.text import normalize
+
+
+def test_normalize_nfkc_and_whitespace():
+    assert normalize("  Ｆｕｌｌ\u00a0width\t\ttext\n") == "Full width text"
+    assert normalize("ﬁle") == "file"  # NFKC ligature
+    assert normalize("a\x00b\x1bc") == "abc"  # control characters dropped
+
+
+@given(st.text())
+def test_normalize_idempotent(s):
+    assert normalize(normalize(s)) == normalize(s)
+
+
+@pytest.mark.parametrize("text", ["Cannot open %s", "%1$d files", "value %(name)s", "Hello {0}", "Use ${HOME} here",
+                                  "copied {count} items", "%-10s wide"])
+def test_placeholders_detected(text):
+    assert has_placeholder(text, "x")
+    assert has_placeholder("x", text)
+
+
+@pytest.mark.parametrize("text", ["100% sure about it", "Use curly braces here", "Price is 5 dollars"])
+def test_plain_text_is_not_placeholder(text):
+    assert not has_placeholder(text, "x")
+
+
+def test_markup_detected():
+    assert has_markup("Click <b>OK</b> now", "x")
+    assert has_markup("Tom &amp; Jerry", "x")
+    assert not has_markup("if a < b and b > c", "x")
+
+
+def test_accelerators_stripped():
+    assert strip_accelerators("_Open File") == "Open File"
+    assert strip_accelerators("~Save As...") == "Save As..."
+    assert strip_accelerators("&Quit now") == "Quit now"
+    assert strip_accelerators("my_variable and AT&T") == "my_variable and AT&T"
+
+
+def test_language_list():
+    assert is_language_list("Arabic, Czech, Danish, German, Greek and Spanish", "x")
+    assert not is_language_list("This package provides German spelling, grammar and more", "x")
+
+
+def test_identical_and_non_letters():
+    assert is_identical("Open the file now", "open the FILE now")
+    assert mostly_non_letters("1234 5678 9012 ++--", "x")
+    assert not mostly_non_letters("A normal sentence here", "Une phrase normale")
+
+
+def test_cleaner_counts_each_filter():
+    c = Cleaner()
+    pairs = [
+        ("Open the selected file in a new window", "Ouvrir le fichier sélectionné dans une nouvelle fenêtre"),
+        ("Too short", "Trop court"),
+        ("This text is the same on both sides", "This text is the same on both sides"),
+        ("Cannot open file %s for reading now", "Impossible d'ouvrir le fichier %s"),
+        ("Click <b>OK</b> to close the dialog", "Cliquez sur <b>OK</b> pour fermer"),
+        ("_Save the current document to disk", "_Enregistrer le document actuel"),
+    ]
+    kept = [c(en, xx) for en, xx in pairs]
+    assert kept[0] is not None and kept[5] == ("Save the current document to disk", "Enregistrer le document actuel")
+    assert kept[1:5] == [None] * 4
+    assert c.dropped["too_short"] == 1 and c.dropped["identical"] == 1
+    assert c.dropped["placeholder"] == 1 and c.dropped["markup"] == 1
+    assert c.accelerators_stripped == 1
+
+
+def test_cleaner_length_ratio_and_too_long():
+    c = Cleaner()
+    assert c("A reasonably long English sentence that has many words in it", "Oui") is None
+    assert c.dropped["length_ratio"] == 1
+    assert c(" ".join(["word"] * 200), " ".join(["mot"] * 200)) is None
+    assert c.dropped["too_long"] == 1

@@ -1,0 +1,210 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from conftest import ROOT, tiny_config
+from edge_xsent import objectives
+from edge_xsent.errors import UserError
+from edge_xsent.train import BatchPlan, TrainConfig, TrainingStopped, checkpoint_path, load_checkpoint, lr_at, train
+
+
+def weights(ckpt: Path) -> dict:
+    return load_checkpoint(ckpt)["model"]
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_tiny_model_learns(tiny_run):
+    log = [json.loads(l) for l in (tiny_run / "log.jsonl").read_text().splitlines()]
+    vals = [r for r in log if "val_total" in r]
+    assert len(vals) >= 2 and vals[-1]["val_total"] < vals[0]["val_total"]
+    train_losses = [r["total"] for r in log if "total" in r]
+    assert np.mean(train_losses[-3:]) < np.mean(train_losses[:3])
+    assert {"lr", "pairs_per_s", "gen", "align", "sim"} <= set(log[0])
+    folder = tiny_run / "model"
+    assert {"config.json", "model.safetensors", "tokenizer.model", "tokenizer.json", "training.json",
+            "manifest.json"} <= {p.name for p in folder.iterdir()}
+    info = json.loads((folder / "training.json").read_text())
+    assert info["train_config"]["objective"] == "ugt" and info["langs"] == ["de", "en", "es", "fr", "it"]
+
+
+def test_batch_plan_is_deterministic_and_covers_each_epoch_once():
+    lengths = np.random.default_rng(0).integers(1, 50, size=1000)
+    plan = BatchPlan(lengths, batch_size=32, seed=3, world=2)
+    again = BatchPlan(lengths, batch_size=32, seed=3, world=2)
+    epoch = np.concatenate([plan.indices(s, r) for s in range(plan.per_epoch) for r in range(2)])
+    assert len(set(epoch.tolist())) == len(epoch) == plan.per_epoch * 64  # no pair twice in an epoch
+    assert all(np.array_equal(plan.indices(s, r), again.indices(s, r)) for s in (0, 5, plan.per_epoch + 2) for r in (0, 1))
+    assert not np.array_equal(plan.indices(0), plan.indices(plan.per_epoch))  # a new order each epoch
+    spread = [np.ptp(lengths[plan.indices(s)]) for s in range(plan.per_epoch)]
+    assert np.median(spread) < 10  # batches hold similar lengths (less padding)
+
+
+def test_lr_schedule():
+    cfg = TrainConfig(warmup_steps=10, max_steps=110, lr=1.0, min_lr_ratio=0.1)
+    assert lr_at(0, cfg) == pytest.approx(0.1) and lr_at(9, cfg) == pytest.approx(1.0)
+    assert lr_at(60, cfg) == pytest.approx(0.55) and lr_at(110, cfg) == pytest.approx(0.1)
+
+
+def test_deterministic_and_resume_takes_the_same_steps(tmp_path):
+    straight = tmp_path / "straight"
+    train(tiny_config(straight, max_steps=20, eval_every=100), progress=False)
+    twice = tmp_path / "twice"
+    train(tiny_config(twice, max_steps=20, eval_every=100), progress=False)
+    assert same_weights(weights(checkpoint_path(straight)), weights(checkpoint_path(twice)))
+
+    # Stop after 10 steps (a checkpoint), then resume to 20 with the same config.
+    resumed = tmp_path / "resumed"
+    cfg10 = tiny_config(resumed, max_steps=20, eval_every=100)
+    _run_until(cfg10, 10)
+    assert load_checkpoint(checkpoint_path(resumed))["step"] == 10
+    summary = train(cfg10, progress=False)
+    assert summary["steps"] == 20
+    assert same_weights(weights(checkpoint_path(straight)), weights(checkpoint_path(resumed)))
+
+
+def _run_until(cfg: TrainConfig, stop_at: int) -> None:
+    """Run training but interrupt it right after the checkpoint of step `stop_at`."""
+    import edge_xsent.train as T
+
+    real = T.save_checkpoint
+
+    def save_then_stop(path, state):
+        real(path, state)
+        if state["step"] == stop_at:
+            raise KeyboardInterrupt
+
+    T.save_checkpoint = save_then_stop
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(cfg, progress=False)
+    finally:
+        T.save_checkpoint = real
+
+
+def test_resume_with_different_config_is_refused(tmp_path):
+    cfg = tiny_config(tmp_path / "r", max_steps=10, eval_every=100)
+    train(cfg, progress=False)
+    with pytest.raises(UserError, match="different config"):
+        train(tiny_config(tmp_path / "r", max_steps=10, eval_every=100, lr=1e-2), progress=False)
+    assert train(tiny_config(tmp_path / "r", max_steps=10, eval_every=100, lr=1e-2), fresh=True, progress=False)["steps"] == 10
+
+
+def test_nan_loss_stops_with_last_checkpoint_intact(tmp_path, monkeypatch):
+    out = tmp_path / "nan"
+    real = objectives.align_loss
+    calls = {"n": 0}
+
+    def poisoned(u, v):
+        calls["n"] += 1
+        return real(u, v) * (float("nan") if calls["n"] > 14 else 1.0)
+
+    monkeypatch.setattr(objectives, "align_loss", poisoned)
+    with pytest.raises(TrainingStopped, match="loss became nan at step 14"):
+        train(tiny_config(out, max_steps=30, eval_every=100), progress=False)
+    assert load_checkpoint(checkpoint_path(out))["step"] == 10
+
+
+def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
+    out = tmp_path / "full"
+    cfg = tiny_config(out, max_steps=20, eval_every=100)
+    real = torch.save
+
+    def disk_full(obj, f, *a, **k):
+        if obj.get("step") == 20:
+            f.write(b"partial")
+            raise OSError(28, "No space left on device")
+        return real(obj, f, *a, **k)
+
+    monkeypatch.setattr(torch, "save", disk_full)
+    with pytest.raises(TrainingStopped, match="No space left"):
+        train(cfg, progress=False)
+    monkeypatch.setattr(torch, "save", real)
+    assert load_checkpoint(checkpoint_path(out))["step"] == 10
+    assert not list((out / "checkpoints").glob("*.tmp"))  # the partial file was removed
+
+
+@pytest.mark.parametrize("objective,align,sim", [("mlm", 0, 0), ("smlm", 0, 0), ("xtr", 0, 0), ("ugt", 0, 0),
+                                                  ("ugt", 2, 2), ("none", 2, 0), ("xtr", 0, 2)])
+def test_each_objective_trains(tmp_path, objective, align, sim):
+    cfg = tiny_config(tmp_path / "o", objective=objective, align_weight=align, sim_weight=sim, max_steps=4,
+                      eval_every=4, checkpoint_every=4, max_train_pairs=600, valid_pairs=64)
+    s = train(cfg, progress=False)
+    assert s["steps"] == 4 and np.isfinite(s["best_val_total"])
+    assert ("gen" in s["last"]) == (objective != "none")
+
+
+def test_multilingual_head_trains(tmp_path):
+    cfg = tiny_config(tmp_path / "ems", multilingual_head=True, max_steps=4, eval_every=4, max_train_pairs=600,
+                      valid_pairs=64)
+    train(cfg, progress=False)
+    config = json.loads((tmp_path / "ems" / "model" / "config.json").read_text())
+    assert config["model"]["n_langs"] == len(config["langs"]) == 2  # the first 600 pairs are en-de
+
+
+def test_bad_inputs(tmp_path):
+    one_lang = tmp_path / "mono.en-en.tsv"
+    one_lang.write_text("".join(f"sentence {i}\tphrase {i}\n" for i in range(100)))
+    with pytest.raises(UserError, match="one language"):
+        train(tiny_config(tmp_path / "a", data=str(one_lang)), progress=False)
+    with pytest.raises(UserError, match="lower --batch-size"):
+        train(tiny_config(tmp_path / "b", max_train_pairs=20), progress=False)
+    with pytest.raises(UserError, match="too small for a vocabulary"):
+        train(tiny_config(tmp_path / "c", max_train_pairs=200, model=dict(vocab_size=60000)), progress=False)
+    empty = tmp_path / "empty.en-fr.tsv"
+    empty.write_text("")
+    with pytest.raises(UserError, match="no training pairs"):
+        train(tiny_config(tmp_path / "d", data=str(empty)), progress=False)
+    with pytest.raises(UserError, match="unknown objective"):
+        tiny_config(tmp_path / "e", objective="bert")
+
+
+def test_config_file_and_unknown_keys(tmp_path):
+    p = tmp_path / "r.toml"
+    p.write_text('data = "sample"\nmax_steps = 7\n[model]\nn_layers = 3\n')
+    cfg = TrainConfig.from_toml(p, {"lr": 0.5, "model": {"d_model": 64, "n_heads": 4}})
+    assert (cfg.max_steps, cfg.lr, cfg.model.n_layers, cfg.model.d_model) == (7, 0.5, 3, 64)
+    p.write_text("max_step = 7\n")
+    with pytest.raises(UserError, match=r"unknown keys \['max_step'\]"):
+        TrainConfig.from_toml(p)
+    p.write_text("max_steps = \n")
+    with pytest.raises(UserError, match="invalid TOML"):
+        TrainConfig.from_toml(p)
+
+
+@pytest.mark.slow
+def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path):
+    """A real training subprocess is killed with SIGKILL mid-run, then resumed to the end."""
+    args = ["--data", "sample", "--vocab-size", "1000", "--layers", "1", "--d-model", "32",
+            "--heads", "2", "--ffn", "64", "--max-len", "32", "--batch-size", "32", "--max-steps", "60",
+            "--warmup-steps", "5", "--eval-every", "1000", "--checkpoint-every", "5", "--threads", "1", "--quiet"]
+    cmd = [sys.executable, "-m", "edge_xsent.cli", "train"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(cmd + args + ["--out", str(tmp_path / "ref")], check=True, env=env, capture_output=True)
+    out = tmp_path / "killed"
+    proc = subprocess.Popen(cmd + args + ["--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        ck = checkpoint_path(out)
+        if ck.exists() and load_checkpoint(ck)["step"] >= 15:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    killed_at = load_checkpoint(checkpoint_path(out))["step"]
+    assert 15 <= killed_at < 60, "the run should have been killed mid-way"
+    res = subprocess.run(cmd + args + ["--out", str(out)], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert f"resuming at step {killed_at}" in res.stderr
+    assert same_weights(weights(checkpoint_path(tmp_path / "ref")), weights(checkpoint_path(out)))
