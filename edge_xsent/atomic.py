@@ -47,6 +47,8 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
+        for p in tmp.rglob("*"):  # some writers (mkstemp, safetensors) create 0600 files
+            os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~_umask())
         old = path.with_name(f".{path.name}.old")
         if old.exists():
             shutil.rmtree(old)

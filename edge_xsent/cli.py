@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import click
+import warnings
+
+warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
 from .errors import UserError
 
@@ -156,6 +159,115 @@ def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
     cfg = TrainConfig.from_toml(config_path, overrides) if config_path else TrainConfig.from_dict(overrides)
     summary = train(cfg, fresh=fresh, progress=not quiet)
     click.echo(json.dumps({k: v for k, v in summary.items() if k != "history"}, indent=2))
+
+
+@main.command("export")
+@click.argument("model_path", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Bundle folder (default: MODEL-bundle).")
+@click.option("--int8/--no-int8", default=True, show_default=True, help="Also write the dynamic int8 ONNX model.")
+@click.option("--torchscript/--no-torchscript", default=True, show_default=True)
+@click.option("--min-cosine", default=0.99, show_default=True, help="Fail if int8's mean cosine vs fp32 is lower.")
+@click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
+@user_errors
+def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data):
+    """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
+
+    \b
+    Examples:
+      edge-xsent export runs/tiny/model --int8 --out runs/tiny/bundle
+      edge-xsent export runs/cpu-hour/model --min-cosine 0.995
+    """
+    from .export import export_bundle
+
+    out = out or model_path.with_name(model_path.name + "-bundle")
+    parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
+                           parity_data=parity_data)
+    click.echo(f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}")
+    for name, f in parity["formats"].items():
+        click.echo(f"{name:12s} {f['cosine_mean']:9.5f} {f['cosine_min']:9.5f} {100 * f['xsr_p1']:8.1f}")
+    for p in sorted(out.rglob("*")):
+        if p.suffix in (".onnx", ".pt", ".ptl", ".safetensors"):
+            click.echo(f"{p.relative_to(out)}: {p.stat().st_size / 2**20:.1f} MB")
+    click.echo(f"wrote {out}/")
+
+
+@main.command("encode")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
+@click.option("--input", "input_path", type=click.Path(path_type=Path), default="-", show_default=True,
+              help="Text file, one sentence per line; - for stdin.")
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
+@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "int8"]), default=None, help="ONNX precision (default int8).")
+@click.option("--batch-size", default=32, show_default=True)
+@click.option("--threads", type=int, default=None, help="CPU threads for inference.")
+@click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
+@user_errors
+def encode_cmd(model_path, input_path, out, backend, precision, batch_size, threads, no_normalize):
+    """Embed sentences (one per line) into a .npy matrix, in input order.
+
+    \b
+    Examples:
+      edge-xsent encode --model runs/tiny/bundle --input sentences.txt --out vecs.npy
+      echo "Ouvrir le fichier" | edge-xsent encode --model runs/tiny/bundle --out v.npy --backend torch
+    """
+    import numpy as np
+
+    from .atomic import atomic_write
+    from .encoder import Encoder
+
+    enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
+    stream = sys.stdin if str(input_path) == "-" else None
+    if stream is None and not input_path.exists():
+        raise UserError(f"{input_path}: no such file")
+    lines = [l.rstrip("\n") for l in (stream or open(input_path, encoding="utf-8", errors="strict"))]
+    vecs = enc.encode(lines, batch_size=batch_size, normalize=not no_normalize, show_progress=len(lines) > 10_000)
+    with atomic_write(out, "wb") as f:
+        np.save(f, vecs)
+    click.echo(f"{len(lines)} sentences -> {out} {vecs.shape} ({enc.backend})", err=True)
+
+
+@main.group("eval")
+def eval_group() -> None:
+    """Evaluate a model: cross-lingual retrieval."""
+
+
+@eval_group.command("xsr")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder.")
+@click.option("--data", default="sample", show_default=True,
+              help="Corpus folder (its test split), a TSV or `a.en,b.fr` Moses files; `sample` = the shipped sample.")
+@click.option("--split", default="test", show_default=True)
+@click.option("--langs", default=None, help="Languages of a TSV / Moses input, e.g. en,fr.")
+@click.option("--queries", default=2000, show_default=True, help="Queries per direction (the paper: 2,000).")
+@click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
+              help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
+@click.option("--batch-size", default=64, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@user_errors
+def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, as_json):
+    """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
+
+    \b
+    Examples:
+      edge-xsent eval xsr --model runs/tiny/model
+      edge-xsent eval xsr --model runs/cpu-hour/model --data corpus --json
+      edge-xsent eval xsr --model M --data test.en-fr.tsv --distractors fr:extra.fr.txt
+    """
+    from .data.corpus import read_pairs
+    from .encoder import Encoder
+    from .evaluate import format_xsr, xsr
+
+    enc = Encoder.load(model_path)
+    pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split))
+    if not pairs:
+        raise UserError(f"{data}: no pairs in the {split} split")
+    extra: dict[str, list[str]] = {}
+    for spec in distractors:
+        lang, _, path = str(spec).partition(":")
+        if not path:
+            raise UserError(f"--distractors {spec}: use LANG:FILE, e.g. fr:extra.fr.txt")
+        extra.setdefault(lang, []).extend(l.strip() for l in Path(path).read_text(encoding="utf-8").splitlines() if l.strip())
+    results = xsr(pairs, lambda s: enc.encode(list(s), batch_size=batch_size), max_queries=queries, distractors=extra)
+    click.echo(json.dumps(results, indent=2) if as_json else format_xsr(results))
 
 
 if __name__ == "__main__":

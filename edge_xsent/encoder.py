@@ -1,44 +1,120 @@
-"""`Encoder`: the inference API over a model folder (or, later, an exported bundle).
+"""`Encoder`: one inference API over every format a model folder or bundle carries.
 
-    enc = Encoder.load("runs/default/model")
+    enc = Encoder.load("runs/default/bundle")                 # auto: int8 ONNX if present
+    enc = Encoder.load(path, backend="torch" | "onnx" | "torchscript", precision="fp32" | "int8")
     vecs = enc.encode(["Hello world", "Bonjour le monde"])   # (2, dim) float32, L2-normalised
 
 Shape rules as in sentence-transformers: str -> (dim,), list -> (n, dim), [] -> (0, dim).
 Batches are formed after sorting by length (less padding), and the original order is
-restored. Never touches the network.
+restored. Checksums are verified at load. Never touches the network.
 """
 
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
-from .bundle import load_model
+from . import bundle
 from .errors import UserError
-from .tokenizer import PAD_ID
+from .tokenizer import Tokenizer
+
+BACKENDS = ("auto", "torch", "onnx", "torchscript")
+Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) mask -> (B, C)
+
+
+def _torch_backend(path: Path, threads: int | None) -> Backend:
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    model, _, _ = bundle.load_model(path, verify_checksums=False)
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return model(torch.from_numpy(ids), torch.from_numpy(mask)).float().numpy()
+
+    return run
+
+
+def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
+    import onnxruntime as ort
+
+    from .export import ONNX_FP32, ONNX_INT8
+
+    file = path / (ONNX_INT8 if precision == "int8" else ONNX_FP32)
+    if not file.exists():
+        raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path} --int8`")
+    opts = ort.SessionOptions()
+    if threads:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"])
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+    return run
+
+
+def _torchscript_backend(path: Path, threads: int | None) -> Backend:
+    import torch
+
+    from .export import TS_FROZEN
+
+    file = path / TS_FROZEN
+    if not file.exists():
+        raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path}`")
+    if threads:
+        torch.set_num_threads(threads)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = torch.jit.load(str(file), map_location="cpu")
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return module(torch.from_numpy(ids), torch.from_numpy(mask)).float().numpy()
+
+    return run
 
 
 class Encoder:
-    def __init__(self, model, tokenizer, config: dict, path: Path):
-        self.model, self.tokenizer, self.config, self.path = model, tokenizer, config, path
-        self.max_len = model.cfg.max_len
-        self.dim = model.cfg.d_model
+    def __init__(self, run: Backend, tokenizer: Tokenizer, config: dict, path: Path, backend: str):
+        self._run, self.tokenizer, self.config, self.path, self.backend = run, tokenizer, config, path, backend
+        self.max_len = config["model"]["max_len"]
+        self.dim = config["model"]["d_model"]
         self.langs = config.get("langs", [])
 
     @classmethod
-    def load(cls, path: str | Path, threads: int | None = None, verify: bool = True) -> "Encoder":
+    def load(cls, path: str | Path, backend: str = "auto", precision: str | None = None, threads: int | None = None,
+             verify: bool = True) -> "Encoder":
+        """Open a model folder or bundle. `precision` (onnx only): "int8" or "fp32"."""
+        if backend not in BACKENDS:
+            raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+        if precision not in (None, "fp32", "int8"):
+            raise UserError(f"unknown precision {precision!r}; choose fp32 or int8")
         path = Path(path)
-        if path.is_dir() and not (path / "config.json").exists() and (path / "model" / "config.json").exists():
+        if path.is_dir() and not (path / bundle.FILES["config"]).exists() and (path / "model" / bundle.FILES["config"]).exists():
             path = path / "model"  # a training output folder
-        model, tok, config = load_model(path, verify_checksums=verify)
-        if threads:
-            torch.set_num_threads(threads)
-        return cls(model, tok, config, path)
+        if verify:
+            bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]])
+        config = bundle.read_config(path)
+        tok = Tokenizer.load(path / bundle.FILES["tokenizer"])
+        if backend == "auto":
+            from .export import ONNX_INT8
+
+            backend, precision = ("onnx", "int8") if (path / ONNX_INT8).exists() else ("torch", None)
+        if backend == "torch":
+            run = _torch_backend(path, threads)
+        elif backend == "onnx":
+            run = _onnx_backend(path, threads, precision or "int8")
+        else:
+            run = _torchscript_backend(path, threads)
+        name = backend + (f"-{precision or 'int8'}" if backend == "onnx" else "")
+        return cls(run, tok, config, path, name)
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         ids = self.tokenizer.encode(sentences)
@@ -47,9 +123,11 @@ class Encoder:
             warnings.warn(f"{long} sentence(s) longer than {self.max_len} tokens were truncated", stacklevel=3)
         return [x[: self.max_len] for x in ids]
 
-    @torch.inference_mode()
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32, normalize: bool = True,
                show_progress: bool = False) -> np.ndarray:
+        """str -> (dim,); list of str -> (n, dim) float32, in input order."""
+        if batch_size < 1:
+            raise UserError(f"batch_size must be >= 1, got {batch_size}")
         single = isinstance(sentences, str)
         items = [sentences] if single else _check_items(sentences)
         out = np.zeros((len(items), self.dim), dtype=np.float32)
@@ -65,11 +143,10 @@ class Encoder:
         return out[0] if single else out
 
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
-        T = max(1, max(len(x) for x in batch))
-        ids = torch.full((len(batch), T), PAD_ID, dtype=torch.long)
-        for i, x in enumerate(batch):
-            ids[i, : len(x)] = torch.tensor(x, dtype=torch.long)
-        return self.model(ids, (ids != PAD_ID).long()).float().numpy()
+        from .export import pad_batch
+
+        ids, mask = pad_batch(batch)
+        return self._run(ids, mask)
 
 
 def _check_items(sentences) -> list[str]:

@@ -523,9 +523,11 @@ def _check_enough(n: int, cfg: TrainConfig, world: int) -> None:
 
 
 def _comparable(cfg: TrainConfig) -> dict:
-    """The parts of the config a resumed run must share (not the output path or thread count)."""
+    """The parts of the config a resumed run must share. Not the output path, thread count or
+    logging cadence; not max_steps either, so a run can be extended or cut short on resume
+    (the learning-rate schedule then follows the new length from that step on)."""
     d = cfg.to_dict()
-    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device"):
+    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps"):
         d.pop(k, None)
     return d
 

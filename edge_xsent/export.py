@@ -1,0 +1,217 @@
+"""Export a model folder to an edge bundle, in the manner of onnxruntime's own examples:
+export, check parity, quantise, check parity again.
+
+Bundle layout (a superset of the model folder, so every backend loads from one place):
+    config.json, model.safetensors, tokenizer.model, tokenizer.json, training.json
+    onnx/model.onnx            fp32, dynamic batch and sequence axes
+    onnx/model_int8.onnx       dynamic int8: MatMul and the embedding Gather, per channel
+    torchscript/model.pt       traced + frozen (torch.jit.load)
+    torchscript/model.ptl      lite-interpreter file
+    parity.json                cosine of each format vs fp32 PyTorch, retrieval P@1 per format
+    README.md                  model card
+    manifest.json              SHA-256 of every file, versions, quantisation settings, parity
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from . import __version__
+from .atomic import atomic_dir
+from .bundle import FILES, load_model, write_manifest
+from .data.corpus import Pair, read_pairs
+from .errors import UserError
+from .model import DualEncoder
+from .tokenizer import PAD_ID, Tokenizer
+
+ONNX_FP32 = "onnx/model.onnx"
+ONNX_INT8 = "onnx/model_int8.onnx"
+TS_FROZEN = "torchscript/model.pt"
+TS_LITE = "torchscript/model.ptl"
+PARITY = "parity.json"
+CARD = "README.md"
+
+
+class SentenceEmbedder(nn.Module):
+    """What ships: ids + mask -> mean-pooled sentence vectors (B, C), no generative head."""
+
+    def __init__(self, model: DualEncoder):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids, attention_mask)
+
+
+def pad_batch(batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    T = max(1, max(len(x) for x in batch))
+    ids = np.full((len(batch), T), PAD_ID, dtype=np.int64)
+    for i, x in enumerate(batch):
+        ids[i, : len(x)] = x
+    return ids, (ids != PAD_ID).astype(np.int64)
+
+
+def example_inputs(tok: Tokenizer, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real token ids, batch 3 with padding: zeros once hid an out-of-bounds Gather elsewhere."""
+    texts = ["Open the file in a new window.", "Ouvrir le fichier dans une nouvelle fenêtre, puis l'enregistrer.",
+             "Datei"]
+    ids, mask = pad_batch([x[:max_len] for x in tok.encode(texts)])
+    return torch.from_numpy(ids), torch.from_numpy(mask)
+
+
+@contextlib.contextmanager
+def quiet():
+    """The exporters log chatter (missing torchvision, pre-processing hints) at WARNING."""
+    loggers = [logging.getLogger(n) for n in ("", "torch", "torch.onnx", "onnxscript", "onnx_ir")]
+    levels = [l.level for l in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for l in loggers:
+            l.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for l, lv in zip(loggers, levels):
+                l.setLevel(lv)
+
+
+def export_onnx(embedder: SentenceEmbedder, example: tuple[torch.Tensor, torch.Tensor], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    batch, seq = torch.export.Dim("batch", min=1, max=4096), torch.export.Dim("sequence", min=1,
+                                                                               max=embedder.model.cfg.max_len)
+    with quiet():
+        program = torch.onnx.export(
+            embedder, example, dynamo=True, input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"],
+            dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
+            external_data=False, verbose=False)
+    program.save(str(path))
+
+
+def quantize_int8(src: Path, dst: Path) -> dict:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weight_type": "QInt8", "per_channel": True,
+                "op_types": ["MatMul", "Gather"], "reduce_range": False}
+    with quiet():
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul", "Gather"])
+    return settings
+
+
+def export_torchscript(embedder: SentenceEmbedder, example, frozen_path: Path, lite_path: Path) -> None:
+    frozen_path.parent.mkdir(parents=True, exist_ok=True)
+    with quiet():
+        traced = torch.jit.trace(embedder.eval(), example, check_trace=False)
+        frozen = torch.jit.freeze(traced)
+        torch.jit.save(frozen, str(frozen_path))
+        traced._save_for_lite_interpreter(str(lite_path))
+
+
+def parity_sentences(n_pairs: int = 400, data: str = "sample") -> list[Pair]:
+    """Held-out real pairs: the test split of the shipped sample corpus, all language pairs."""
+    pairs = list(read_pairs(data, split="test"))
+    rng = np.random.default_rng(0)
+    by_pair: dict[str, list[Pair]] = {}
+    for p in pairs:
+        by_pair.setdefault(f"{p.lang_a}-{p.lang_b}", []).append(p)
+    k = max(2, n_pairs // max(len(by_pair), 1))
+    return [items[i] for items in by_pair.values() for i in sorted(rng.choice(len(items), min(k, len(items)), replace=False))]
+
+
+def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
+                  min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400) -> dict:
+    """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32."""
+    model_dir, out = Path(model_dir), Path(out)
+    model, tok, config = load_model(model_dir)
+    embedder = SentenceEmbedder(model).eval()
+    example = example_inputs(tok, model.cfg.max_len)
+    t0 = time.time()
+    with atomic_dir(out) as tmp:
+        for name in FILES.values():
+            if (model_dir / name).exists():
+                shutil.copy2(model_dir / name, tmp / name)
+        export_onnx(embedder, example, tmp / ONNX_FP32)
+        quant = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8) if int8 else None
+        if torchscript:
+            export_torchscript(embedder, example, tmp / TS_FROZEN, tmp / TS_LITE)
+
+        parity = measure_parity(tmp, parity_sentences(parity_pairs, parity_data), int8, torchscript)
+        parity["source"] = f"{parity_data} test split"
+        parity["min_cosine_required"] = min_cosine
+        if int8 and parity["formats"]["onnx-int8"]["cosine_mean"] < min_cosine:
+            raise UserError(f"int8 parity check failed: mean cosine {parity['formats']['onnx-int8']['cosine_mean']:.4f} "
+                            f"< {min_cosine} against fp32; the bundle was not written (lower --min-cosine to accept)")
+        (tmp / PARITY).write_text(json.dumps(parity, indent=2) + "\n")
+        (tmp / CARD).write_text(model_card(config, parity, tmp))
+        import onnx
+        import onnxruntime
+
+        write_manifest(tmp, {"versions": {"edge_xsent": __version__, "torch": torch.__version__,
+                                          "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
+                             "quantization": quant, "parity": parity, "export_seconds": round(time.time() - t0, 1)})
+    return parity
+
+
+def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool) -> dict:
+    """Cosine of every format against fp32 PyTorch on real sentences, and each format's XSR P@1."""
+    from .encoder import Encoder
+    from .evaluate import average, xsr
+
+    sentences = [p.a for p in pairs] + [p.b for p in pairs]
+    backends = {"torch": ("torch", None), "onnx": ("onnx", "fp32")}
+    if int8:
+        backends["onnx-int8"] = ("onnx", "int8")
+    if torchscript:
+        backends["torchscript"] = ("torchscript", None)
+    parity: dict = {"sentences": len(sentences), "formats": {}}
+    with warnings.catch_warnings():  # long sentences are cut to max_len alike in every format
+        warnings.filterwarnings("ignore", message=".*were truncated")
+        ref = None
+        for name, (backend, precision) in backends.items():
+            enc = Encoder.load(folder, backend=backend, precision=precision, verify=False)
+            vecs = enc.encode(sentences)
+            ref = vecs if ref is None else ref
+            cos = (vecs * ref).sum(1)
+            p1 = average(xsr(pairs, lambda s, e=enc: e.encode(list(s)), max_queries=len(pairs)))
+            parity["formats"][name] = {"cosine_mean": float(cos.mean()), "cosine_min": float(cos.min()), "xsr_p1": p1}
+    base = parity["formats"]["torch"]["xsr_p1"]
+    for f in parity["formats"].values():
+        f["xsr_p1_drop"] = base - f["xsr_p1"]
+    return parity
+
+
+def model_card(config: dict, parity: dict, folder: Path) -> str:
+    m = config["model"]
+    sizes = {p: (folder / p).stat().st_size for p in [FILES["weights"], ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE]
+             if (folder / p).exists()}
+    training = json.loads((folder / FILES["training"]).read_text()) if (folder / FILES["training"]).exists() else {}
+    lines = [
+        "# edge-xsent model", "",
+        f"A {m['n_layers']}-layer cross-lingual sentence encoder (d={m['d_model']}, {m['n_heads']} heads, FFN {m['d_ff']}, "
+        f"vocabulary {m['vocab_size']}, max length {m['max_len']} tokens), mean pooling, trained with edge-xsent "
+        f"(objective `{training.get('train_config', {}).get('objective', '?')}`).", "",
+        f"Languages: {', '.join(config.get('langs', []))}.", "",
+        "```python", "from edge_xsent import Encoder", "enc = Encoder.load('THIS_FOLDER')", "vecs = enc.encode(['Open the file', 'Ouvrir le fichier'])", "```", "",
+        "## Files and sizes", "", "| file | MB |", "|---|---|",
+        *[f"| `{p}` | {s / 2**20:.1f} |" for p, s in sizes.items()], "",
+        f"## Parity against fp32 PyTorch ({parity['sentences']} real sentences, {parity['source']})", "",
+        "| format | mean cosine | min cosine | XSR P@1 | P@1 drop |", "|---|---|---|---|---|",
+        *[f"| {k} | {v['cosine_mean']:.5f} | {v['cosine_min']:.5f} | {100 * v['xsr_p1']:.1f} | {100 * v['xsr_p1_drop']:+.1f} |"
+          for k, v in parity["formats"].items()], "",
+        "## Training", "", f"Steps: {training.get('step', '?')}, train pairs: {training.get('train_pairs', '?')}, "
+        f"device: {training.get('device', '?')}.", "",
+        "Limits: trained on software text (Debian package descriptions, LibreOffice help and UI, gettext catalogues); "
+        "expect weaker results on other domains.", "",
+    ]
+    return "\n".join(lines)

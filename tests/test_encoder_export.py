@@ -1,0 +1,150 @@
+"""Every format loads through Encoder and agrees with fp32 PyTorch within the recorded tolerances."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import ROOT
+from edge_xsent import Encoder
+from edge_xsent.bundle import MANIFEST
+from edge_xsent.errors import UserError
+from edge_xsent.export import ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, export_bundle
+
+SENTENCES = ["Open the file in a new window.", "Ouvrir le fichier dans une nouvelle fenêtre.",
+             "Datei speichern", "Guardar el documento actual", "Salva il documento corrente",
+             "Ça marche 🙂 — très bien!", "x"]
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tiny_model, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundle") / "bundle"
+    parity = export_bundle(tiny_model, out, parity_pairs=80)
+    return out, parity
+
+
+def test_bundle_files_and_manifest(tiny_bundle):
+    out, parity = tiny_bundle
+    manifest = json.loads((out / MANIFEST).read_text())
+    for f in (ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, "model.safetensors", "tokenizer.model", "tokenizer.json",
+              "config.json", "README.md", "parity.json"):
+        assert f in manifest["files"] and len(manifest["files"][f]["sha256"]) == 64
+    assert manifest["quantization"]["per_channel"] is True
+    assert {"torch", "onnx", "onnxruntime"} <= set(manifest["versions"])
+    assert set(parity["formats"]) == {"torch", "onnx", "onnx-int8", "torchscript"}
+    assert (out / ONNX_INT8).stat().st_size < 0.5 * (out / ONNX_FP32).stat().st_size
+
+
+@pytest.mark.parametrize("backend,precision,tol", [("onnx", "fp32", 1e-4), ("torchscript", None, 1e-4),
+                                                   ("onnx", "int8", 2e-2)])
+def test_every_format_agrees_with_fp32(tiny_bundle, backend, precision, tol):
+    out, _ = tiny_bundle
+    ref = Encoder.load(out, backend="torch").encode(SENTENCES)
+    got = Encoder.load(out, backend=backend, precision=precision, threads=1).encode(SENTENCES)
+    assert got.shape == ref.shape and got.dtype == np.float32
+    assert (1 - (got * ref).sum(1)).max() < tol
+
+
+def test_parity_report_thresholds(tiny_bundle):
+    _, parity = tiny_bundle
+    assert parity["formats"]["onnx"]["cosine_min"] > 0.9999
+    assert parity["formats"]["onnx-int8"]["cosine_mean"] >= 0.99
+    assert abs(parity["formats"]["onnx-int8"]["xsr_p1_drop"]) < 0.05
+
+
+def test_export_fails_loudly_below_threshold(tiny_model, tmp_path):
+    with pytest.raises(UserError, match="int8 parity check failed"):
+        export_bundle(tiny_model, tmp_path / "b", torchscript=False, min_cosine=1.01, parity_pairs=20)
+    assert not (tmp_path / "b").exists()  # nothing half-written
+
+
+def test_auto_backend_prefers_int8_onnx(tiny_bundle, tiny_model):
+    out, _ = tiny_bundle
+    assert Encoder.load(out).backend == "onnx-int8"
+    assert Encoder.load(tiny_model).backend == "torch"
+    with pytest.raises(UserError, match="export the bundle"):
+        Encoder.load(tiny_model, backend="onnx")
+
+
+def test_encode_shapes_and_order(tiny_model):
+    enc = Encoder.load(tiny_model)
+    one = enc.encode("Open the file")
+    assert one.shape == (enc.dim,)
+    assert enc.encode([]).shape == (0, enc.dim)
+    many = enc.encode(SENTENCES, batch_size=3)
+    assert np.allclose(np.linalg.norm(many, axis=1), 1, atol=1e-5)
+    rev = enc.encode(SENTENCES[::-1], batch_size=2)
+    assert np.allclose(rev[::-1], many, atol=1e-5)  # order restored after length sorting
+    raw = enc.encode(SENTENCES, normalize=False)
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.text(min_size=0, max_size=40), min_size=1, max_size=12), st.integers(1, 8))
+def test_batched_equals_one_by_one(tiny_encoder, texts, batch_size):
+    batched = tiny_encoder.encode(texts, batch_size=batch_size)
+    single = np.stack([tiny_encoder.encode(t) for t in texts])
+    assert np.allclose(batched, single, atol=1e-5)
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tiny_model):
+    return Encoder.load(tiny_model)
+
+
+def test_bad_input(tiny_encoder):
+    with pytest.raises(UserError, match="item 1 is int"):
+        tiny_encoder.encode(["ok", 3])
+    with pytest.raises(UserError, match="got bytes"):
+        tiny_encoder.encode(b"bytes")
+    with pytest.raises(UserError, match="item 0 is NoneType"):
+        tiny_encoder.encode([None])
+    with pytest.warns(UserWarning, match="truncated"):
+        v = tiny_encoder.encode("word " * 5000)
+    assert np.isfinite(v).all()
+    assert np.allclose(tiny_encoder.encode(["", "   "]), 0)  # nothing to embed: a zero vector
+
+
+def test_corrupt_and_missing_files_are_caught(tiny_bundle, tmp_path):
+    out, _ = tiny_bundle
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    data = bytearray((bad / ONNX_INT8).read_bytes())
+    data[len(data) // 2] ^= 0x01  # one flipped bit
+    (bad / ONNX_INT8).write_bytes(bytes(data))
+    with pytest.raises(UserError, match=r"model_int8.onnx: checksum mismatch"):
+        Encoder.load(bad)
+    (bad / ONNX_INT8).unlink()
+    with pytest.raises(UserError, match=r"model_int8.onnx: missing"):
+        Encoder.load(bad)
+    (bad / MANIFEST).unlink()
+    with pytest.raises(UserError, match="manifest.json is missing"):
+        Encoder.load(bad)
+    with pytest.raises(UserError, match="no such model folder"):
+        Encoder.load(tmp_path / "nothing")
+
+
+def test_newer_format_version_refused(tiny_model, tmp_path):
+    m = tmp_path / "m"
+    shutil.copytree(tiny_model, m)
+    manifest = json.loads((m / MANIFEST).read_text())
+    manifest["format_version"] = 99
+    (m / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="newer than this edge-xsent supports"):
+        Encoder.load(m)
+
+
+def test_cli_encode_roundtrip(tiny_bundle, tmp_path):
+    out, _ = tiny_bundle
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "encode", "--model", str(out), "--input", str(src),
+                          "--out", str(tmp_path / "v.npy"), "--threads", "1"], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    v = np.load(tmp_path / "v.npy")
+    assert np.allclose(v, Encoder.load(out).encode(SENTENCES), atol=1e-5)
