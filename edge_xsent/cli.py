@@ -270,5 +270,34 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, a
     click.echo(json.dumps(results, indent=2) if as_json else format_xsr(results))
 
 
+@eval_group.command("classify")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
+@click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
+@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "int8"]), default=None)
+@click.option("--seeds", default=5, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@user_errors
+def eval_classify(model_path, data, backend, precision, seeds, as_json):
+    """Zero-shot classification (MLDoc style): train on English vectors, test on other languages.
+
+    \b
+    Examples:
+      edge-xsent eval classify --model runs/tiny/model
+      edge-xsent eval classify --model runs/cpu-hour/model --data corpus --json
+    """
+    from .data.corpus import read_classify, resolve
+    from .encoder import Encoder
+    from .evaluate import classify, format_classify
+
+    path = resolve(data) / "classify.tsv"
+    if not path.exists():
+        raise UserError(f"{path}: missing; build the corpus with `edge-xsent data build` (DDTP source, fr/de/it)")
+    enc = Encoder.load(model_path, backend=backend, precision=precision)
+    res = classify(list(read_classify(path)), lambda s: enc.encode(list(s), batch_size=64), seeds=seeds)
+    res["backend"] = enc.backend
+    click.echo(json.dumps(res, indent=2) if as_json else format_classify(res))
+
+
 if __name__ == "__main__":
     main()

@@ -103,3 +103,76 @@ def format_xsr(results: dict[str, dict]) -> str:
     lines.append(f"{'average':10s} {'':7s} {'':7s} {100 * average(results):8.1f} {100 * average(results, 'p1_margin'):10.1f}"
                  f" {100 * average(results, 'p1_cosine_text'):7.1f} /{100 * average(results, 'p1_margin_text'):6.1f}")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- zero-shot classification
+
+def package_split(package: str) -> str:
+    """60 / 20 / 20 train / dev / test by a hash of the package name: a document and all its
+    translations stay on one side."""
+    import hashlib
+
+    x = int.from_bytes(hashlib.sha256(package.encode()).digest()[:4], "big") / 2**32
+    return "train" if x < 0.6 else "dev" if x < 0.8 else "test"
+
+
+def train_logreg(x: np.ndarray, y: np.ndarray, n_classes: int, weight_decay: float, seed: int,
+                 steps: int = 300, lr: float = 0.05):
+    """Multinomial logistic regression, full-batch Adam in numpy (tiny problem: no torch
+    thread pool needed); returns a predict function."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(0, 0.01, (x.shape[1], n_classes)).astype(np.float32)
+    b = np.zeros(n_classes, np.float32)
+    onehot = np.eye(n_classes, dtype=np.float32)[y]
+    m = [np.zeros_like(W), np.zeros_like(b)]
+    v = [np.zeros_like(W), np.zeros_like(b)]
+    for t in range(1, steps + 1):
+        z = x @ W + b
+        p = np.exp(z - z.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        d = (p - onehot) / len(x)
+        grads = [x.T @ d + weight_decay * W, d.sum(0)]
+        for i, (param, g) in enumerate(zip((W, b), grads)):
+            m[i] = 0.9 * m[i] + 0.1 * g
+            v[i] = 0.999 * v[i] + 0.001 * g * g
+            param -= lr * (m[i] / (1 - 0.9**t)) / (np.sqrt(v[i] / (1 - 0.999**t)) + 1e-8)
+    return lambda z: (z @ W + b).argmax(1)
+
+
+def classify(rows: Sequence[tuple[str, str, str, str]], embed: Embed, source_lang: str = "en", seeds: int = 5,
+             weight_decays: Sequence[float] = (0.0, 1e-4, 1e-3, 1e-2)) -> dict:
+    """MLDoc-style zero-shot transfer: fit on `source_lang` train docs, select on its dev docs,
+    test on every language's test docs. Accuracy per language, mean (and std) over seeds."""
+    labels = sorted({r[1] for r in rows})
+    label_id = {l: i for i, l in enumerate(labels)}
+    parts: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for pkg, label, lang, text in rows:
+        parts.setdefault((package_split(pkg), lang), []).append((text, label_id[label]))
+    if ("train", source_lang) not in parts or ("dev", source_lang) not in parts:
+        raise ValueError(f"no {source_lang} documents to train on")
+    vec = {k: (embed([t for t, _ in v]), np.array([y for _, y in v])) for k, v in parts.items()}
+    xtr, ytr = vec[("train", source_lang)]
+    xdev, ydev = vec[("dev", source_lang)]
+    test_langs = sorted(l for s, l in vec if s == "test")
+    acc: dict[str, list[float]] = {l: [] for l in test_langs}
+    chosen = []
+    for seed in range(seeds):
+        best = max(((float((f(xdev) == ydev).mean()), wd, f) for wd in weight_decays
+                    for f in [train_logreg(xtr, ytr, len(labels), wd, seed)]), key=lambda t: t[0])
+        chosen.append(best[1])
+        for lang in test_langs:
+            x, y = vec[("test", lang)]
+            acc[lang].append(float((best[2](x) == y).mean()))
+    return {"labels": labels, "source_lang": source_lang, "seeds": seeds, "weight_decay_chosen": chosen,
+            "n_train": len(ytr), "n_dev": len(ydev),
+            "accuracy": {f"{source_lang}->{l}": {"mean": float(np.mean(a)), "std": float(np.std(a)),
+                                                 "n_test": int(len(vec[("test", l)][1]))} for l, a in acc.items()}}
+
+
+def format_classify(res: dict) -> str:
+    lines = [f"{len(res['labels'])} labels, trained on {res['n_train']} {res['source_lang']} docs, "
+             f"selected on {res['n_dev']}, mean of {res['seeds']} seeds",
+             f"{'direction':10s} {'accuracy':>9s} {'± std':>7s} {'test docs':>9s}"]
+    for name, a in res["accuracy"].items():
+        lines.append(f"{name:10s} {100 * a['mean']:9.1f} {100 * a['std']:7.1f} {a['n_test']:9d}")
+    return "\n".join(lines)

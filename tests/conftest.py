@@ -42,3 +42,10 @@ def tiny_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tiny_run) -> Path:
     return tiny_run / "model"
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tiny_model):
+    from edge_xsent import Encoder
+
+    return Encoder.load(tiny_model)

@@ -91,11 +91,6 @@ def test_batched_equals_one_by_one(tiny_encoder, texts, batch_size):
     assert np.allclose(batched, single, atol=1e-5)
 
 
-@pytest.fixture(scope="session")
-def tiny_encoder(tiny_model):
-    return Encoder.load(tiny_model)
-
-
 def test_bad_input(tiny_encoder):
     with pytest.raises(UserError, match="item 1 is int"):
         tiny_encoder.encode(["ok", 3])
