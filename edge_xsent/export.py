@@ -130,8 +130,10 @@ def parity_sentences(n_pairs: int = 400, data: str = "sample") -> list[Pair]:
 
 
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
-                  min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400) -> dict:
-    """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32."""
+                  min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
+                  check_parity: bool = True) -> dict | None:
+    """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
+    `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
     model, tok, config = load_model(model_dir)
     embedder = SentenceEmbedder(model).eval()
@@ -146,6 +148,9 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         if torchscript:
             export_torchscript(embedder, example, tmp / TS_FROZEN, tmp / TS_LITE)
 
+        if not check_parity:
+            write_manifest(tmp, {"quantization": quant, "parity": None})
+            return None
         parity = measure_parity(tmp, parity_sentences(parity_pairs, parity_data), int8, torchscript)
         parity["source"] = f"{parity_data} test split"
         parity["min_cosine_required"] = min_cosine

@@ -1,0 +1,343 @@
+"""`edge-xsent bench`: the paper's efficiency table (Table 5) on this hardware, plus what an
+edge user needs (size, load time, latency, throughput, memory per inference backend).
+
+Every measurement runs in a fresh subprocess (one per depth for training, one per depth
+and backend for inference), so peak-memory figures never mix. Timings: warm-up first,
+then repeats; medians and p95 are reported, and a figure whose spread (p95 / p50) is wide
+is flagged as noisy rather than trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserError
+
+PAPER_TABLE5 = {  # V100, batch 128, en-fr: layers -> (memory MB, minutes per 10k steps)
+    1: (7135, 19), 2: (11607, 24), 3: (16804, 29), 4: (21923, 34), 6: (28024, 44)}
+NOISY = 1.5  # p95 / p50 above this: too wide to trust
+
+
+@dataclass
+class BenchConfig:
+    layers: list[int] = field(default_factory=lambda: [1, 2, 4, 6])
+    data: str = "sample"
+    vocab_size: int = 8000
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 1024
+    max_len: int = 64
+    batch_size: int = 128
+    train_steps: int = 8  # timed steps per depth (after warm-up); scaled to `per_steps`
+    warmup_steps: int = 2
+    per_steps: int = 10_000  # report time per this many steps (the paper: 10k)
+    infer_repeats: int = 30
+    seq_len: int = 32
+    threads: int = 1
+    device: str = "auto"
+    models: dict[int, str] = field(default_factory=dict)  # depth -> trained model folder (quality)
+    backends: list[str] = field(default_factory=lambda: ["torch", "onnx-fp32", "onnx-int8", "torchscript"])
+
+
+def machine_info() -> dict:
+    import onnxruntime
+    import torch
+
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
+            "onnxruntime": onnxruntime.__version__, "platform": platform.platform()}
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def summarize(times: list[float]) -> dict:
+    a = np.asarray(times) * 1000
+    p50, p95 = float(np.median(a)), float(np.percentile(a, 95))
+    return {"p50_ms": round(p50, 3), "p95_ms": round(p95, 3), "n": len(a), "noisy": bool(p95 > NOISY * p50)}
+
+
+# ----------------------------------------------------------------------------- workers (subprocesses)
+
+def _worker_train(args: dict) -> dict:
+    """Time training steps of one depth at batch 128 with the full objective, on real pairs."""
+    import torch
+
+    from .model import DualEncoder, EncoderConfig
+    from .tokenizer import Tokenizer
+    from .train import BatchPlan, Objective, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, \
+        tokenize_pairs
+
+    torch.set_num_threads(args["threads"])
+    rss0 = peak_rss_mb()
+    tok = Tokenizer.load(args["tokenizer"])
+    mcfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=args["layers"], d_model=args["d_model"],
+                         n_heads=args["n_heads"], d_ff=args["d_ff"], max_len=args["max_len"])
+    cfg = TrainConfig(data=args["data"], model=mcfg, batch_size=args["batch_size"], device=args["device"])
+    device = pick_device(cfg, 0)
+    rows = load_texts(cfg, "train")
+    data = tokenize_pairs(rows, tok, mcfg.max_len, sorted({r[0] for r in rows} | {r[1] for r in rows}))
+    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), cfg.batch_size, seed=0)
+    torch.manual_seed(0)
+    model = DualEncoder(mcfg).to(device)
+    objective = Objective(model, cfg, punctuation_pieces(tok)).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
+    from .train import autocast
+
+    times = []
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    for step in range(args["warmup"] + args["steps"]):
+        batch = make_batch(data, plan.indices(step), device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        with autocast(device, cfg):
+            loss = objective(batch, torch.Generator().manual_seed(step))["total"]
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if step >= args["warmup"]:
+            times.append(time.perf_counter() - t)
+    out = {"layers": args["layers"], "device": str(device), "params_m": round(model.num_parameters() / 1e6, 2),
+           "step": summarize(times), "tokens_per_batch": int(np.mean([len(data.a[i]) + len(data.b[i])
+                                                                       for s in range(args["steps"])
+                                                                       for i in plan.indices(s)]) * cfg.batch_size)}
+    if device.type == "cuda":
+        out["memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        out["memory_kind"] = "CUDA max allocated"
+    else:
+        out["memory_mb"] = round(peak_rss_mb(), 1)
+        out["memory_kind"] = "peak RSS (process)"
+        out["baseline_rss_mb"] = round(rss0, 1)
+    return out
+
+
+def _worker_infer(args: dict) -> dict:
+    """Load one backend of a bundle and time it: load, batch 1 and batch 32 at a fixed length,
+    sentences/s through encode() on real sentences, peak RSS."""
+    from .encoder import Encoder
+
+    backend, _, precision = args["backend"].partition("-")
+    rss0 = peak_rss_mb()
+    t = time.perf_counter()
+    enc = Encoder.load(args["bundle"], backend=backend, precision=precision or None, threads=args["threads"], verify=False)
+    load_s = time.perf_counter() - t
+    sentences = args["sentences"]
+    # Fixed-length rows of real token ids: the test sentences' tokens, concatenated and cut.
+    flat = [t for ids in enc.tokenizer.encode(sentences) for t in ids]
+    L = args["seq_len"]
+    rows = np.array(flat[: (len(flat) // L) * L], dtype=np.int64).reshape(-1, L)
+    out = {"backend": args["backend"], "load_s": round(load_s, 3), "threads": args["threads"], "seq_len": L}
+    for bs in (1, 32):
+        ids = rows[:bs]
+        mask = np.ones_like(ids)
+        for _ in range(3):
+            enc._run(ids, mask)
+        times = []
+        for _ in range(args["repeats"]):
+            t = time.perf_counter()
+            enc._run(ids, mask)
+            times.append(time.perf_counter() - t)
+        out[f"batch{bs}"] = summarize(times)
+    enc.encode(sentences[:64])
+    t = time.perf_counter()
+    enc.encode(sentences, batch_size=32)
+    out["sentences_per_s"] = round(len(sentences) / (time.perf_counter() - t), 1)
+    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    out["baseline_rss_mb"] = round(rss0, 1)
+    return out
+
+
+def _spawn(kind: str, args: dict, timeout: int = 1800) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.get("threads", 1))}
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.bench", kind, json.dumps(args)], capture_output=True,
+                         text=True, env=env, timeout=timeout)
+    if res.returncode != 0:
+        raise UserError(f"benchmark worker {kind} failed: {res.stderr.strip()[-800:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- the run
+
+def run(cfg: BenchConfig, progress=print) -> dict:
+    from .bundle import save_model
+    from .data.corpus import read_pairs
+    from .evaluate import average, xsr
+    from .export import export_bundle
+    from .model import DualEncoder, EncoderConfig
+    from .tokenizer import Tokenizer
+
+    if not cfg.layers:
+        raise UserError("--layers needs at least one depth, e.g. --layers 1,2,4,6")
+    results: dict = {"config": asdict(cfg), "machine": machine_info(), "training": [], "inference": [], "quality": []}
+    test_pairs = list(read_pairs(cfg.data, split="test"))
+    sentences = [p.a for p in test_pairs[:400]] + [p.b for p in test_pairs[:400]]
+    with tempfile.TemporaryDirectory(prefix="edge-xsent-bench-") as tmp:
+        tmp = Path(tmp)
+        texts = [t for p in read_pairs(cfg.data, split="train") for t in (p.a, p.b)]
+        tok = Tokenizer.train(texts, cfg.vocab_size)
+        tok.save(tmp / "tokenizer.model")
+        for n in cfg.layers:
+            progress(f"training cost, {n} layer(s) ...")
+            results["training"].append(_spawn("train", {
+                "layers": n, "tokenizer": str(tmp / "tokenizer.model"), "data": cfg.data, "d_model": cfg.d_model,
+                "n_heads": cfg.n_heads, "d_ff": cfg.d_ff, "max_len": cfg.max_len, "batch_size": cfg.batch_size,
+                "steps": cfg.train_steps, "warmup": cfg.warmup_steps, "threads": cfg.threads, "device": cfg.device}))
+        for n in cfg.layers:
+            progress(f"inference, {n} layer(s): export ...")
+            trained = cfg.models.get(n)
+            folder = Path(trained) if trained else tmp / f"model-{n}"
+            if not trained:
+                import torch
+
+                torch.manual_seed(0)
+                m = DualEncoder(EncoderConfig(vocab_size=tok.vocab_size, n_layers=n, d_model=cfg.d_model,
+                                              n_heads=cfg.n_heads, d_ff=cfg.d_ff, max_len=cfg.max_len))
+                save_model(folder, m, tok, [], {"note": "untrained: cost only"})
+            bundle = tmp / f"bundle-{n}"
+            export_bundle(folder, bundle, check_parity=False)
+            sizes = {"fp32 safetensors": (bundle / "model.safetensors").stat().st_size,
+                     "onnx-fp32": (bundle / "onnx/model.onnx").stat().st_size,
+                     "onnx-int8": (bundle / "onnx/model_int8.onnx").stat().st_size,
+                     "torchscript": (bundle / "torchscript/model.pt").stat().st_size}
+            for b in cfg.backends:
+                progress(f"inference, {n} layer(s): {b} ...")
+                r = _spawn("infer", {"bundle": str(bundle), "backend": b, "threads": cfg.threads, "seq_len": cfg.seq_len,
+                                     "repeats": cfg.infer_repeats, "sentences": sentences})
+                r.update(layers=n, size_mb=round(sizes.get(b, sizes["onnx-fp32"] if b == "onnx" else 0) / 2**20, 2),
+                         trained=bool(trained))
+                results["inference"].append(r)
+            if trained:
+                from .encoder import Encoder
+
+                enc = Encoder.load(bundle, backend="onnx", precision="int8")
+                p1 = average(xsr(test_pairs, lambda s: enc.encode(list(s)), max_queries=2000))
+                results["quality"].append({"layers": n, "model": str(trained), "xsr_p1_int8": p1})
+    results["ratios"] = ratios(results)
+    return results
+
+
+def ratios(results: dict) -> dict:
+    """6-layer / 2-layer ratios (paper: 2.5x memory, 1.8x time) and int8-vs-eager speed-ups."""
+    out: dict = {}
+    by_layers = {r["layers"]: r for r in results["training"]}
+    if 2 in by_layers and 6 in by_layers:
+        out["memory_6_over_2"] = round(by_layers[6]["memory_mb"] / by_layers[2]["memory_mb"], 2)
+        out["time_6_over_2"] = round(by_layers[6]["step"]["p50_ms"] / by_layers[2]["step"]["p50_ms"], 2)
+        out["paper_memory_6_over_2"] = round(PAPER_TABLE5[6][0] / PAPER_TABLE5[2][0], 2)
+        out["paper_time_6_over_2"] = round(PAPER_TABLE5[6][1] / PAPER_TABLE5[2][1], 2)
+    for n in sorted({r["layers"] for r in results["inference"]}):
+        rows = {r["backend"]: r for r in results["inference"] if r["layers"] == n}
+        if "torch" in rows and "onnx-int8" in rows:
+            out[f"int8_speedup_batch32_{n}L"] = round(rows["torch"]["batch32"]["p50_ms"] / rows["onnx-int8"]["batch32"]["p50_ms"], 2)
+            out[f"int8_speedup_batch1_{n}L"] = round(rows["torch"]["batch1"]["p50_ms"] / rows["onnx-int8"]["batch1"]["p50_ms"], 2)
+        if "onnx-fp32" in rows and "onnx-int8" in rows:
+            out[f"int8_size_ratio_{n}L"] = round(rows["onnx-int8"]["size_mb"] / rows["onnx-fp32"]["size_mb"], 3)
+    return out
+
+
+# ----------------------------------------------------------------------------- output
+
+def to_markdown(results: dict) -> str:
+    c, m = results["config"], results["machine"]
+    flag = lambda s: " (noisy)" if s["noisy"] else ""  # noqa: E731
+    lines = [f"# edge-xsent bench ({time.strftime('%Y-%m-%d')})", "",
+             f"Machine: {m['cpu']}, {m['cores']} cores" + (f", GPU {m['gpu']}" if "gpu" in m else "") +
+             f"; torch {m['torch']}, onnxruntime {m['onnxruntime']}, Python {m['python']}.", "",
+             f"## Training cost (the paper's Table 5 in shape)", "",
+             f"Batch {c['batch_size']} pairs, full objective (UGT + align + sim), d={c['d_model']}, FFN {c['d_ff']}, "
+             f"vocabulary {c['vocab_size']}, real pairs from `{c['data']}`, {c['threads']} thread(s). "
+             f"{c['train_steps']} steps timed after {c['warmup_steps']} warm-up steps; minutes per "
+             f"{c['per_steps']:,d} steps are the median step time scaled (not a full run).", "",
+             "| layers | params (M) | memory (MB) | median step (ms) | min / 10k steps | paper memory (MB) | paper min / 10k |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results["training"]:
+        paper = PAPER_TABLE5.get(r["layers"], ("-", "-"))
+        lines.append(f"| {r['layers']} | {r['params_m']} | {r['memory_mb']:,.0f} | {r['step']['p50_ms']:,.0f}{flag(r['step'])} | "
+                     f"{r['step']['p50_ms'] * c['per_steps'] / 60000:,.0f} | {paper[0]:,} | {paper[1]} |")
+    if results["training"]:
+        lines += ["", f"Memory is {results['training'][0]['memory_kind']}."]
+    ra = results["ratios"]
+    if "memory_6_over_2" in ra:
+        lines += ["", f"6 layers / 2 layers: memory {ra['memory_6_over_2']}x (paper {ra['paper_memory_6_over_2']}x), "
+                      f"time {ra['time_6_over_2']}x (paper {ra['paper_time_6_over_2']}x)."]
+    lines += ["", "## Inference", "",
+              f"Fixed length {c['seq_len']} tokens (real token ids), {c['threads']} thread(s), {c['infer_repeats']} "
+              "repeats after warm-up; sentences/s through `encode()` on 800 real test sentences.", "",
+              "| layers | backend | size (MB) | load (s) | batch 1 p50 / p95 (ms) | batch 32 p50 / p95 (ms) | sent/s | peak RSS (MB) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in results["inference"]:
+        lines.append(f"| {r['layers']}{'' if r['trained'] else '*'} | {r['backend']} | {r['size_mb']} | {r['load_s']} | "
+                     f"{r['batch1']['p50_ms']:.2f} / {r['batch1']['p95_ms']:.2f}{flag(r['batch1'])} | "
+                     f"{r['batch32']['p50_ms']:.1f} / {r['batch32']['p95_ms']:.1f}{flag(r['batch32'])} | "
+                     f"{r['sentences_per_s']} | {r['peak_rss_mb']:.0f} |")
+    lines += ["", "`*` untrained weights: cost only (speed and size do not depend on training).", "",
+              "Ratios: " + ", ".join(f"{k} {v}" for k, v in ra.items())]
+    if results["quality"]:
+        lines += ["", "## Quality", "", "| layers | model | XSR P@1 (int8) |", "|---|---|---|"]
+        lines += [f"| {q['layers']} | `{q['model']}` | {100 * q['xsr_p1_int8']:.1f} |" for q in results["quality"]]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    tr = results["training"]
+    if not tr:
+        return False
+    layers = [r["layers"] for r in tr]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
+    a.plot(layers, [r["memory_mb"] for r in tr], "o-", label="this machine")
+    a.plot(list(PAPER_TABLE5), [v[0] for v in PAPER_TABLE5.values()], "s--", label="paper (V100)")
+    a.set(xlabel="layers", ylabel="training memory (MB)", title="Memory")
+    per = results["config"]["per_steps"]
+    b.plot(layers, [r["step"]["p50_ms"] * per / 60000 for r in tr], "o-", label="this machine")
+    b.plot(list(PAPER_TABLE5), [v[1] for v in PAPER_TABLE5.values()], "s--", label="paper (V100)")
+    b.set(xlabel="layers", ylabel=f"minutes per {per:,d} steps", title="Time")
+    for ax in (a, b):
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main() -> None:  # the subprocess entry point
+    kind, args = sys.argv[1], json.loads(sys.argv[2])
+    out = _worker_train(args) if kind == "train" else _worker_infer(args)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

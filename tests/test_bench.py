@@ -1,0 +1,42 @@
+"""The benchmark harness on a tiny config: real subprocesses, real measurements, no timing asserts."""
+
+import pytest
+
+from edge_xsent.bench import BenchConfig, plot, ratios, run, summarize, to_markdown
+
+
+@pytest.mark.slow
+def test_bench_harness_tiny(tmp_path):
+    cfg = BenchConfig(layers=[1, 2], vocab_size=600, d_model=32, n_heads=2, d_ff=64, max_len=32, batch_size=16,
+                      train_steps=2, warmup_steps=1, infer_repeats=3, backends=["torch", "onnx-int8"])
+    res = run(cfg, progress=lambda m: None)
+    assert [r["layers"] for r in res["training"]] == [1, 2]
+    for r in res["training"]:
+        assert r["step"]["p50_ms"] > 0 and r["memory_mb"] > 0 and r["memory_kind"] == "peak RSS (process)"
+    assert res["training"][1]["params_m"] > res["training"][0]["params_m"]
+    assert {(r["layers"], r["backend"]) for r in res["inference"]} == {(1, "torch"), (1, "onnx-int8"),
+                                                                        (2, "torch"), (2, "onnx-int8")}
+    for r in res["inference"]:
+        assert r["batch1"]["p50_ms"] > 0 and r["batch32"]["n"] == 3 and r["sentences_per_s"] > 0
+        assert r["peak_rss_mb"] >= r["baseline_rss_mb"] > 0
+    int8 = {r["layers"]: r["size_mb"] for r in res["inference"] if r["backend"] == "onnx-int8"}
+    assert all(v > 0 for v in int8.values())
+    assert "int8_speedup_batch32_2L" in res["ratios"]
+    md = to_markdown(res)
+    assert "| layers | params (M) |" in md and "onnx-int8" in md
+    if plot(res, tmp_path / "p.png"):
+        assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_summarize_flags_wide_spread():
+    assert summarize([0.01] * 10)["noisy"] is False
+    assert summarize([0.01] * 8 + [0.05, 0.06])["noisy"] is True
+    assert summarize([0.002, 0.004])["p50_ms"] == pytest.approx(3.0)
+
+
+def test_ratios_against_the_paper():
+    res = {"training": [{"layers": 2, "memory_mb": 100.0, "step": {"p50_ms": 10.0}},
+                        {"layers": 6, "memory_mb": 250.0, "step": {"p50_ms": 18.0}}], "inference": []}
+    r = ratios(res)
+    assert r["memory_6_over_2"] == 2.5 and r["time_6_over_2"] == 1.8
+    assert r["paper_memory_6_over_2"] == pytest.approx(2.41, abs=0.01) and r["paper_time_6_over_2"] == pytest.approx(1.83, abs=0.01)
