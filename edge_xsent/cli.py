@@ -273,6 +273,41 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
     click.echo(f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)"), err=True)
 
 
+@main.command("mine")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("tgt", type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="TSV: score, source, target.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
+@click.option("--mode", type=click.Choice(["forward", "backward", "intersect", "max"]), default="intersect", show_default=True)
+@click.option("--threshold", default=1.05, show_default=True, help="Minimum ratio-margin score.")
+@click.option("--k", default=4, show_default=True, help="Neighbours in the margin's denominators.")
+@click.option("--batch-size", default=64, show_default=True)
+@user_errors
+def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
+    """Mine translation pairs from two monolingual files (one sentence per line).
+
+    \b
+    Examples:
+      edge-xsent mine news.en news.fr --model runs/tiny/bundle --out pairs.tsv
+      edge-xsent mine a.txt b.txt --model M --out p.tsv --mode max --threshold 1.1
+    """
+    from .atomic import atomic_write
+    from .data.corpus import _lines
+    from .encoder import Encoder
+    from .mine import mine
+
+    enc = Encoder.load(model_path)
+    targets = [line for _, line in _lines(tgt)]
+    embed = lambda s: enc.encode(list(s), batch_size=batch_size)  # noqa: E731
+    found = mine((line for _, line in _lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
+    wanted = {i for _, i, _ in found}
+    src_text = {n - 1: line for n, line in _lines(src) if n - 1 in wanted}  # second pass: only the mined lines
+    with atomic_write(out) as f:
+        for score, i, j in found:
+            f.write(f"{score:.4f}\t{src_text[i]}\t{targets[j]}\n")
+    click.echo(f"{len(found)} pairs (mode {mode}, margin >= {threshold}) -> {out}", err=True)
+
+
 @main.group("eval")
 def eval_group() -> None:
     """Evaluate a model: cross-lingual retrieval."""

@@ -1,0 +1,52 @@
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT
+from edge_xsent.cli import main
+
+COMMANDS = [["data", "build"], ["data", "stats"], ["train"], ["export"], ["encode"], ["bench"], ["mine"],
+            ["eval", "xsr"], ["eval", "classify"]]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)
+def test_every_command_help_has_examples(cmd):
+    res = CliRunner().invoke(main, [*cmd, "--help"])
+    assert res.exit_code == 0 and "Examples:" in res.output and "edge-xsent" in res.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["data", "stats", "/nonexistent"], "is not a corpus folder"),
+    (["train", "--config", "/nonexistent.toml"], "no such config file"),
+    (["train", "--objective", "bert"], "unknown objective"),
+    (["eval", "xsr", "--model", "/nonexistent"], "no such model folder"),
+    (["encode", "--model", "/nonexistent", "--out", "x.npy"], "no such model folder"),
+    (["bench", "--layers", "two"], "--layers takes integers"),
+    (["data", "build", "--langs", "french", "--offline"], "unknown language code"),
+])
+def test_user_errors_are_one_line_without_traceback(args, message):
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 1
+    assert message in res.output and "Traceback" not in res.output
+    assert res.output.strip().startswith("error: ") and len(res.output.strip().splitlines()) == 1
+
+
+def test_debug_flag_shows_the_traceback():
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "--debug", "data", "stats", "/nonexistent"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 1 and "Traceback" in res.stderr and "UserError" in res.stderr
+
+
+def test_import_is_light():
+    """`import edge_xsent` and the CLI's --help load neither torch nor onnxruntime."""
+    code = ("import sys, edge_xsent, edge_xsent.cli; "
+            "print(any(m in sys.modules for m in ('torch', 'onnxruntime', 'sentencepiece')))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.stdout.strip() == "False", res.stderr
+
+
+def test_data_stats_on_the_sample():
+    res = CliRunner().invoke(main, ["data", "stats", str(ROOT / "edge_xsent/resources/sample-corpus")])
+    assert res.exit_code == 0 and "en-fr" in res.output and "total" in res.output

@@ -1,0 +1,76 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT
+from edge_xsent.mine import mine
+
+
+def fake_embed(vectors: dict):
+    return lambda texts: np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 8), np.float32)
+
+
+def setup(n=40, noise=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(n, 8)).astype(np.float32)
+    vec = {}
+    for i in range(n):
+        for side in ("s", "t"):
+            v = base[i] + noise * rng.normal(size=8)
+            vec[f"{side}{i}"] = (v / np.linalg.norm(v)).astype(np.float32)
+    return vec
+
+
+@pytest.mark.parametrize("mode", ["forward", "backward", "intersect", "max"])
+@pytest.mark.parametrize("chunk", [7, 4096])
+def test_mining_recovers_pairs(mode, chunk):
+    vec = setup()
+    src = [f"s{i}" for i in range(40)]
+    tgt = [f"t{i}" for i in np.random.default_rng(1).permutation(40)]
+    found = mine(iter(src), tgt, fake_embed(vec), mode=mode, threshold=1.0, chunk=chunk)
+    correct = sum(src[i][1:] == tgt[j][1:] for _, i, j in found)
+    assert len(found) >= 38 and correct / len(found) > 0.95
+    scores = [s for s, _, _ in found]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_threshold_and_unrelated_sentences():
+    vec = setup()
+    rng = np.random.default_rng(5)
+    for i in range(20):  # targets with no translation among the sources
+        v = rng.normal(size=8)
+        vec[f"x{i}"] = (v / np.linalg.norm(v)).astype(np.float32)
+    src = [f"s{i}" for i in range(20)]
+    tgt = [f"t{i}" for i in range(20)] + [f"x{i}" for i in range(20)]
+    strict = mine(iter(src), tgt, fake_embed(vec), mode="intersect", threshold=1.2)
+    assert strict and all(tgt[j].startswith("t") for _, _, j in strict)
+    assert mine(iter(src), tgt, fake_embed(vec), threshold=99) == []
+    assert mine(iter([]), tgt, fake_embed(vec)) == []
+
+
+def test_chunking_does_not_change_the_result():
+    vec = setup(n=30, noise=0.3)
+    src, tgt = [f"s{i}" for i in range(30)], [f"t{i}" for i in range(30)]
+    a = mine(iter(src), tgt, fake_embed(vec), mode="max", threshold=0.9, chunk=4)
+    b = mine(iter(src), tgt, fake_embed(vec), mode="max", threshold=0.9, chunk=1000)
+    assert [(i, j) for _, i, j in a] == [(i, j) for _, i, j in b]
+    assert np.allclose([s for s, _, _ in a], [s for s, _, _ in b], atol=1e-5)
+
+
+def test_cli_mine_on_real_sentences(tiny_model, tmp_path):
+    from edge_xsent.data.corpus import SAMPLE_CORPUS, read_corpus_split
+
+    pairs = [p for p in read_corpus_split(SAMPLE_CORPUS / "test.tsv") if p.lang_b == "it"][:150]
+    order = np.random.default_rng(0).permutation(len(pairs))
+    (tmp_path / "src.en").write_text("\n".join(p.a for p in pairs) + "\n", encoding="utf-8")
+    (tmp_path / "tgt.it").write_text("\n".join(pairs[i].b for i in order) + "\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "mine", str(tmp_path / "src.en"), str(tmp_path / "tgt.it"),
+                          "--model", str(tiny_model), "--out", str(tmp_path / "p.tsv"), "--threshold", "1.0"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    rows = [l.split("\t") for l in (tmp_path / "p.tsv").read_text(encoding="utf-8").splitlines()]
+    truth = {p.a: p.b for p in pairs}
+    right = sum(truth.get(r[1]) == r[2] for r in rows)
+    assert len(rows) > 50 and right / len(rows) > 0.7  # the tiny model already mines mostly true pairs
