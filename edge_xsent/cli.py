@@ -169,8 +169,10 @@ def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
 @click.option("--torchscript/--no-torchscript", default=True, show_default=True)
 @click.option("--min-cosine", default=0.99, show_default=True, help="Fail if int8's mean cosine vs fp32 is lower.")
 @click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
+@click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
+              help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @user_errors
-def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data):
+def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, keep_vocab_from):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
 
     \b
@@ -178,9 +180,19 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data):
       edge-xsent export runs/tiny/model --int8 --out runs/tiny/bundle
       edge-xsent export runs/cpu-hour/model --min-cosine 0.995
     """
-    from .export import export_bundle
+    import tempfile
+
+    from .export import export_bundle, prune_vocabulary
 
     out = out or model_path.with_name(model_path.name + "-bundle")
+    if keep_vocab_from:
+        from .data.corpus import _lines
+
+        texts = [line for _, line in _lines(keep_vocab_from) if line.strip()]
+        tmp = Path(tempfile.mkdtemp(prefix="edge-xsent-pruned-"))
+        info = prune_vocabulary(model_path, texts, tmp / "model")
+        click.echo(f"vocabulary pruned from {info['from']} to {info['to']} pieces", err=True)
+        model_path = tmp / "model"
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
                            parity_data=parity_data)
     click.echo(f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}")
@@ -211,66 +223,19 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
       edge-xsent encode --model runs/tiny/bundle --input sentences.txt --out vecs.npy
       echo "Ouvrir le fichier" | edge-xsent encode --model runs/tiny/bundle --out v.npy --backend torch
     """
-    import numpy as np
-
-    from .atomic import atomic_write
-    from .encoder import Encoder
+    from .encoder import Encoder, encode_file
 
     enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
-    stream = sys.stdin if str(input_path) == "-" else None
-    if stream is None and not input_path.exists():
-        raise UserError(f"{input_path}: no such file")
-    lines = [l.rstrip("\n") for l in (stream or open(input_path, encoding="utf-8", errors="strict"))]
-    vecs = enc.encode(lines, batch_size=batch_size, normalize=not no_normalize, show_progress=len(lines) > 10_000)
-    with atomic_write(out, "wb") as f:
-        np.save(f, vecs)
-    click.echo(f"{len(lines)} sentences -> {out} {vecs.shape} ({enc.backend})", err=True)
+    if str(input_path) == "-":  # stdin cannot be read twice: spool it to a file first
+        import tempfile
 
-
-@main.command("bench")
-@click.option("--layers", default="1,2,4,6", show_default=True, help="Depths to measure, comma-separated.")
-@click.option("--data", default="sample", show_default=True, help="Corpus whose real pairs feed the benchmark.")
-@click.option("--vocab-size", default=8000, show_default=True)
-@click.option("--train-steps", default=8, show_default=True, help="Timed training steps per depth (after warm-up).")
-@click.option("--per-steps", default=10_000, show_default=True, help="Report training time per this many steps.")
-@click.option("--repeats", default=30, show_default=True, help="Timed inference repeats per batch size.")
-@click.option("--threads", default=1, show_default=True)
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
-@click.option("--model", "models", multiple=True, help="LAYERS:FOLDER, a trained model of that depth (adds P@1).")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("benchmarks/results"), show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
-@user_errors
-def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads, device, models, out, as_json):
-    """Memory and speed of 1-6 layer variants: training (Table 5) and inference per backend.
-
-    \b
-    Examples:
-      edge-xsent bench --layers 1,2,4,6
-      edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
-      edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
-    """
-    from .atomic import atomic_write
-    from .bench import BenchConfig, plot, run, to_markdown
-
-    try:
-        depth = [int(x) for x in layers.split(",") if x.strip()]
-        trained = {int(k): v for k, _, v in (m.partition(":") for m in models)}
-    except ValueError:
-        raise UserError("--layers takes integers like 1,2,4,6 and --model takes LAYERS:FOLDER") from None
-    cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
-                      infer_repeats=repeats, threads=threads, device=device, models=trained)
-    results = run(cfg, progress=lambda m: click.echo(m, err=True))
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    kind = "gpu" if "gpu" in results["machine"] and device != "cpu" else "cpu"
-    base = out / f"bench-{kind}-{stamp}"
-    md = to_markdown(results)
-    with atomic_write(base.with_suffix(".json")) as f:
-        json.dump(results, f, indent=2)
-    with atomic_write(base.with_suffix(".md")) as f:
-        f.write(md)
-    png = plot(results, base.with_suffix(".png"))
-    click.echo(json.dumps(results, indent=2) if as_json else md)
-    click.echo(f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)"), err=True)
+        spool = Path(tempfile.mkstemp(prefix="edge-xsent-stdin-", suffix=".txt")[1])
+        with open(spool, "w", encoding="utf-8") as f:
+            for line in sys.stdin:
+                f.write(line)
+        input_path = spool
+    n, dim = encode_file(enc, input_path, out, batch_size=batch_size, normalize=not no_normalize)
+    click.echo(f"{n} sentences -> {out} ({n}, {dim}) ({enc.backend})", err=True)
 
 
 @main.command("mine")

@@ -160,3 +160,43 @@ def _check_items(sentences) -> list[str]:
         if not isinstance(s, str):
             raise UserError(f"encode(): item {i} is {type(s).__name__}, not str; convert it with str() or drop it")
     return items
+
+
+def encode_file(enc: Encoder, path: str | Path, out: str | Path, batch_size: int = 32, normalize: bool = True,
+                chunk: int = 10_000, show_progress: bool = True) -> tuple[int, int]:
+    """Embed a text file (one sentence per line) into a .npy file with bounded memory: the
+    lines are counted, the output is a memory-mapped .npy under a temporary name, filled
+    chunk by chunk, then renamed into place."""
+    import os
+    import tempfile
+
+    from .data.corpus import _lines
+
+    path, out = Path(path), Path(out)
+    n = sum(1 for _ in _lines(path))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    try:
+        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, enc.dim))
+        buf: list[str] = []
+        start = 0
+        bar = tqdm(total=n, disable=not show_progress or n < 10_000, unit=" sent", desc="encode")
+        for _, line in _lines(path):
+            buf.append(line)
+            if len(buf) == chunk:
+                mm[start: start + len(buf)] = enc.encode(buf, batch_size=batch_size, normalize=normalize)
+                start += len(buf)
+                bar.update(len(buf))
+                buf = []
+        if buf:
+            mm[start: start + len(buf)] = enc.encode(buf, batch_size=batch_size, normalize=normalize)
+            bar.update(len(buf))
+        bar.close()
+        mm.flush()
+        del mm
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n, enc.dim

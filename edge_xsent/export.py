@@ -129,6 +129,33 @@ def parity_sentences(n_pairs: int = 400, data: str = "sample") -> list[Pair]:
     return [items[i] for items in by_pair.values() for i in sorted(rng.choice(len(items), min(k, len(items)), replace=False))]
 
 
+def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -> dict:
+    """A model folder whose vocabulary holds only the pieces `texts` use (plus specials and
+    single characters): the embedding table, which dominates the size, shrinks with it.
+    Sentences made of kept pieces embed exactly as before."""
+    import dataclasses
+
+    from .bundle import save_model
+    from .tokenizer import prune
+
+    model, tok, config = load_model(model_dir)
+    if not texts:
+        raise UserError("--keep-vocab-from: the file has no sentences; it should hold text in the languages to keep")
+    used = {i for ids in tok.encode(texts) for i in ids}
+    new_tok, old_ids = prune(tok, used)
+    idx = torch.tensor(old_ids)
+    cfg = dataclasses.replace(model.cfg, vocab_size=len(old_ids))
+    small = DualEncoder(cfg)
+    state = model.state_dict()
+    state["tok_emb.weight"] = state["tok_emb.weight"][idx]
+    state["head_bias"] = state["head_bias"][idx]
+    small.load_state_dict(state)
+    training = json.loads((Path(model_dir) / FILES["training"]).read_text()) if (Path(model_dir) / FILES["training"]).exists() else {}
+    training["vocabulary_pruned"] = {"from": tok.vocab_size, "to": len(old_ids), "sentences": len(texts)}
+    save_model(Path(out), small, new_tok, config.get("langs", []), training)
+    return training["vocabulary_pruned"]
+
+
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
                   check_parity: bool = True) -> dict | None:

@@ -107,3 +107,23 @@ def _normalized(texts: Iterable[str]) -> Iterator[str]:
         t = normalize(t)
         if t:
             yield t
+
+
+def prune(tokenizer: Tokenizer, keep: set[int]) -> tuple[Tokenizer, list[int]]:
+    """A tokenizer holding only the pieces in `keep` (plus specials and every single-character
+    piece, so unseen text still segments), and the old id of each new id.
+
+    Unigram segmentation picks the best path through the pieces; every piece on the best path
+    of a text that produced `keep` is still there, so that text segments exactly as before.
+    """
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    proto = pb.ModelProto()
+    proto.ParseFromString(tokenizer.proto)
+    keep = set(keep) | set(SPECIAL_IDS) | {i for i, p in enumerate(proto.pieces) if len(p.piece) == 1}
+    old_ids = [i for i in range(len(proto.pieces)) if i in keep]
+    kept = [proto.pieces[i] for i in old_ids]
+    del proto.pieces[:]
+    proto.pieces.extend(kept)
+    proto.trainer_spec.vocab_size = len(kept)
+    return Tokenizer(proto.SerializeToString()), old_ids

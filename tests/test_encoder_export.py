@@ -143,3 +143,52 @@ def test_cli_encode_roundtrip(tiny_bundle, tmp_path):
     assert res.returncode == 0, res.stderr
     v = np.load(tmp_path / "v.npy")
     assert np.allclose(v, Encoder.load(out).encode(SENTENCES), atol=1e-5)
+
+
+def test_vocabulary_pruning_keeps_embeddings_of_the_texts(tiny_model, tmp_path):
+    from edge_xsent.data.corpus import SAMPLE_CORPUS, read_corpus_split
+    from edge_xsent.export import prune_vocabulary
+
+    pairs = [p for p in read_corpus_split(SAMPLE_CORPUS / "train.tsv") if p.lang_b == "fr"][:300]
+    texts = [p.a for p in pairs] + [p.b for p in pairs]
+    info = prune_vocabulary(tiny_model, texts, tmp_path / "pruned")
+    assert info["to"] < info["from"]
+    big, small = Encoder.load(tiny_model), Encoder.load(tmp_path / "pruned")
+    assert small.tokenizer.vocab_size == info["to"]
+    assert [big.tokenizer.pieces(t) for t in texts[:50]] == [small.tokenizer.pieces(t) for t in texts[:50]]
+    assert np.allclose(big.encode(texts[:100]), small.encode(texts[:100]), atol=1e-5)
+    assert np.isfinite(small.encode("Ein ganz anderer Satz auf Deutsch")).all()  # unseen text still segments
+    assert (tmp_path / "pruned" / "model.safetensors").stat().st_size < (tiny_model / "model.safetensors").stat().st_size
+
+
+def test_encode_file_is_chunked_and_matches(tiny_encoder, tmp_path):
+    from edge_xsent.encoder import encode_file
+
+    lines = [f"Sentence number {i} about files" for i in range(2500)] + ["", "Ça va 🙂"]
+    src = tmp_path / "s.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    n, dim = encode_file(tiny_encoder, src, tmp_path / "v.npy", chunk=1000)
+    v = np.load(tmp_path / "v.npy")
+    assert (n, dim) == v.shape == (len(lines), tiny_encoder.dim)
+    assert np.allclose(v, tiny_encoder.encode(lines), atol=1e-5)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_one_megabyte_string_and_many_sentences(tiny_encoder):
+    with pytest.warns(UserWarning, match="truncated"):
+        v = tiny_encoder.encode("ab cd " * 180_000)  # ~1 MB
+    assert v.shape == (tiny_encoder.dim,) and np.isfinite(v).all()
+    many = tiny_encoder.encode([f"item {i % 97}" for i in range(20_000)], batch_size=256)
+    assert many.shape == (20_000, tiny_encoder.dim)
+    assert np.allclose(many[0], many[97], atol=1e-5)  # same text, same vector, order kept
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd", "Zs", "Po")), max_size=60))
+def test_tokenizer_round_trip(tiny_encoder, text):
+    from edge_xsent.text import normalize
+    from edge_xsent.tokenizer import UNK_ID
+
+    ids = tiny_encoder.tokenizer.encode([text])[0]
+    if UNK_ID not in ids:
+        assert tiny_encoder.tokenizer.sp.decode(ids) == normalize(text)
