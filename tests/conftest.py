@@ -49,3 +49,13 @@ def tiny_encoder(tiny_model):
     from edge_xsent import Encoder
 
     return Encoder.load(tiny_model)
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tiny_model, tmp_path_factory):
+    """The tiny model exported with --int8: (bundle folder, parity report)."""
+    from edge_xsent.export import export_bundle
+
+    out = tmp_path_factory.mktemp("bundle") / "bundle"
+    parity = export_bundle(tiny_model, out, parity_pairs=80)
+    return out, parity

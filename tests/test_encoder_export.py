@@ -20,13 +20,6 @@ SENTENCES = ["Open the file in a new window.", "Ouvrir le fichier dans une nouve
              "Ça marche 🙂 — très bien!", "x"]
 
 
-@pytest.fixture(scope="session")
-def tiny_bundle(tiny_model, tmp_path_factory):
-    out = tmp_path_factory.mktemp("bundle") / "bundle"
-    parity = export_bundle(tiny_model, out, parity_pairs=80)
-    return out, parity
-
-
 def test_bundle_files_and_manifest(tiny_bundle):
     out, parity = tiny_bundle
     manifest = json.loads((out / MANIFEST).read_text())

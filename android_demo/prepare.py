@@ -1,0 +1,62 @@
+"""Fill android_demo/web/ with a model bundle, the onnxruntime-web runtime and the shared
+test vectors (text -> token ids -> embedding from Python's onnxruntime), so that a static
+file server is all the demo needs.
+
+    python android_demo/prepare.py BUNDLE          # a bundle from `edge-xsent export --int8`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WEB = HERE / "web"
+VENDOR_FILES = ["ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs"]
+CASES = [
+    "Save the current document", "Enregistrer le document actuel", "Das aktuelle Dokument speichern",
+    "Guardar el documento actual", "Salva il documento corrente", "Ça marche très bien 🙂🙂 !",
+    "  extra   spaces\tand\ttabs\n", "ﬁle ligature and Ｆｕｌｌｗｉｄｔｈ", "non\u00a0breaking space", "中文 字符",
+    "control\x07char", "", "Öffnen Sie die Datei über Datei - Öffnen.", "word " * 100,
+]
+
+
+def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules") -> dict:
+    sys.path.insert(0, str(HERE.parent))
+    from edge_xsent import Encoder
+
+    for name in ("onnx/model_int8.onnx", "tokenizer.json", "config.json"):
+        if not (bundle / name).exists():
+            raise SystemExit(f"{bundle / name} missing: export with `edge-xsent export MODEL --int8`")
+    model_dir, vendor = web / "model", web / "vendor"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    vendor.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(bundle / "onnx/model_int8.onnx", model_dir / "model_int8.onnx")
+    shutil.copy2(bundle / "tokenizer.json", model_dir / "tokenizer.json")
+    shutil.copy2(bundle / "config.json", model_dir / "config.json")
+    dist = node_modules / "onnxruntime-web" / "dist"
+    for name in VENDOR_FILES:
+        if not (dist / name).exists():
+            raise SystemExit(f"{dist / name} missing: run `npm ci` in android_demo/")
+        shutil.copy2(dist / name, vendor / name)
+    enc = Encoder.load(bundle, backend="onnx", precision="int8", threads=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = [{"text": t, "ids": enc.tokenize([t])[0], "embedding": [round(float(x), 6) for x in enc.encode(t)]}
+                 for t in CASES]
+    vectors = {"model": str(bundle), "backend": "python onnxruntime int8", "cases": cases}
+    (model_dir / "testvectors.json").write_text(json.dumps(vectors, ensure_ascii=False))
+    return vectors
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bundle", type=Path)
+    args = ap.parse_args()
+    v = prepare(args.bundle)
+    print(f"web/model/: int8 model, tokenizer, {len(v['cases'])} test vectors; web/vendor/: onnxruntime-web")

@@ -1,0 +1,40 @@
+"""The mobile web demo in a real browser (Debian's Chromium via playwright-core), and its
+tokenizer against Python's. `.ci/run` installs Chromium and the npm packages; elsewhere the
+test is skipped when they are missing."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+DEMO = ROOT / "android_demo"
+READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (DEMO / "node_modules" / "playwright-core").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
+def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
+    bundle, _ = tiny_bundle
+    web = tmp_path / "web"
+    shutil.copytree(DEMO / "web", web, ignore=shutil.ignore_patterns("model", "vendor"))
+    sys.path.insert(0, str(DEMO))
+    from prepare import prepare
+
+    vectors = prepare(bundle, web=web)
+    assert any(c["ids"] for c in vectors["cases"]) and any(not c["ids"] for c in vectors["cases"])
+    res = subprocess.run(["node", str(DEMO / "test" / "browser.test.mjs"), "--root", str(web), "--screenshot",
+                          str(tmp_path / "shot.png"), "--results", str(tmp_path / "r.json")],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "browser test passed" in res.stdout
+    out = json.loads((tmp_path / "r.json").read_text())
+    assert all(v["idsEqual"] and v["cosine"] >= 0.999 for v in out["vectors"])
+    assert -1 <= out["related"] <= 1 and out["related"] != out["unrelated"]  # the tiny model is too weak to rank them
+    assert len(out["times_ms"]) == 50
+    assert (tmp_path / "shot.png").stat().st_size > 20_000
