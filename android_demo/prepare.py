@@ -24,24 +24,24 @@ CASES = [
 ]
 
 
-def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules") -> dict:
+def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules", vendor: bool = True) -> dict:
     sys.path.insert(0, str(HERE.parent))
     from edge_xsent import Encoder
 
     for name in ("onnx/model_int8.onnx", "tokenizer.json", "config.json"):
         if not (bundle / name).exists():
             raise SystemExit(f"{bundle / name} missing: export with `edge-xsent export MODEL --int8`")
-    model_dir, vendor = web / "model", web / "vendor"
+    model_dir = web / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
-    vendor.mkdir(parents=True, exist_ok=True)
     shutil.copy2(bundle / "onnx/model_int8.onnx", model_dir / "model_int8.onnx")
     shutil.copy2(bundle / "tokenizer.json", model_dir / "tokenizer.json")
     shutil.copy2(bundle / "config.json", model_dir / "config.json")
     dist = node_modules / "onnxruntime-web" / "dist"
-    for name in VENDOR_FILES:
+    for name in VENDOR_FILES if vendor else []:
         if not (dist / name).exists():
             raise SystemExit(f"{dist / name} missing: run `npm ci` in android_demo/")
-        shutil.copy2(dist / name, vendor / name)
+        (web / "vendor").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dist / name, web / "vendor" / name)
     enc = Encoder.load(bundle, backend="onnx", precision="int8", threads=1)
     import warnings
 

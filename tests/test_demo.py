@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT
 
 DEMO = ROOT / "android_demo"
+MAVEN = shutil.which("mvn") and shutil.which("java")
 READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (DEMO / "node_modules" / "playwright-core").exists()
 
 
@@ -38,3 +39,24 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
     assert -1 <= out["related"] <= 1 and out["related"] != out["unrelated"]  # the tiny model is too weak to rank them
     assert len(out["times_ms"]) == 50
     assert (tmp_path / "shot.png").stat().st_size > 20_000
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MAVEN and not os.environ.get("CI"), reason="needs Java 17 and Maven (offline local repository)")
+def test_jvm_tokenizer_and_vectors_match_python(tiny_bundle, tmp_path):
+    """The Android app's shared JVM code (android_demo/jvm) against the same test vectors."""
+    bundle, _ = tiny_bundle
+    sys.path.insert(0, str(DEMO))
+    from prepare import CASES, prepare
+
+    web = tmp_path / "web"
+    (web / "model").mkdir(parents=True)
+    prepare(bundle, web=web, vendor=False)
+    jvm = tmp_path / "jvm"
+    shutil.copytree(DEMO / "jvm", jvm, ignore=shutil.ignore_patterns("target"))
+    res = subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={web / 'model' / 'testvectors.json'}"], cwd=jvm,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    report = (jvm / "target" / "surefire-reports" / "dev.edgexsent.SharedVectorsTest.txt").read_text()
+    assert "Tests run: 4, Failures: 0, Errors: 0, Skipped: 0" in report
+    assert len(CASES) >= 10
