@@ -1,0 +1,78 @@
+"""Load test: memory stays bounded as the input grows.
+
+1. `edge-xsent encode` on 100k and on 1M sentences streamed from a file (real corpus
+   sentences, cycled and numbered): peak RSS of each run, side by side.
+2. Retrieval with 2,000 queries among 200k candidates (the paper's setting): peak RSS and time.
+
+    python benchmarks/load.py MODEL_OR_BUNDLE [--data corpus] [--out benchmarks/results/load.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def child_peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
+    """Run a command in a fresh process; (peak RSS MB of that process, seconds)."""
+    t = time.time()
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
+    res = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(res.stderr[-2000:])
+    return int(res.stdout.strip().splitlines()[-1]) / 1024, time.time() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("--data", default="sample")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/load.md"))
+    args = ap.parse_args()
+    from edge_xsent.data.corpus import read_pairs
+
+    base = [p.a for p in read_pairs(args.data, split="train")] + [p.b for p in read_pairs(args.data, split="train")]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (100_000, 1_000_000):
+            src = Path(tmp) / f"s{n}.txt"
+            with open(src, "w", encoding="utf-8") as f:
+                for i in range(n):
+                    f.write(f"{base[i % len(base)]} ({i})\n")
+            rss, secs = child_peak_rss_mb([sys.executable, "-m", "edge_xsent.cli", "encode", "--model", args.model,
+                                           "--input", str(src), "--out", str(Path(tmp) / "v.npy"), "--threads", "2"])
+            rows.append({"what": f"encode {n:,d} sentences from a file", "peak_rss_mb": round(rss), "seconds": round(secs, 1),
+                         "output_mb": round((Path(tmp) / "v.npy").stat().st_size / 2**20)})
+            print(rows[-1], flush=True)
+        # 2,000 queries among 200k candidates: the test pairs plus train sentences as distractors.
+        distract = Path(tmp) / "d.txt"
+        with open(distract, "w", encoding="utf-8") as f:
+            for s in [p.b for p in read_pairs(args.data, split="train") if p.lang_b == "fr"][:200_000]:
+                f.write(s + "\n")
+        rss, secs = child_peak_rss_mb([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", args.model,
+                                       "--data", args.data, "--queries", "2000", "--distractors", f"fr:{distract}",
+                                       "--json"])
+        rows.append({"what": "xsr: 2,000 queries per direction, en->fr among test + up to 200k distractors",
+                     "peak_rss_mb": round(rss), "seconds": round(secs, 1)})
+        print(rows[-1], flush=True)
+    lines = ["# Load test", "", f"Model `{args.model}`, data `{args.data}`, `python benchmarks/load.py`, "
+             f"{time.strftime('%Y-%m-%d')}.", "", "| run | peak RSS (MB) | seconds | output (MB) |", "|---|---|---|---|"]
+    lines += [f"| {r['what']} | {r['peak_rss_mb']:,d} | {r['seconds']} | {r.get('output_mb', '')} |" for r in rows]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
