@@ -169,10 +169,12 @@ def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
 @click.option("--torchscript/--no-torchscript", default=True, show_default=True)
 @click.option("--min-cosine", default=0.99, show_default=True, help="Fail if int8's mean cosine vs fp32 is lower.")
 @click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
+@click.option("--fuse", is_flag=True, help="Apply onnxruntime graph fusions (attention, SkipLayerNorm, BiasGelu) before quantising.")
+@click.option("--int4", is_flag=True, help="Also write 4-bit weights (onnx/model_int4.onnx).")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @user_errors
-def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, keep_vocab_from):
+def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
 
     \b
@@ -194,7 +196,7 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, keep
         click.echo(f"vocabulary pruned from {info['from']} to {info['to']} pieces", err=True)
         model_path = tmp / "model"
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
-                           parity_data=parity_data)
+                           parity_data=parity_data, fuse=fuse, int4=int4)
     click.echo(f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}")
     for name, f in parity["formats"].items():
         click.echo(f"{name:12s} {f['cosine_mean']:9.5f} {f['cosine_min']:9.5f} {100 * f['xsr_p1']:8.1f}")
@@ -210,7 +212,7 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, keep
               help="Text file, one sentence per line; - for stdin.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "int8"]), default=None, help="ONNX precision (default int8).")
+@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
 @click.option("--batch-size", default=32, show_default=True)
 @click.option("--threads", type=int, default=None, help="CPU threads for inference.")
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
@@ -321,7 +323,7 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, a
 @click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
 @click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "int8"]), default=None)
+@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None)
 @click.option("--seeds", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @user_errors

@@ -43,9 +43,9 @@ def _torch_backend(path: Path, threads: int | None) -> Backend:
 def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
     import onnxruntime as ort
 
-    from .export import ONNX_FP32, ONNX_INT8
+    from .export import ONNX_FP32, ONNX_INT4, ONNX_INT8
 
-    file = path / (ONNX_INT8 if precision == "int8" else ONNX_FP32)
+    file = path / {"int8": ONNX_INT8, "int4": ONNX_INT4, "fp32": ONNX_FP32}[precision]
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path} --int8`")
     opts = ort.SessionOptions()
@@ -91,11 +91,11 @@ class Encoder:
     @classmethod
     def load(cls, path: str | Path, backend: str = "auto", precision: str | None = None, threads: int | None = None,
              verify: bool = True) -> "Encoder":
-        """Open a model folder or bundle. `precision` (onnx only): "int8" or "fp32"."""
+        """Open a model folder or bundle. `precision` (onnx only): "int8" (default), "int4" or "fp32"."""
         if backend not in BACKENDS:
             raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-        if precision not in (None, "fp32", "int8"):
-            raise UserError(f"unknown precision {precision!r}; choose fp32 or int8")
+        if precision not in (None, "fp32", "int8", "int4"):
+            raise UserError(f"unknown precision {precision!r}; choose fp32, int8 or int4")
         path = Path(path)
         if path.is_dir() and not (path / bundle.FILES["config"]).exists() and (path / "model" / bundle.FILES["config"]).exists():
             path = path / "model"  # a training output folder

@@ -36,6 +36,7 @@ from .tokenizer import PAD_ID, Tokenizer
 
 ONNX_FP32 = "onnx/model.onnx"
 ONNX_INT8 = "onnx/model_int8.onnx"
+ONNX_INT4 = "onnx/model_int4.onnx"
 TS_FROZEN = "torchscript/model.pt"
 TS_LITE = "torchscript/model.ptl"
 PARITY = "parity.json"
@@ -99,14 +100,43 @@ def export_onnx(embedder: SentenceEmbedder, example: tuple[torch.Tensor, torch.T
 
 
 def quantize_int8(src: Path, dst: Path) -> dict:
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weight_type": "QInt8", "per_channel": True,
                 "op_types": ["MatMul", "Gather"], "reduce_range": False}
     with quiet():
+        # DefaultTensorType: fused graphs carry contrib ops whose output types the quantiser cannot infer.
         quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul", "Gather"])
+                         op_types_to_quantize=["MatMul", "Gather"],
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return settings
+
+
+def fuse_for_ort(path: Path) -> dict:
+    """onnxscript's onnxruntime fusions (attention, SkipLayerNorm, BiasGelu), in place."""
+    import onnx_ir as ir
+    from onnxscript.rewriter.ort_fusions import optimize_for_ort
+
+    with quiet():
+        model, counts = optimize_for_ort(ir.load(str(path)))
+        ir.save(model, str(path))
+    return {k: v for k, v in counts.items() if v}
+
+
+def quantize_int4(src: Path, dst: Path, block_size: int = 32) -> dict:
+    """4-bit weights, blockwise symmetric: MatMul -> MatMulNBits, Gather -> GatherBlockQuantized."""
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import DefaultWeightOnlyQuantConfig, MatMulNBitsQuantizer
+
+    cfg = DefaultWeightOnlyQuantConfig(block_size=block_size, is_symmetric=True, op_types_to_quantize=("MatMul", "Gather"),
+                                       quant_axes=(("MatMul", 0), ("Gather", 1)))
+    with quiet():
+        q = MatMulNBitsQuantizer(onnx.load(str(src)), algo_config=cfg)
+        q.process()
+        onnx.save(q.model.model, str(dst))
+    return {"method": "MatMulNBitsQuantizer", "bits": 4, "block_size": block_size, "symmetric": True,
+            "op_types": ["MatMul", "Gather"]}
 
 
 def export_torchscript(embedder: SentenceEmbedder, example, frozen_path: Path, lite_path: Path) -> None:
@@ -158,7 +188,7 @@ def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -
 
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
-                  check_parity: bool = True) -> dict | None:
+                  check_parity: bool = True, fuse: bool = False, int4: bool = False) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
     `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
@@ -171,14 +201,18 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
             if (model_dir / name).exists():
                 shutil.copy2(model_dir / name, tmp / name)
         export_onnx(embedder, example, tmp / ONNX_FP32)
-        quant = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8) if int8 else None
+        quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
+        if int8:
+            quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8)
+        if int4:
+            quant["int4"] = quantize_int4(tmp / ONNX_FP32, tmp / ONNX_INT4)
         if torchscript:
             export_torchscript(embedder, example, tmp / TS_FROZEN, tmp / TS_LITE)
 
         if not check_parity:
             write_manifest(tmp, {"quantization": quant, "parity": None})
             return None
-        parity = measure_parity(tmp, parity_sentences(parity_pairs, parity_data), int8, torchscript)
+        parity = measure_parity(tmp, parity_sentences(parity_pairs, parity_data), int8, torchscript, int4)
         parity["source"] = f"{parity_data} test split"
         parity["min_cosine_required"] = min_cosine
         if int8 and parity["formats"]["onnx-int8"]["cosine_mean"] < min_cosine:
@@ -195,7 +229,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
     return parity
 
 
-def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool) -> dict:
+def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool, int4: bool = False) -> dict:
     """Cosine of every format against fp32 PyTorch on real sentences, and each format's XSR P@1."""
     from .encoder import Encoder
     from .evaluate import average, xsr
@@ -204,6 +238,8 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
     backends = {"torch": ("torch", None), "onnx": ("onnx", "fp32")}
     if int8:
         backends["onnx-int8"] = ("onnx", "int8")
+    if int4:
+        backends["onnx-int4"] = ("onnx", "int4")
     if torchscript:
         backends["torchscript"] = ("torchscript", None)
     parity: dict = {"sentences": len(sentences), "formats": {}}
@@ -225,7 +261,7 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
 
 def model_card(config: dict, parity: dict, folder: Path) -> str:
     m = config["model"]
-    sizes = {p: (folder / p).stat().st_size for p in [FILES["weights"], ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE]
+    sizes = {p: (folder / p).stat().st_size for p in [FILES["weights"], ONNX_FP32, ONNX_INT8, ONNX_INT4, TS_FROZEN, TS_LITE]
              if (folder / p).exists()}
     training = json.loads((folder / FILES["training"]).read_text()) if (folder / FILES["training"]).exists() else {}
     lines = [

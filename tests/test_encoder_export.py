@@ -26,7 +26,7 @@ def test_bundle_files_and_manifest(tiny_bundle):
     for f in (ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, "model.safetensors", "tokenizer.model", "tokenizer.json",
               "config.json", "README.md", "parity.json"):
         assert f in manifest["files"] and len(manifest["files"][f]["sha256"]) == 64
-    assert manifest["quantization"]["per_channel"] is True
+    assert manifest["quantization"]["int8"]["per_channel"] is True
     assert {"torch", "onnx", "onnxruntime"} <= set(manifest["versions"])
     assert set(parity["formats"]) == {"torch", "onnx", "onnx-int8", "torchscript"}
     assert (out / ONNX_INT8).stat().st_size < 0.5 * (out / ONNX_FP32).stat().st_size
@@ -185,3 +185,14 @@ def test_tokenizer_round_trip(tiny_encoder, text):
     ids = tiny_encoder.tokenizer.encode([text])[0]
     if UNK_ID not in ids:
         assert tiny_encoder.tokenizer.sp.decode(ids) == normalize(text)
+
+
+def test_fused_and_int4_exports(tiny_model, tmp_path):
+    parity = export_bundle(tiny_model, tmp_path / "b", torchscript=False, fuse=True, int4=True, parity_pairs=40)
+    manifest = json.loads((tmp_path / "b" / MANIFEST).read_text())
+    assert manifest["quantization"]["fusions"]  # at least one fusion applied
+    assert parity["formats"]["onnx"]["cosine_min"] > 0.9999  # fusions do not change the function
+    assert parity["formats"]["onnx-int4"]["cosine_mean"] > 0.98
+    assert (tmp_path / "b/onnx/model_int4.onnx").stat().st_size < (tmp_path / "b/onnx/model_int8.onnx").stat().st_size
+    v = Encoder.load(tmp_path / "b", backend="onnx", precision="int4").encode(SENTENCES)
+    assert v.shape == (len(SENTENCES), Encoder.load(tmp_path / "b").dim)
