@@ -240,6 +240,52 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
     click.echo(f"{n} sentences -> {out} ({n}, {dim}) ({enc.backend})", err=True)
 
 
+@main.command("bench")
+@click.option("--layers", default="1,2,4,6", show_default=True, help="Depths to measure, comma-separated.")
+@click.option("--data", default="sample", show_default=True, help="Corpus whose real pairs feed the benchmark.")
+@click.option("--vocab-size", default=8000, show_default=True)
+@click.option("--train-steps", default=8, show_default=True, help="Timed training steps per depth (after warm-up).")
+@click.option("--per-steps", default=10_000, show_default=True, help="Report training time per this many steps.")
+@click.option("--repeats", default=30, show_default=True, help="Timed inference repeats per batch size.")
+@click.option("--threads", default=1, show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--model", "models", multiple=True, help="LAYERS:FOLDER, a trained model of that depth (adds P@1).")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("benchmarks/results"), show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@user_errors
+def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads, device, models, out, as_json):
+    """Memory and speed of 1-6 layer variants: training (Table 5) and inference per backend.
+
+    \b
+    Examples:
+      edge-xsent bench --layers 1,2,4,6
+      edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
+      edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
+    """
+    from .atomic import atomic_write
+    from .bench import BenchConfig, plot, run, to_markdown
+
+    try:
+        depth = [int(x) for x in layers.split(",") if x.strip()]
+        trained = {int(k): v for k, _, v in (m.partition(":") for m in models)}
+    except ValueError:
+        raise UserError("--layers takes integers like 1,2,4,6 and --model takes LAYERS:FOLDER") from None
+    cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
+                      infer_repeats=repeats, threads=threads, device=device, models=trained)
+    results = run(cfg, progress=lambda m: click.echo(m, err=True))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    kind = "gpu" if "gpu" in results["machine"] and device != "cpu" else "cpu"
+    base = out / f"bench-{kind}-{stamp}"
+    md = to_markdown(results)
+    with atomic_write(base.with_suffix(".json")) as f:
+        json.dump(results, f, indent=2)
+    with atomic_write(base.with_suffix(".md")) as f:
+        f.write(md)
+    png = plot(results, base.with_suffix(".png"))
+    click.echo(json.dumps(results, indent=2) if as_json else md)
+    click.echo(f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)"), err=True)
+
+
 @main.command("mine")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.argument("tgt", type=click.Path(path_type=Path))
