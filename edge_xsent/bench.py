@@ -70,7 +70,15 @@ def machine_info() -> dict:
 
 
 def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    """Peak resident memory of this process. VmHWM, not ru_maxrss: Linux keeps ru_maxrss
+    across exec, so a worker would inherit the high-water mark of the parent it forked from."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def summarize(times: list[float]) -> dict:
@@ -106,11 +114,16 @@ def _worker_train(args: dict) -> dict:
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
     from .train import autocast
 
+    # One real batch of median length, timed again and again: step time then measures the
+    # model, not the length of whichever batch came up (length-bucketed batches vary a lot).
+    candidates = [plan.indices(s) for s in range(min(50, plan.per_epoch))]
+    tokens = [sum(len(data.a[i]) + len(data.b[i]) for i in idx) for idx in candidates]
+    chosen = candidates[int(np.argsort(tokens)[len(tokens) // 2])]
+    batch = make_batch(data, chosen, device)
     times = []
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     for step in range(args["warmup"] + args["steps"]):
-        batch = make_batch(data, plan.indices(step), device)
         if device.type == "cuda":
             torch.cuda.synchronize()
         t = time.perf_counter()
@@ -124,9 +137,8 @@ def _worker_train(args: dict) -> dict:
         if step >= args["warmup"]:
             times.append(time.perf_counter() - t)
     out = {"layers": args["layers"], "device": str(device), "params_m": round(model.num_parameters() / 1e6, 2),
-           "step": summarize(times), "tokens_per_batch": int(np.mean([len(data.a[i]) + len(data.b[i])
-                                                                       for s in range(args["steps"])
-                                                                       for i in plan.indices(s)]) * cfg.batch_size)}
+           "step": summarize(times), "tokens_per_batch": int(sum(tokens) / len(tokens)),
+           "timed_batch_tokens": int(np.median(tokens))}
     if device.type == "cuda":
         out["memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
         out["memory_kind"] = "CUDA max allocated"
@@ -221,7 +233,7 @@ def run(cfg: BenchConfig, progress=print) -> dict:
                 save_model(folder, m, tok, [], {"note": "untrained: cost only"})
             bundle = tmp / f"bundle-{n}"
             export_bundle(folder, bundle, check_parity=False)
-            sizes = {"fp32 safetensors": (bundle / "model.safetensors").stat().st_size,
+            sizes = {"torch": (bundle / "model.safetensors").stat().st_size,
                      "onnx-fp32": (bundle / "onnx/model.onnx").stat().st_size,
                      "onnx-int8": (bundle / "onnx/model_int8.onnx").stat().st_size,
                      "torchscript": (bundle / "torchscript/model.pt").stat().st_size}
@@ -229,7 +241,7 @@ def run(cfg: BenchConfig, progress=print) -> dict:
                 progress(f"inference, {n} layer(s): {b} ...")
                 r = _spawn("infer", {"bundle": str(bundle), "backend": b, "threads": cfg.threads, "seq_len": cfg.seq_len,
                                      "repeats": cfg.infer_repeats, "sentences": sentences})
-                r.update(layers=n, size_mb=round(sizes.get(b, sizes["onnx-fp32"] if b == "onnx" else 0) / 2**20, 2),
+                r.update(layers=n, size_mb=round(sizes[b] / 2**20, 2),
                          trained=bool(trained))
                 results["inference"].append(r)
             if trained:
@@ -272,7 +284,8 @@ def to_markdown(results: dict) -> str:
              f"## Training cost (the paper's Table 5 in shape)", "",
              f"Batch {c['batch_size']} pairs, full objective (UGT + align + sim), d={c['d_model']}, FFN {c['d_ff']}, "
              f"vocabulary {c['vocab_size']}, real pairs from `{c['data']}`, {c['threads']} thread(s). "
-             f"{c['train_steps']} steps timed after {c['warmup_steps']} warm-up steps; minutes per "
+             f"{c['train_steps']} steps timed after {c['warmup_steps']} warm-up steps, on one real batch of median length "
+             f"(~{results['training'][0]['timed_batch_tokens'] if results['training'] else 0:,d} tokens); minutes per "
              f"{c['per_steps']:,d} steps are the median step time scaled (not a full run).", "",
              "| layers | params (M) | memory (MB) | median step (ms) | min / 10k steps | paper memory (MB) | paper min / 10k |",
              "|---|---|---|---|---|---|---|"]

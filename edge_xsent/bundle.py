@@ -15,14 +15,17 @@ import json
 import platform
 from pathlib import Path
 
-import torch
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .atomic import atomic_dir
 from .errors import UserError
-from .model import DualEncoder, EncoderConfig
-from .tokenizer import Tokenizer
+
+if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
+    import numpy as np
+
+    from .model import DualEncoder
+    from .tokenizer import Tokenizer
 
 FORMAT = "edge-xsent-model"
 FORMAT_VERSION = 1
@@ -34,6 +37,25 @@ FILES = {
     "training": "training.json",
 }
 MANIFEST = "manifest.json"
+# What `edge-xsent export` adds to make a bundle (see edge_xsent/export.py).
+ONNX_FP32 = "onnx/model.onnx"
+ONNX_INT8 = "onnx/model_int8.onnx"
+ONNX_INT4 = "onnx/model_int4.onnx"
+TS_FROZEN = "torchscript/model.pt"
+TS_LITE = "torchscript/model.ptl"
+PARITY = "parity.json"
+CARD = "README.md"
+
+
+def pad_batch(batch: list[list[int]], pad_id: int = 0) -> tuple["np.ndarray", "np.ndarray"]:
+    """Token id lists -> (B, T) int64 ids padded with `pad_id`, and the 0/1 attention mask."""
+    import numpy as np
+
+    T = max(1, max(len(x) for x in batch))
+    ids = np.full((len(batch), T), pad_id, dtype=np.int64)
+    for i, x in enumerate(batch):
+        ids[i, : len(x)] = x
+    return ids, (ids != pad_id).astype(np.int64)
 
 
 def sha256(path: Path) -> str:
@@ -91,8 +113,10 @@ def check_version(meta: dict, where: Path) -> None:
                         f"({FORMAT_VERSION}); upgrade with `pip install -U edge-xsent`")
 
 
-def save_model(folder: Path, model: DualEncoder, tokenizer: Tokenizer, langs: list[str], training: dict) -> None:
+def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs: list[str], training: dict) -> None:
     """Write the model folder atomically: a crash leaves the previous folder untouched."""
+    import torch
+    from safetensors.torch import save_file
     model = getattr(model, "module", model)
     with atomic_dir(folder) as tmp:
         config = {"format": FORMAT, "format_version": FORMAT_VERSION, "edge_xsent_version": __version__,
@@ -120,7 +144,12 @@ def read_config(folder: Path) -> dict:
     return config
 
 
-def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple[DualEncoder, Tokenizer, dict]:
+def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["DualEncoder", "Tokenizer", dict]:
+    from safetensors.torch import load_file
+
+    from .model import DualEncoder, EncoderConfig
+    from .tokenizer import Tokenizer
+
     folder = Path(folder)
     if verify_checksums:
         verify(folder, expected=[FILES["config"], FILES["weights"], FILES["tokenizer"]])

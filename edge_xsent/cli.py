@@ -207,7 +207,8 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, fuse
 
 
 @main.command("encode")
-@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--input", "input_path", type=click.Path(path_type=Path), default="-", show_default=True,
               help="Text file, one sentence per line; - for stdin.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
@@ -286,11 +287,36 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
     click.echo(f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)"), err=True)
 
 
+@main.command("compare")
+@click.argument("sentences", nargs=-1, required=True)
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="Model folder or bundle (default: the model shipped with edge-xsent).")
+@user_errors
+def compare_cmd(sentences, model_path):
+    """Cosine similarity of every pair of the given sentences, in any of the model's languages.
+
+    \b
+    Examples:
+      edge-xsent compare "Save the document" "Enregistrer le document" "Die Datei drucken"
+      edge-xsent compare --model runs/tiny/bundle "Open the file" "Apri il file"
+    """
+    from .encoder import Encoder
+
+    if len(sentences) < 2:
+        raise UserError("give at least two sentences to compare")
+    vecs = Encoder.load(model_path).encode(list(sentences))
+    sims = vecs @ vecs.T
+    width = min(40, max(len(s) for s in sentences))
+    for i, s in enumerate(sentences):
+        click.echo(f"{s[:width]:{width}s}  " + " ".join(f"{x:6.3f}" for x in sims[i]))
+
+
 @main.command("mine")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.argument("tgt", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="TSV: score, source, target.")
-@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--mode", type=click.Choice(["forward", "backward", "intersect", "max"]), default="intersect", show_default=True)
 @click.option("--threshold", default=1.05, show_default=True, help="Minimum ratio-margin score.")
 @click.option("--k", default=4, show_default=True, help="Neighbours in the margin's denominators.")
@@ -327,7 +353,8 @@ def eval_group() -> None:
 
 
 @eval_group.command("xsr")
-@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--data", default="sample", show_default=True,
               help="Corpus folder (its test split), a TSV or `a.en,b.fr` Moses files; `sample` = the shipped sample.")
 @click.option("--split", default="test", show_default=True)
@@ -336,9 +363,11 @@ def eval_group() -> None:
 @click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
               help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
 @click.option("--batch-size", default=64, show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
 @click.option("--json", "as_json", is_flag=True)
 @user_errors
-def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, as_json):
+def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, backend, precision, as_json):
     """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
 
     \b
@@ -351,7 +380,7 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, a
     from .encoder import Encoder
     from .evaluate import format_xsr, xsr
 
-    enc = Encoder.load(model_path)
+    enc = Encoder.load(model_path, backend=backend, precision=precision)
     pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split))
     if not pairs:
         raise UserError(f"{data}: no pairs in the {split} split")
@@ -366,7 +395,8 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, a
 
 
 @eval_group.command("classify")
-@click.option("--model", "model_path", type=click.Path(path_type=Path), required=True, help="Model folder or bundle.")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None)

@@ -20,9 +20,10 @@ from tqdm import tqdm
 
 from . import bundle
 from .errors import UserError
-from .tokenizer import Tokenizer
+from .tokenizer import Tokenizer  # sentencepiece only, no torch
 
 BACKENDS = ("auto", "torch", "onnx", "torchscript")
+DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
 Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) mask -> (B, C)
 
 
@@ -43,7 +44,7 @@ def _torch_backend(path: Path, threads: int | None) -> Backend:
 def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
     import onnxruntime as ort
 
-    from .export import ONNX_FP32, ONNX_INT4, ONNX_INT8
+    from .bundle import ONNX_FP32, ONNX_INT4, ONNX_INT8
 
     file = path / {"int8": ONNX_INT8, "int4": ONNX_INT4, "fp32": ONNX_FP32}[precision]
     if not file.exists():
@@ -63,9 +64,7 @@ def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
 def _torchscript_backend(path: Path, threads: int | None) -> Backend:
     import torch
 
-    from .export import TS_FROZEN
-
-    file = path / TS_FROZEN
+    file = path / bundle.TS_FROZEN
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path}`")
     if threads:
@@ -89,9 +88,14 @@ class Encoder:
         self.langs = config.get("langs", [])
 
     @classmethod
-    def load(cls, path: str | Path, backend: str = "auto", precision: str | None = None, threads: int | None = None,
-             verify: bool = True) -> "Encoder":
-        """Open a model folder or bundle. `precision` (onnx only): "int8" (default), "int4" or "fp32"."""
+    def load(cls, path: str | Path | None = None, backend: str = "auto", precision: str | None = None,
+             threads: int | None = None, verify: bool = True) -> "Encoder":
+        """Open a model folder or bundle; no path = the default model shipped in the package.
+        `precision` (onnx only): "int8" (default), "int4" or "fp32"."""
+        if path is None:
+            if not (DEFAULT_MODEL / bundle.MANIFEST).exists():
+                raise UserError(f"no default model at {DEFAULT_MODEL}; pass the path of a model folder or bundle")
+            path = DEFAULT_MODEL
         if backend not in BACKENDS:
             raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
         if precision not in (None, "fp32", "int8", "int4"):
@@ -104,10 +108,11 @@ class Encoder:
         config = bundle.read_config(path)
         tok = Tokenizer.load(path / bundle.FILES["tokenizer"])
         if backend == "auto":
-            from .export import ONNX_INT8
-
-            backend, precision = ("onnx", "int8") if (path / ONNX_INT8).exists() else ("torch", None)
+            backend, precision = ("onnx", "int8") if (path / bundle.ONNX_INT8).exists() else ("torch", None)
         if backend == "torch":
+            if not (path / bundle.FILES["weights"]).exists():
+                raise UserError(f"{path} has no {bundle.FILES['weights']} (the shipped default model carries only the "
+                                "int8 ONNX model): use backend='onnx' or export a model folder with fp32 weights")
             run = _torch_backend(path, threads)
         elif backend == "onnx":
             run = _onnx_backend(path, threads, precision or "int8")
@@ -143,9 +148,7 @@ class Encoder:
         return out[0] if single else out
 
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
-        from .export import pad_batch
-
-        ids, mask = pad_batch(batch)
+        ids, mask = bundle.pad_batch(batch)
         return self._run(ids, mask)
 
 

@@ -28,19 +28,13 @@ import torch.nn as nn
 
 from . import __version__
 from .atomic import atomic_dir
-from .bundle import FILES, load_model, write_manifest
+from .bundle import (CARD, FILES, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
+                     write_manifest)
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
 from .model import DualEncoder
 from .tokenizer import PAD_ID, Tokenizer
 
-ONNX_FP32 = "onnx/model.onnx"
-ONNX_INT8 = "onnx/model_int8.onnx"
-ONNX_INT4 = "onnx/model_int4.onnx"
-TS_FROZEN = "torchscript/model.pt"
-TS_LITE = "torchscript/model.ptl"
-PARITY = "parity.json"
-CARD = "README.md"
 
 
 class SentenceEmbedder(nn.Module):
@@ -52,14 +46,6 @@ class SentenceEmbedder(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids, attention_mask)
-
-
-def pad_batch(batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    T = max(1, max(len(x) for x in batch))
-    ids = np.full((len(batch), T), PAD_ID, dtype=np.int64)
-    for i, x in enumerate(batch):
-        ids[i, : len(x)] = x
-    return ids, (ids != PAD_ID).astype(np.int64)
 
 
 def example_inputs(tok: Tokenizer, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,7 +8,7 @@ from conftest import ROOT
 from edge_xsent.cli import main
 
 COMMANDS = [["data", "build"], ["data", "stats"], ["train"], ["export"], ["encode"], ["bench"], ["mine"],
-            ["eval", "xsr"], ["eval", "classify"]]
+            ["eval", "xsr"], ["eval", "classify"], ["compare"]]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=" ".join)

@@ -196,3 +196,33 @@ def test_fused_and_int4_exports(tiny_model, tmp_path):
     assert (tmp_path / "b/onnx/model_int4.onnx").stat().st_size < (tmp_path / "b/onnx/model_int8.onnx").stat().st_size
     v = Encoder.load(tmp_path / "b", backend="onnx", precision="int4").encode(SENTENCES)
     assert v.shape == (len(SENTENCES), Encoder.load(tmp_path / "b").dim)
+
+
+def test_default_model_loads_offline_and_works():
+    """`Encoder.load()` with no argument: the int8 model shipped inside the package."""
+    from edge_xsent.encoder import DEFAULT_MODEL
+
+    enc = Encoder.load()
+    assert enc.path == DEFAULT_MODEL and enc.backend == "onnx-int8"
+    v = enc.encode(["Save the current document", "Enregistrer le document actuel", "Das aktuelle Dokument speichern",
+                    "The cat sleeps on the sofa"])
+    sims = v @ v.T
+    assert sims[0, 1] > sims[0, 3] + 0.2 and sims[0, 2] > sims[0, 3] + 0.2  # translations close, unrelated far
+    with pytest.raises(UserError, match="carries only the int8 ONNX"):
+        Encoder.load(backend="torch")
+
+
+def test_cli_compare_with_default_model():
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "compare", "Open the file", "Ouvrir le fichier"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    rows = [l.split()[-2:] for l in res.stdout.splitlines()]
+    assert float(rows[0][0]) == pytest.approx(1.0, abs=1e-3) and 0.5 < float(rows[0][1]) < 1.0
+
+
+def test_onnx_inference_does_not_import_torch(tiny_bundle):
+    out, _ = tiny_bundle
+    code = (f"import sys; from edge_xsent import Encoder; Encoder.load({str(out)!r}).encode(['x']); "
+            "print('torch' in sys.modules)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.stdout.strip() == "False", res.stderr

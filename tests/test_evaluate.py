@@ -83,3 +83,14 @@ def test_cli_eval_json(tiny_model):
     out = json.loads(res.stdout)
     assert set(out) == {"en->de", "de->en", "en->es", "es->en", "en->fr", "fr->en", "en->it", "it->en"}
     assert all(r["p1_cosine"] > 0.1 for r in out.values())  # chance is 1/500
+
+
+def test_package_split_is_balanced_on_the_real_labelled_packages():
+    """The builder samples packages by a hash; the eval split must not correlate with it."""
+    from collections import Counter
+
+    from edge_xsent.data.corpus import SAMPLE_CORPUS, read_classify
+
+    pkgs = {r[0] for r in read_classify(SAMPLE_CORPUS / "classify.tsv")}
+    c = Counter(package_split(p) for p in pkgs)
+    assert 0.5 < c["train"] / len(pkgs) < 0.7 and 0.12 < c["test"] / len(pkgs) < 0.28
