@@ -1,0 +1,84 @@
+"""How the vocabulary size drives training step time and model size (the default's why).
+
+One real batch of the sample corpus (128 pairs, median length; token ids remapped into each
+vocabulary so lengths stay real), 2-layer 512 model, full objective, 2 threads; median of
+timed steps after warm-up, all sizes in one run.
+
+    python benchmarks/vocab_cost.py [--out benchmarks/results/vocab_cost.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="8000,16000,32000,50000")
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
+    args = ap.parse_args()
+    from edge_xsent.bench import machine_info, summarize
+    from edge_xsent.model import DualEncoder, EncoderConfig
+    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train import BatchPlan, Objective, TrainConfig, load_texts, make_batch, tokenize_pairs
+
+    torch.set_num_threads(args.threads)
+    cfg = TrainConfig(data="sample")
+    rows = load_texts(cfg, "train")
+    tok = Tokenizer.train([t for r in rows for t in (r[2], r[3])], 8000)
+    data = tokenize_pairs(rows, tok, 64, sorted({r[0] for r in rows} | {r[1] for r in rows}))
+    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), 128, seed=0)
+    cands = [plan.indices(s) for s in range(50)]
+    tokens = [sum(len(data.a[i]) + len(data.b[i]) for i in idx) for idx in cands]
+    base = make_batch(data, cands[int(np.argsort(tokens)[25])], torch.device("cpu"))
+    out = []
+    for V in [int(v) for v in args.sizes.split(",")]:
+        batch = dict(base)
+        for k in ("a", "b"):  # spread the real ids over the larger vocabulary, keeping specials
+            ids = batch[k]
+            batch[k] = torch.where(ids > 2, (ids * 7919) % (V - 3) + 3, ids)
+        torch.manual_seed(0)
+        mcfg = EncoderConfig(vocab_size=V, max_len=64)
+        model = DualEncoder(mcfg)
+        obj = Objective(model, TrainConfig(data="sample", model=mcfg), torch.zeros(V, dtype=torch.bool))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
+        times = []
+        for step in range(2 + args.steps):
+            t = time.perf_counter()
+            loss = obj(batch, torch.Generator().manual_seed(step))["total"]
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step >= 2:
+                times.append(time.perf_counter() - t)
+        out.append({"vocab": V, "params_m": round(model.num_parameters() / 1e6, 1),
+                    "int8_mb_estimate": round((V * 512 + model.num_parameters(False)) / 2**20, 1),
+                    "step": summarize(times)})
+        print(out[-1], flush=True)
+    m = machine_info()
+    lines = ["# Vocabulary size against training cost and model size", "",
+             f"`python benchmarks/vocab_cost.py`: 2 layers, d=512, batch 128 pairs (one real batch, "
+             f"{int(np.median(tokens)):,d} tokens), full objective, {args.threads} threads, {m['cpu']}, "
+             f"{time.strftime('%Y-%m-%d')}. int8 size estimated as one byte per weight.", "",
+             "| vocabulary | parameters (M) | int8 size (MB, est.) | median step (ms) |", "|---|---|---|---|"]
+    lines += [f"| {r['vocab']:,d} | {r['params_m']} | {r['int8_mb_estimate']} | {r['step']['p50_ms']:,.0f}"
+              f"{' (noisy)' if r['step']['noisy'] else ''} |" for r in out]
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=2) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
