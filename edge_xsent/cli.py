@@ -188,9 +188,9 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, fuse
 
     out = out or model_path.with_name(model_path.name + "-bundle")
     if keep_vocab_from:
-        from .data.corpus import _lines
+        from .data.corpus import read_lines
 
-        texts = [line for _, line in _lines(keep_vocab_from) if line.strip()]
+        texts = [line for _, line in read_lines(keep_vocab_from) if line.strip()]
         tmp = Path(tempfile.mkdtemp(prefix="edge-xsent-pruned-"))
         info = prune_vocabulary(model_path, texts, tmp / "model")
         click.echo(f"vocabulary pruned from {info['from']} to {info['to']} pieces", err=True)
@@ -331,16 +331,16 @@ def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
       edge-xsent mine a.txt b.txt --model M --out p.tsv --mode max --threshold 1.1
     """
     from .atomic import atomic_write
-    from .data.corpus import _lines
+    from .data.corpus import read_lines
     from .encoder import Encoder
     from .mine import mine
 
     enc = Encoder.load(model_path)
-    targets = [line for _, line in _lines(tgt)]
+    targets = [line for _, line in read_lines(tgt)]
     embed = lambda s: enc.encode(list(s), batch_size=batch_size)  # noqa: E731
-    found = mine((line for _, line in _lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
+    found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
     wanted = {i for _, i, _ in found}
-    src_text = {n - 1: line for n, line in _lines(src) if n - 1 in wanted}  # second pass: only the mined lines
+    src_text = {n - 1: line for n, line in read_lines(src) if n - 1 in wanted}  # second pass: only the mined lines
     with atomic_write(out) as f:
         for score, i, j in found:
             f.write(f"{score:.4f}\t{src_text[i]}\t{targets[j]}\n")

@@ -173,10 +173,10 @@ def encode_file(enc: Encoder, path: str | Path, out: str | Path, batch_size: int
     import os
     import tempfile
 
-    from .data.corpus import _lines
+    from .data.corpus import read_lines
 
     path, out = Path(path), Path(out)
-    n = sum(1 for _ in _lines(path))
+    n = sum(1 for _ in read_lines(path))
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     os.close(fd)
@@ -185,7 +185,7 @@ def encode_file(enc: Encoder, path: str | Path, out: str | Path, batch_size: int
         buf: list[str] = []
         start = 0
         bar = tqdm(total=n, disable=not show_progress or n < 10_000, unit=" sent", desc="encode")
-        for _, line in _lines(path):
+        for _, line in read_lines(path):
             buf.append(line)
             if len(buf) == chunk:
                 mm[start: start + len(buf)] = enc.encode(buf, batch_size=batch_size, normalize=normalize)

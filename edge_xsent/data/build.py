@@ -183,8 +183,7 @@ def corpus_stats(folder: Path) -> dict:
             for i, side in enumerate(pair.split("-"))
         }
     if (folder / "classify.tsv").exists():
-        with open(folder / "classify.tsv", encoding="utf-8") as f:
-            rows = [line.rstrip("\n").split("\t") for line in list(f)[1:]]
+        rows = list(read_classify(folder / "classify.tsv"))
         stats["classify"] = {"packages": len({r[0] for r in rows}), "labels": dict(Counter(r[1] for r in rows if r[2] == "en")),
                              "langs": sorted({r[2] for r in rows})}
     return stats

@@ -52,7 +52,7 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return open(path, "rb")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line without its newline), decoded line by line so that an error
     names the exact line."""
     n = 0
@@ -78,7 +78,7 @@ def read_tsv(path: str | Path, langs: tuple[str, str] | None = None) -> Iterator
     langs = langs or langs_from_name(path)
     if langs is None:
         raise UserError(f"{path}: cannot tell the languages; pass --langs en,fr or name the file like corpus.en-fr.tsv")
-    for n, line in _lines(path):
+    for n, line in read_lines(path):
         if not line.strip():
             continue
         cols = line.split("\t")
@@ -96,8 +96,8 @@ def read_moses(path_a: str | Path, path_b: str | Path, langs: tuple[str, str] | 
         if not (re.fullmatch(r"[a-z]{2,3}", la) and re.fullmatch(r"[a-z]{2,3}", lb)):
             raise UserError(f"cannot tell the languages of {pa} and {pb}; pass --langs en,fr or name them corpus.en / corpus.fr")
         langs = (la, lb)
-    it_b = _lines(pb)
-    for n, a in _lines(pa):
+    it_b = read_lines(pb)
+    for n, a in read_lines(pa):
         other = next(it_b, None)
         if other is None:
             raise UserError(f"{pb} has fewer lines than {pa}: it ends before line {n}; Moses files must have equal line counts")
@@ -111,7 +111,7 @@ def read_moses(path_a: str | Path, path_b: str | Path, langs: tuple[str, str] | 
 def read_corpus_split(path: str | Path) -> Iterator[Pair]:
     """One split file of a corpus folder (header + 5 columns)."""
     path = Path(path)
-    lines = _lines(path)
+    lines = read_lines(path)
     first = next(lines, None)
     if first is None:
         raise UserError(f"{path}: empty file; a corpus split needs the header {' '.join(CORPUS_HEADER)}")
@@ -145,7 +145,7 @@ def read_pairs(path: str | Path, langs: tuple[str, str] | None = None, split: st
         return read_corpus_split(f)
     if not p.exists():
         raise UserError(f"{p}: no such file or folder")
-    first = next(_lines(p), (0, ""))[1]
+    first = next(read_lines(p), (0, ""))[1]
     if first.split("\t") == CORPUS_HEADER:
         return read_corpus_split(p)
     return read_tsv(p, langs)
@@ -173,7 +173,7 @@ def write_pair(f: IO[str], p: Pair) -> None:
 def read_classify(path: str | Path) -> Iterator[tuple[str, str, str, str]]:
     """(package, label, lang, text) rows of a classify.tsv."""
     path = Path(path)
-    lines = _lines(path)
+    lines = read_lines(path)
     first = next(lines, None)
     if first is None or first[1].split("\t") != CLASSIFY_HEADER:
         raise UserError(f"{path}: not a classification set (header should be {' '.join(CLASSIFY_HEADER)})")
