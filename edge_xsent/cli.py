@@ -347,6 +347,13 @@ def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
     click.echo(f"{len(found)} pairs (mode {mode}, margin >= {threshold}) -> {out}", err=True)
 
 
+def _write_md(path: Path, title: str, table: str, command: str) -> None:
+    from .atomic import atomic_write
+
+    with atomic_write(path) as f:
+        f.write(f"# {title}\n\n`{command.replace('--model  ', '')}`, {time.strftime('%Y-%m-%d')}\n\n```\n{table}\n```\n")
+
+
 @main.group("eval")
 def eval_group() -> None:
     """Evaluate a model: cross-lingual retrieval."""
@@ -366,8 +373,10 @@ def eval_group() -> None:
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None,
+              help="Also write the table as markdown (e.g. benchmarks/results/xsr.md).")
 @user_errors
-def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, backend, precision, as_json):
+def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, backend, precision, as_json, md_path):
     """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
 
     \b
@@ -392,6 +401,9 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
         extra.setdefault(lang, []).extend(l.strip() for l in Path(path).read_text(encoding="utf-8").splitlines() if l.strip())
     results = xsr(pairs, lambda s: enc.encode(list(s), batch_size=batch_size), max_queries=queries, distractors=extra)
     click.echo(json.dumps(results, indent=2) if as_json else format_xsr(results))
+    if md_path:
+        _write_md(md_path, f"Cross-lingual retrieval: model `{enc.path}` ({enc.backend}), data `{data}` ({split})",
+                  format_xsr(results), f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}")
 
 
 @eval_group.command("classify")
@@ -402,8 +414,9 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None)
 @click.option("--seeds", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
 @user_errors
-def eval_classify(model_path, data, backend, precision, seeds, as_json):
+def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path):
     """Zero-shot classification (MLDoc style): train on English vectors, test on other languages.
 
     \b
@@ -422,6 +435,9 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json):
     res = classify(list(read_classify(path)), lambda s: enc.encode(list(s), batch_size=64), seeds=seeds)
     res["backend"] = enc.backend
     click.echo(json.dumps(res, indent=2) if as_json else format_classify(res))
+    if md_path:
+        _write_md(md_path, f"Zero-shot classification: model `{enc.path}` ({enc.backend}), data `{data}`",
+                  format_classify(res), f"edge-xsent eval classify --model {model_path or ''} --data {data} --seeds {seeds}")
 
 
 if __name__ == "__main__":

@@ -50,3 +50,10 @@ def test_import_is_light():
 def test_data_stats_on_the_sample():
     res = CliRunner().invoke(main, ["data", "stats", str(ROOT / "edge_xsent/resources/sample-corpus")])
     assert res.exit_code == 0 and "en-fr" in res.output and "total" in res.output
+
+
+def test_eval_writes_markdown(tmp_path):
+    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--md", str(tmp_path / "x.md")])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "x.md").read_text()
+    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "edge-xsent eval xsr --data sample" in md
