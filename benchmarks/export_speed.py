@@ -11,7 +11,6 @@ machine hits all of them alike; medians and p95 are reported.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from edge_xsent.bench import machine_info, summarize
+    from edge_xsent.bench import machine_info, summarize, write_report
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.encoder import Encoder
     from edge_xsent.export import export_bundle
@@ -92,9 +91,7 @@ def main() -> None:
     lines += ["", "Parity against fp32 PyTorch (sample test split):", "", "| format | mean cosine | min cosine | XSR P@1 |",
               "|---|---|---|---|"]
     lines += [f"| {k} | {v['cosine_mean']:.5f} | {v['cosine_min']:.5f} | {100 * v['xsr_p1']:.1f} |" for k, v in parity.items()]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    Path(args.out).with_suffix(".json").write_text(json.dumps(res, indent=2) + "\n")
+    write_report(args.out, "\n".join(lines), res)
     print("\n".join(lines))
 
 

@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,7 @@ def main() -> None:
     ap.add_argument("--data", default="sample")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/load.md"))
     args = ap.parse_args()
+    from edge_xsent.bench import write_report
     from edge_xsent.data.corpus import read_pairs
 
     base = [p.a for p in read_pairs(args.data, split="train")] + [p.b for p in read_pairs(args.data, split="train")]
@@ -68,9 +67,7 @@ def main() -> None:
     lines = ["# Load test", "", f"Model `{args.model}`, data `{args.data}`, `python benchmarks/load.py`, "
              f"{time.strftime('%Y-%m-%d')}.", "", "| run | peak RSS (MB) | seconds | output (MB) |", "|---|---|---|---|"]
     lines += [f"| {r['what']} | {r['peak_rss_mb']:,d} | {r['seconds']} | {r.get('output_mb', '')} |" for r in rows]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")
+    write_report(args.out, "\n".join(lines), rows)
     print("\n".join(lines))
 
 

@@ -10,7 +10,6 @@ timed steps after warm-up, all sizes in one run.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
-    from edge_xsent.bench import machine_info, summarize
+    from edge_xsent.bench import machine_info, summarize, write_report
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import Tokenizer
     from edge_xsent.train import BatchPlan, Objective, TrainConfig, load_texts, make_batch, tokenize_pairs
@@ -75,8 +74,7 @@ def main() -> None:
              "| vocabulary | parameters (M) | int8 size (MB, est.) | median step (ms) |", "|---|---|---|---|"]
     lines += [f"| {r['vocab']:,d} | {r['params_m']} | {r['int8_mb_estimate']} | {r['step']['p50_ms']:,.0f}"
               f"{' (noisy)' if r['step']['noisy'] else ''} |" for r in out]
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=2) + "\n")
+    write_report(args.out, "\n".join(lines), out)
     print("\n".join(lines))
 
 

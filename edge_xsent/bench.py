@@ -81,6 +81,17 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def write_report(path: str | Path, markdown: str, data: dict | list) -> None:
+    """A result as `path` (markdown, for people) and `path` with .json (for machines), atomically."""
+    from .atomic import atomic_write
+
+    path = Path(path)
+    with atomic_write(path) as f:
+        f.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    with atomic_write(path.with_suffix(".json")) as f:
+        json.dump(data, f, indent=2)
+
+
 def summarize(times: list[float]) -> dict:
     a = np.asarray(times) * 1000
     p50, p95 = float(np.median(a)), float(np.percentile(a, 95))

@@ -263,8 +263,7 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
       edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
       edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
     """
-    from .atomic import atomic_write
-    from .bench import BenchConfig, plot, run, to_markdown
+    from .bench import BenchConfig, plot, run, to_markdown, write_report
 
     try:
         depth = [int(x) for x in layers.split(",") if x.strip()]
@@ -278,10 +277,7 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
     kind = "gpu" if "gpu" in results["machine"] and device != "cpu" else "cpu"
     base = out / f"bench-{kind}-{stamp}"
     md = to_markdown(results)
-    with atomic_write(base.with_suffix(".json")) as f:
-        json.dump(results, f, indent=2)
-    with atomic_write(base.with_suffix(".md")) as f:
-        f.write(md)
+    write_report(base.with_suffix(".md"), md, results)
     png = plot(results, base.with_suffix(".png"))
     click.echo(json.dumps(results, indent=2) if as_json else md)
     click.echo(f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)"), err=True)
