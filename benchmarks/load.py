@@ -36,6 +36,8 @@ def main() -> None:
     ap.add_argument("model")
     ap.add_argument("--data", default="sample")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/load.md"))
+    ap.add_argument("--sizes", default="100000,1000000", help="numbers of sentences to encode, side by side")
+    ap.add_argument("--no-xsr", action="store_true", help="skip the 200k-candidate retrieval run")
     args = ap.parse_args()
     from edge_xsent.bench import write_report
     from edge_xsent.data.corpus import read_pairs
@@ -43,7 +45,7 @@ def main() -> None:
     base = [p.a for p in read_pairs(args.data, split="train")] + [p.b for p in read_pairs(args.data, split="train")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in (100_000, 1_000_000):
+        for n in [int(x) for x in args.sizes.split(",")]:
             src = Path(tmp) / f"s{n}.txt"
             with open(src, "w", encoding="utf-8") as f:
                 for i in range(n):
@@ -53,17 +55,17 @@ def main() -> None:
             rows.append({"what": f"encode {n:,d} sentences from a file", "peak_rss_mb": round(rss), "seconds": round(secs, 1),
                          "output_mb": round((Path(tmp) / "v.npy").stat().st_size / 2**20)})
             print(rows[-1], flush=True)
-        # 2,000 queries among 200k candidates: the test pairs plus train sentences as distractors.
-        distract = Path(tmp) / "d.txt"
-        with open(distract, "w", encoding="utf-8") as f:
-            for s in [p.b for p in read_pairs(args.data, split="train") if p.lang_b == "fr"][:200_000]:
-                f.write(s + "\n")
-        rss, secs = child_peak_rss_mb([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", args.model,
-                                       "--data", args.data, "--queries", "2000", "--distractors", f"fr:{distract}",
-                                       "--json"])
-        rows.append({"what": "xsr: 2,000 queries per direction, en->fr among test + up to 200k distractors",
-                     "peak_rss_mb": round(rss), "seconds": round(secs, 1)})
-        print(rows[-1], flush=True)
+        if not args.no_xsr:  # 2,000 queries among 200k candidates: test pairs + train sentences as distractors
+            distract = Path(tmp) / "d.txt"
+            with open(distract, "w", encoding="utf-8") as f:
+                for s in [p.b for p in read_pairs(args.data, split="train") if p.lang_b == "fr"][:200_000]:
+                    f.write(s + "\n")
+            rss, secs = child_peak_rss_mb([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", args.model,
+                                           "--data", args.data, "--queries", "2000", "--distractors", f"fr:{distract}",
+                                           "--json"])
+            rows.append({"what": "xsr: 2,000 queries per direction, en->fr among test + up to 200k distractors",
+                         "peak_rss_mb": round(rss), "seconds": round(secs, 1)})
+            print(rows[-1], flush=True)
     lines = ["# Load test", "", f"Model `{args.model}`, data `{args.data}`, `python benchmarks/load.py`, "
              f"{time.strftime('%Y-%m-%d')}.", "", "| run | peak RSS (MB) | seconds | output (MB) |", "|---|---|---|---|"]
     lines += [f"| {r['what']} | {r['peak_rss_mb']:,d} | {r['seconds']} | {r.get('output_mb', '')} |" for r in rows]

@@ -168,38 +168,26 @@ def _check_items(sentences) -> list[str]:
 def encode_file(enc: Encoder, path: str | Path, out: str | Path, batch_size: int = 32, normalize: bool = True,
                 chunk: int = 10_000, show_progress: bool = True) -> tuple[int, int]:
     """Embed a text file (one sentence per line) into a .npy file with bounded memory: the
-    lines are counted, the output is a memory-mapped .npy under a temporary name, filled
-    chunk by chunk, then renamed into place."""
-    import os
-    import tempfile
-
+    lines are counted, the .npy header is written, then each chunk's vectors are appended
+    with plain writes (a memory map would count the whole output as resident), under a
+    temporary name renamed into place at the end."""
+    from .atomic import atomic_write
     from .data.corpus import read_lines
 
     path, out = Path(path), Path(out)
     n = sum(1 for _ in read_lines(path))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, enc.dim))
+    bar = tqdm(total=n, disable=not show_progress or n < 10_000, unit=" sent", desc="encode")
+    with atomic_write(out, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (n, enc.dim)})
         buf: list[str] = []
-        start = 0
-        bar = tqdm(total=n, disable=not show_progress or n < 10_000, unit=" sent", desc="encode")
         for _, line in read_lines(path):
             buf.append(line)
             if len(buf) == chunk:
-                mm[start: start + len(buf)] = enc.encode(buf, batch_size=batch_size, normalize=normalize)
-                start += len(buf)
+                f.write(enc.encode(buf, batch_size=batch_size, normalize=normalize).astype("<f4").tobytes())
                 bar.update(len(buf))
                 buf = []
         if buf:
-            mm[start: start + len(buf)] = enc.encode(buf, batch_size=batch_size, normalize=normalize)
+            f.write(enc.encode(buf, batch_size=batch_size, normalize=normalize).astype("<f4").tobytes())
             bar.update(len(buf))
-        bar.close()
-        mm.flush()
-        del mm
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    bar.close()
     return n, enc.dim
