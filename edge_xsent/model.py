@@ -53,6 +53,12 @@ class EncoderConfig:
         return asdict(self)
 
 
+def mean_pool(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, T, C) states, (B, T) 0/1 mask -> (B, C) mean over real tokens (zeros for none)."""
+    m = mask.unsqueeze(-1).to(x.dtype)
+    return (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
 class Block(nn.Module):
     """Post-LN transformer layer: x = LN(x + attn(x)); x = LN(x + ffn(x))."""
 
@@ -117,9 +123,7 @@ class DualEncoder(nn.Module):
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Sentence vectors (B, C): masked mean of the last layer over real tokens."""
-        x = self.encode_tokens(ids, mask)
-        m = mask.unsqueeze(-1).to(x.dtype)
-        return (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+        return mean_pool(self.encode_tokens(ids, mask), mask)
 
     def generative_logits(self, h: torch.Tensor, lang: torch.Tensor | None = None) -> torch.Tensor:
         """(..., C) sentence or token states -> (..., V) vocabulary logits (tied output embedding)."""

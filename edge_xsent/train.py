@@ -32,7 +32,7 @@ from .atomic import atomic_write
 from .bundle import save_model
 from .data.corpus import read_pairs, resolve
 from .errors import UserError
-from .model import DualEncoder, EncoderConfig
+from .model import DualEncoder, EncoderConfig, mean_pool
 from .tokenizer import MASK_ID, PAD_ID, Tokenizer
 
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "none")
@@ -221,7 +221,7 @@ class Objective(nn.Module):
             a_in, la_lab = obj.mask_tokens_bert(a, am, MASK_ID, V, gen)
             b_in, lb_lab = obj.mask_tokens_bert(b, bm, MASK_ID, V, gen)
             xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
-            u, v = pool(xa, am), pool(xb, bm)
+            u, v = mean_pool(xa, am), mean_pool(xb, bm)
             logits_a = m.generative_logits(xa, lang(la))
             logits_b = m.generative_logits(xb, lang(lb))
             losses["gen"] = 0.5 * (obj.mlm_loss(logits_a, la_lab) + obj.mlm_loss(logits_b, lb_lab))
@@ -263,11 +263,6 @@ class Objective(nn.Module):
             total = total + cfg.sim_weight * losses["sim"]
         losses["total"] = total
         return losses
-
-
-def pool(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    m = mask.unsqueeze(-1).to(x.dtype)
-    return (x * m).sum(1) / m.sum(1).clamp(min=1.0)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
