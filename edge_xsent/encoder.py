@@ -86,6 +86,7 @@ class Encoder:
         self.max_len = config["model"]["max_len"]
         self.dim = config["model"]["d_model"]
         self.langs = config.get("langs", [])
+        self.weights_file: Path | None = None  # the file `load` runs, for size figures
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "auto", precision: str | None = None,
@@ -119,7 +120,10 @@ class Encoder:
         else:
             run = _torchscript_backend(path, threads)
         name = backend + (f"-{precision or 'int8'}" if backend == "onnx" else "")
-        return cls(run, tok, config, path, name)
+        enc = cls(run, tok, config, path, name)
+        enc.weights_file = path / {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN}.get(
+            backend, {"int8": bundle.ONNX_INT8, "int4": bundle.ONNX_INT4, "fp32": bundle.ONNX_FP32}[precision or "int8"])
+        return enc
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         ids = self.tokenizer.encode(sentences)

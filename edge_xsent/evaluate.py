@@ -177,3 +177,20 @@ def format_classify(res: dict) -> str:
     for name, a in res["accuracy"].items():
         lines.append(f"{name:10s} {100 * a['mean']:9.1f} {100 * a['std']:7.1f} {a['n_test']:9d}")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- side by side
+
+def format_side_by_side(scores: dict[str, dict[str, float]], info: dict[str, str] | None = None,
+                        title: str = "encoder") -> str:
+    """One row per encoder (ours and the peers), one column per direction, then the mean; in %."""
+    columns = list(next(iter(scores.values())))
+    width = max(len(title), *(len(k) for k in scores))
+    info = info or {}
+    iw = max([len(v) for v in info.values()] + [0])
+    lines = [f"{title:{width}s} {'':{iw}s} " + " ".join(f"{c:>7s}" for c in columns) + f" {'mean':>6s}"]
+    for name, row in scores.items():
+        vals = [row.get(c, float("nan")) for c in columns]
+        cells = " ".join(f"{100 * v:7.1f}" for v in vals)
+        lines.append(f"{name:{width}s} {info.get(name, ''):{iw}s} {cells} {100 * float(np.nanmean(vals)):6.1f}")
+    return "\n".join(lines)

@@ -35,7 +35,7 @@ from .errors import UserError
 from .model import DualEncoder, EncoderConfig, mean_pool
 from .tokenizer import MASK_ID, PAD_ID, Tokenizer
 
-OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "none")
+OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
 
 @dataclass
@@ -217,14 +217,21 @@ class Objective(nn.Module):
         lang = (lambda x: x) if m.lang_emb is not None else (lambda x: None)
         losses: dict[str, torch.Tensor] = {}
 
-        if cfg.objective == "mlm":
+        if cfg.objective in ("mlm", "mlm-xtr"):
             a_in, la_lab = obj.mask_tokens_bert(a, am, MASK_ID, V, gen)
             b_in, lb_lab = obj.mask_tokens_bert(b, bm, MASK_ID, V, gen)
             xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
             u, v = mean_pool(xa, am), mean_pool(xb, bm)
-            logits_a = m.generative_logits(xa, lang(la))
-            logits_b = m.generative_logits(xb, lang(lb))
-            losses["gen"] = 0.5 * (obj.mlm_loss(logits_a, la_lab) + obj.mlm_loss(logits_b, lb_lab))
+            # Vocabulary logits only at the masked positions (~15%): the same loss at a sixth of the cost.
+            sa, sb = la_lab != -100, lb_lab != -100
+            logits_a = m.generative_logits(xa[sa], lang(la[sa.nonzero()[:, 0]]))
+            logits_b = m.generative_logits(xb[sb], lang(lb[sb.nonzero()[:, 0]]))
+            losses["gen"] = 0.5 * (obj.mlm_loss(logits_a[None], la_lab[sa][None])
+                                   + obj.mlm_loss(logits_b[None], lb_lab[sb][None]))
+            if cfg.objective == "mlm-xtr":  # Table 6's MLM (+) XTR: the masked sentence also predicts its translation
+                losses["gen"] = 0.5 * losses["gen"] + 0.25 * (
+                    obj.distribution_loss(m.generative_logits(u, lang(lb)), obj.bag_of_tokens(b, bm, V))
+                    + obj.distribution_loss(m.generative_logits(v, lang(la)), obj.bag_of_tokens(a, am, V)))
         elif cfg.objective in ("smlm", "ugt"):
             a_mask, wa = obj.mask_one_token(a, am, MASK_ID, gen, self.avoid)
             b_mask, wb = obj.mask_one_token(b, bm, MASK_ID, gen, self.avoid)

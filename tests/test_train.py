@@ -135,7 +135,7 @@ def test_failed_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
     assert not list((out / "checkpoints").glob("*.tmp"))  # the partial file was removed
 
 
-@pytest.mark.parametrize("objective,align,sim", [("mlm", 0, 0), ("smlm", 0, 0), ("xtr", 0, 0), ("ugt", 0, 0),
+@pytest.mark.parametrize("objective,align,sim", [("mlm", 0, 0), ("mlm-xtr", 0, 0), ("smlm", 0, 0), ("xtr", 0, 0), ("ugt", 0, 0),
                                                   ("ugt", 2, 2), ("none", 2, 0), ("xtr", 0, 2)])
 def test_each_objective_trains(tmp_path, objective, align, sim):
     cfg = tiny_config(tmp_path / "o", objective=objective, align_weight=align, sim_weight=sim, max_steps=4,
@@ -143,6 +143,29 @@ def test_each_objective_trains(tmp_path, objective, align, sim):
     s = train(cfg, progress=False)
     assert s["steps"] == 4 and np.isfinite(s["best_val_total"])
     assert ("gen" in s["last"]) == (objective != "none")
+
+
+def test_mlm_logits_only_at_masked_positions_give_the_full_loss():
+    from edge_xsent import objectives as obj
+    from edge_xsent.model import DualEncoder, EncoderConfig
+    from edge_xsent.tokenizer import MASK_ID
+    from edge_xsent.train import Objective, TrainConfig
+
+    torch.manual_seed(0)
+    mcfg = EncoderConfig(vocab_size=50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=12, dropout=0.0)
+    model = DualEncoder(mcfg)
+    o = Objective(model, TrainConfig(data="sample", objective="mlm", align_weight=0, sim_weight=0, model=mcfg),
+                  torch.zeros(50, dtype=torch.bool))
+    a, b = torch.randint(3, 50, (4, 12)), torch.randint(3, 50, (4, 12))
+    am, bm = torch.ones_like(a), torch.ones_like(b)
+    am[0, 8:] = 0
+    batch = {"a": a, "am": am, "b": b, "bm": bm, "la": torch.zeros(4, dtype=torch.long), "lb": torch.ones(4, dtype=torch.long)}
+    got = o(batch, torch.Generator().manual_seed(3))["gen"]
+    g = torch.Generator().manual_seed(3)
+    (a_in, la_lab), (b_in, lb_lab) = obj.mask_tokens_bert(a, am, MASK_ID, 50, g), obj.mask_tokens_bert(b, bm, MASK_ID, 50, g)
+    full = 0.5 * (obj.mlm_loss(model.generative_logits(model.encode_tokens(a_in, am)), la_lab)
+                  + obj.mlm_loss(model.generative_logits(model.encode_tokens(b_in, bm)), lb_lab))
+    assert torch.allclose(got, full, atol=1e-5)
 
 
 def test_multilingual_head_trains(tmp_path):
