@@ -388,14 +388,18 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     if len(langs) < 2:
         raise UserError(f"{cfg.data}: all pairs are in one language ({langs[0]}); a cross-lingual encoder needs two")
     tok_path = out / "tokenizer.model"
+    if is_main:
+        out.mkdir(parents=True, exist_ok=True)
     if cfg.tokenizer:
         tok = Tokenizer.load(cfg.tokenizer)
+        if is_main and not tok_path.exists():  # the run folder stays self-contained
+            with atomic_write(tok_path, "wb") as f:
+                f.write(tok.proto)
     elif tok_path.exists() and resume is not None:
         tok = Tokenizer.load(tok_path)
     else:
         if is_main:
             tok = Tokenizer.train((t for r in rows for t in (r[2], r[3])), cfg.model.vocab_size, seed=cfg.seed)
-            out.mkdir(parents=True, exist_ok=True)
             with atomic_write(tok_path, "wb") as f:
                 f.write(tok.proto)
         _barrier(world)

@@ -168,6 +168,15 @@ def test_mlm_logits_only_at_masked_positions_give_the_full_loss():
     assert torch.allclose(got, full, atol=1e-5)
 
 
+def test_a_given_tokenizer_trains_into_a_fresh_folder(tiny_run, tmp_path):
+    out = tmp_path / "new" / "run"  # neither folder exists yet
+    cfg = tiny_config(out, tokenizer=str(tiny_run / "tokenizer.model"), max_steps=2, eval_every=2,
+                      max_train_pairs=600, valid_pairs=64)
+    train(cfg, progress=False)
+    assert (out / "tokenizer.model").read_bytes() == (tiny_run / "tokenizer.model").read_bytes()
+    assert (out / "model" / "model.safetensors").exists()
+
+
 def test_multilingual_head_trains(tmp_path):
     cfg = tiny_config(tmp_path / "ems", multilingual_head=True, max_steps=4, eval_every=4, max_train_pairs=600,
                       valid_pairs=64)
