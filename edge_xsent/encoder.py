@@ -24,6 +24,11 @@ from .tokenizer import Tokenizer  # sentencepiece only, no torch
 
 BACKENDS = ("auto", "torch", "onnx", "torchscript")
 DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
+# onnxruntime's SkipLayerNormalization fusion made the int8 model slower here: 15.3 ms of an
+# 88 ms batch (32 x 32 tokens, 1 thread) against 4.8 ms for the plain Add + LayerNormalization
+# it replaces (ORT profiler, onnxruntime 1.31, AVX-512 VNNI CPU). benchmarks/export_speed.py
+# measures both side by side.
+ORT_DISABLED = ["SkipLayerNormFusion"]
 Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) mask -> (B, C)
 
 
@@ -53,7 +58,7 @@ def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"], disabled_optimizers=ORT_DISABLED)
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
