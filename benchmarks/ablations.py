@@ -91,7 +91,7 @@ def main() -> None:
 
     m = machine_info()
     lines = ["# Ablations: generative tasks (Table 6) and contrastive losses (Table 7)", "",
-             f"Made by `train/ablations.sh {args.recipe}`".rstrip() + f" on {m['cpu']} ({m['cores']} cores), "
+             f"Made by `train/ablations.sh {args.recipe.strip()}` on {m['cpu']} ({m['cores']} cores), "
              f"{time.strftime('%Y-%m-%d')}: one run per row, the same recipe, budget and tokenizer; only the objective "
              f"changes. Evaluated on `{args.data}` (test split): XSR = mean retrieval P@1 (cosine) over en<->de/es/fr/it, "
              f"{args.queries:,d} queries per direction among all candidates; classification = zero-shot accuracy "
