@@ -97,7 +97,8 @@ def peers_section(results: Path) -> list[str]:
              "xsr-peers-sample.json": "Retrieval P@1 (cosine) on the shipped sample's test split (500 queries among 500 "
                                       "candidates per direction; multilingual-e5-small runs at ~25 sentences/s here, too slow "
                                       "for the full split)",
-             "classify-peers-corpus.json": "Zero-shot classification accuracy, same protocol as above"}
+             "classify-peers-corpus.json": "Zero-shot classification accuracy, same protocol as above (multilingual-e5-small "
+                                           "left out: over an hour for the long package descriptions on this CPU)"}
     for name, title in files.items():
         if not (results / name).exists():
             continue
