@@ -28,20 +28,18 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
-    from edge_xsent.bench import machine_info, summarize, write_report
+    from edge_xsent.bench import machine_info, median_batch, summarize, write_report
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import BatchPlan, Objective, TrainConfig, load_texts, make_batch, tokenize_pairs
+    from edge_xsent.train import Objective, TrainConfig, load_texts, make_batch, tokenize_pairs
 
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(data="sample")
     rows = load_texts(cfg, "train")
     tok = Tokenizer.train([t for r in rows for t in (r[2], r[3])], 8000)
     data = tokenize_pairs(rows, tok, 64, sorted({r[0] for r in rows} | {r[1] for r in rows}))
-    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), 128, seed=0)
-    cands = [plan.indices(s) for s in range(50)]
-    tokens = [sum(len(data.a[i]) + len(data.b[i]) for i in idx) for idx in cands]
-    base = make_batch(data, cands[int(np.argsort(tokens)[25])], torch.device("cpu"))
+    chosen, tokens = median_batch(data, 128)
+    base = make_batch(data, chosen, torch.device("cpu"))
     out = []
     for V in [int(v) for v in args.sizes.split(",")]:
         batch = dict(base)

@@ -101,14 +101,25 @@ def summarize(times: list[float]) -> dict:
 
 # ----------------------------------------------------------------------------- workers (subprocesses)
 
+def median_batch(data, batch_size: int, n: int = 50) -> tuple[list[int], list[int]]:
+    """One real batch of median length among the first `n` of a length-bucketed plan, and the
+    token counts of those `n`. Timing that one batch again and again measures the model, not
+    the length of whichever batch came up (length-bucketed batches vary a lot)."""
+    from .train import BatchPlan
+
+    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), batch_size, seed=0)
+    candidates = [plan.indices(s) for s in range(min(n, plan.per_epoch))]
+    tokens = [sum(len(data.a[i]) + len(data.b[i]) for i in idx) for idx in candidates]
+    return candidates[int(np.argsort(tokens)[len(tokens) // 2])], tokens
+
+
 def _worker_train(args: dict) -> dict:
     """Time training steps of one depth at batch 128 with the full objective, on real pairs."""
     import torch
 
     from .model import DualEncoder, EncoderConfig
     from .tokenizer import Tokenizer
-    from .train import BatchPlan, Objective, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, \
-        tokenize_pairs
+    from .train import Objective, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, tokenize_pairs
 
     torch.set_num_threads(args["threads"])
     rss0 = peak_rss_mb()
@@ -119,18 +130,13 @@ def _worker_train(args: dict) -> dict:
     device = pick_device(cfg, 0)
     rows = load_texts(cfg, "train")
     data = tokenize_pairs(rows, tok, mcfg.max_len, sorted({r[0] for r in rows} | {r[1] for r in rows}))
-    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), cfg.batch_size, seed=0)
     torch.manual_seed(0)
     model = DualEncoder(mcfg).to(device)
     objective = Objective(model, cfg, punctuation_pieces(tok)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
     from .train import autocast
 
-    # One real batch of median length, timed again and again: step time then measures the
-    # model, not the length of whichever batch came up (length-bucketed batches vary a lot).
-    candidates = [plan.indices(s) for s in range(min(50, plan.per_epoch))]
-    tokens = [sum(len(data.a[i]) + len(data.b[i]) for i in idx) for idx in candidates]
-    chosen = candidates[int(np.argsort(tokens)[len(tokens) // 2])]
+    chosen, tokens = median_batch(data, cfg.batch_size)
     batch = make_batch(data, chosen, device)
     times = []
     if device.type == "cuda":
@@ -215,10 +221,11 @@ def _worker_peer(args: dict) -> dict:
     load_s = time.perf_counter() - t
     sentences = args["sentences"]
     by_len = sorted(sentences, key=len)
-    mid = by_len[len(by_len) // 2 - 16: len(by_len) // 2 + 16]
+    half = len(by_len) // 2
+    mid = by_len[half - 16: half + 16]  # 32 sentences around the median length
     out = {"peer": peer.label, "layers": peer.spec.layers, "dim": peer.dim, "version": peer.version,
            "size_mb": round(peer.size_mb, 2), "load_s": round(load_s, 3), "threads": args["threads"],
-           "median_chars": len(by_len[len(by_len) // 2])}
+           "median_chars": len(by_len[half])}
     for bs in (1, 32):
         out[f"batch{bs}"] = _timed(lambda: peer.encode(mid[:bs], batch_size=bs), args["repeats"], warmup=2)
     return {**out, **_throughput(lambda s: peer.encode(s, batch_size=32), sentences, rss0)}

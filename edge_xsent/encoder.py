@@ -29,6 +29,7 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
 # it replaces (ORT profiler, onnxruntime 1.31, AVX-512 VNNI CPU). benchmarks/export_speed.py
 # measures both side by side.
 ORT_DISABLED = ["SkipLayerNormFusion"]
+ONNX_FILES = {"int8": bundle.ONNX_INT8, "int4": bundle.ONNX_INT4, "fp32": bundle.ONNX_FP32}  # precision -> file
 Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) mask -> (B, C)
 
 
@@ -49,9 +50,7 @@ def _torch_backend(path: Path, threads: int | None) -> Backend:
 def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
     import onnxruntime as ort
 
-    from .bundle import ONNX_FP32, ONNX_INT4, ONNX_INT8
-
-    file = path / {"int8": ONNX_INT8, "int4": ONNX_INT4, "fp32": ONNX_FP32}[precision]
+    file = path / ONNX_FILES[precision]
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path} --int8`")
     opts = ort.SessionOptions()
@@ -86,12 +85,13 @@ def _torchscript_backend(path: Path, threads: int | None) -> Backend:
 
 
 class Encoder:
-    def __init__(self, run: Backend, tokenizer: Tokenizer, config: dict, path: Path, backend: str):
+    def __init__(self, run: Backend, tokenizer: Tokenizer, config: dict, path: Path, backend: str,
+                 weights_file: Path | None = None):
         self._run, self.tokenizer, self.config, self.path, self.backend = run, tokenizer, config, path, backend
+        self.weights_file = weights_file  # the file `load` runs, for size figures
         self.max_len = config["model"]["max_len"]
         self.dim = config["model"]["d_model"]
         self.langs = config.get("langs", [])
-        self.weights_file: Path | None = None  # the file `load` runs, for size figures
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "auto", precision: str | None = None,
@@ -124,11 +124,10 @@ class Encoder:
             run = _onnx_backend(path, threads, precision or "int8")
         else:
             run = _torchscript_backend(path, threads)
-        name = backend + (f"-{precision or 'int8'}" if backend == "onnx" else "")
-        enc = cls(run, tok, config, path, name)
-        enc.weights_file = path / {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN}.get(
-            backend, {"int8": bundle.ONNX_INT8, "int4": bundle.ONNX_INT4, "fp32": bundle.ONNX_FP32}[precision or "int8"])
-        return enc
+        precision = precision or "int8"  # what an onnx backend ran; unused by the others
+        name = backend + (f"-{precision}" if backend == "onnx" else "")
+        weights = {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN, "onnx": ONNX_FILES[precision]}
+        return cls(run, tok, config, path, name, path / weights[backend])
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         ids = self.tokenizer.encode(sentences)
