@@ -519,6 +519,21 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     return summary
 
 
+def training_minutes(out: str | Path) -> tuple[float, int]:
+    """Wall-clock minutes of training in a run folder, summed over its segments (a resumed run
+    restarts `elapsed_s` in log.jsonl), and the number of segments."""
+    total, segments, last = 0.0, 0, None
+    for line in (Path(out) / "log.jsonl").read_text().splitlines():
+        e = json.loads(line).get("elapsed_s")
+        if e is None:
+            continue
+        if last is None or e < last:  # a new segment began
+            segments += 1
+            total += last or 0.0
+        last = e
+    return (total + (last or 0.0)) / 60, segments
+
+
 def param_digest(model: nn.Module) -> str:
     h = hashlib.sha256()
     for p in model.parameters():

@@ -48,10 +48,9 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
 
 
 def test_training_minutes_sums_resumed_segments(tmp_path):
-    sys.path.insert(0, str(ROOT / "train"))
-    import ship_default
+    from edge_xsent.train import training_minutes
 
     log = [{"step": 20, "elapsed_s": 60.0}, {"step": 40, "elapsed_s": 120.0}, {"step": 40, "val_p@1": 0.5},
            {"step": 60, "elapsed_s": 30.0}, {"step": 80, "elapsed_s": 90.0}]  # resumed after step 40
     (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(e) for e in log) + "\n")
-    assert ship_default.training_minutes(tmp_path) == (3.5, 2)
+    assert training_minutes(tmp_path) == (3.5, 2)

@@ -31,21 +31,6 @@ sys.path.insert(0, str(ROOT))
 KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx"]
 
 
-def training_minutes(run: Path) -> tuple[float, int]:
-    """Wall-clock minutes of training summed over the run's segments (each resume restarts
-    `elapsed_s` in log.jsonl), and the number of segments."""
-    total, segments, last = 0.0, 0, None
-    for line in (run / "log.jsonl").read_text().splitlines():
-        e = json.loads(line).get("elapsed_s")
-        if e is None:
-            continue
-        if last is None or e < last:  # a new segment began
-            segments += 1
-            total += last or 0.0
-        last = e
-    return (total + (last or 0.0)) / 60, segments
-
-
 def why_this_size(results: Path) -> list[str]:
     sweep_file = results / "default_sweep.json"
     if not sweep_file.exists():
@@ -66,6 +51,7 @@ def why_this_size(results: Path) -> list[str]:
 
 def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
     from edge_xsent.evaluate import average
+    from edge_xsent.train import training_minutes
 
     cfg = json.loads((bundle / "config.json").read_text())
     m, training = cfg["model"], json.loads((bundle / "training.json").read_text())
