@@ -94,6 +94,8 @@ def to_markdown(res: dict) -> str:
         pick = choose(rows)
         lines += ["", f"Rule (fixed before the runs): the smallest model within {RULE_POINTS:g} P@1 point of the "
                   f"best. Best: {max(rows, key=lambda k: rows[k]['p1'])}; chosen: **{pick}**."]
+    if res.get("note"):
+        lines += ["", res["note"]]
     return "\n".join(lines) + "\n"
 
 
@@ -105,6 +107,7 @@ def main() -> None:
     ap.add_argument("--runs", default=str(ROOT / "runs/sweep-default"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--note", default="", help="What the record should say about how the runs went.")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/default_sweep.md"))
     args = ap.parse_args()
     from edge_xsent.bench import machine_info, write_report
@@ -127,6 +130,8 @@ def main() -> None:
     if state.get("minutes", args.minutes) != args.minutes:
         sys.exit(f"{state_file} was made with --minutes {state['minutes']}; use that, or another --runs folder")
     state.update(minutes=args.minutes, threads=args.threads, machine=machine_info(), date=time.strftime("%Y-%m-%d"))
+    if args.note:
+        state["note"] = args.note
     state.setdefault("points", {})
 
     for name in args.points.split(","):
