@@ -503,6 +503,10 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         if log:
             log.close()
     elapsed = time.time() - t_start
+    if steps_done == 0 and (out / "summary.json").exists():  # already finished: keep the record of the real run
+        if world > 1:
+            dist.destroy_process_group()
+        return json.loads((out / "summary.json").read_text())
     summary = {"steps": step, "best_val_total": best_val, "last": last, "history": history,
                "train_seconds_this_run": round(elapsed, 1), "prep_seconds": round(prep_s, 1),
                "pairs_per_s": round(steps_done * cfg.batch_size * world / max(elapsed, 1e-9), 1)}

