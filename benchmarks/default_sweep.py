@@ -110,6 +110,7 @@ def main() -> None:
     ap.add_argument("--note", default="", help="What the record should say about how the runs went.")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/default_sweep.md"))
     args = ap.parse_args()
+    from edge_xsent.atomic import atomic_write
     from edge_xsent.bench import machine_info, write_report
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.encoder import Encoder
@@ -134,6 +135,10 @@ def main() -> None:
         state["note"] = args.note
     state.setdefault("points", {})
 
+    def save() -> None:  # after each stage of each point: a rerun continues where this one stopped
+        with atomic_write(state_file) as f:
+            f.write(json.dumps(state, indent=2))
+
     for name in args.points.split(","):
         if name not in POINTS:
             sys.exit(f"unknown point {name!r}; choose from {', '.join(POINTS)}")
@@ -148,7 +153,7 @@ def main() -> None:
             point = {"model": dataclasses.asdict(mcfg), "step_s": step_seconds(cfg, tok, rows, langs)}
             point["max_steps"] = max(20, int(args.minutes * 60 / point["step_s"]))
             state["points"][name] = point
-            state_file.write_text(json.dumps(state, indent=2))
+            save()
         cfg = dataclasses.replace(cfg, max_steps=point["max_steps"], warmup_steps=max(1, point["max_steps"] // 10),
                                   eval_every=point["max_steps"], checkpoint_every=max(1, point["max_steps"] // 10))
         print(f"{name}: step {point['step_s']:.2f} s -> {cfg.max_steps} steps", flush=True)
@@ -160,7 +165,7 @@ def main() -> None:
             point.update(steps=summary["steps"], pairs_per_s=summary["pairs_per_s"], params_m=params / 1e6,
                          int8_mb=params / 2**20, p1=100 * average(x), p1_margin=100 * average(x, "p1_margin"),
                          xsr=x)
-            state_file.write_text(json.dumps(state, indent=2))
+            save()
         print(f"{name}: P@1 {point['p1']:.1f}, int8 {point['int8_mb']:.1f} MB", flush=True)
 
     done = {k: v for k, v in state["points"].items() if "p1" in v}
