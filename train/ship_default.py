@@ -29,13 +29,14 @@ def why_this_size(results: Path) -> list[str]:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     rows = sweep["points"]
-    return [f"Why this size: `benchmarks/default_sweep.py` trained the recipe with one change at a time (depth, "
-            f"vocabulary, width) for the same {sweep['minutes']:g} minutes of this CPU each and scored retrieval the "
-            f"same way (`benchmarks/results/default_sweep.md`):", "",
+    return [f"Why this size: `benchmarks/default_sweep.py` trained `train/cpu-hour.toml` with one change at a time "
+            f"(depth, vocabulary, width) for the same {sweep['minutes']:g} minutes of this CPU each and scored retrieval "
+            f"the same way (`benchmarks/results/default_sweep.md`; points are layers-width-vocabulary):", "",
             "| point | int8 MB | steps in the budget | XSR P@1 |", "|---|---|---|---|",
             *[f"| {k} | {r['int8_mb']:.1f} | {r['steps']:,d} | {r['p1']:.1f} |" for k, r in rows.items()], "",
             f"The rule fixed before the runs, the smallest model within {mod.RULE_POINTS:g} P@1 point of the best, "
-            f"chose {mod.choose(rows)}.", ""]
+            f"chose {mod.choose(rows)}. At that budget P@1 follows the number of steps a size can take, so the "
+            "choice is an extrapolation to the full run; the figures below are its check.", ""]
 
 
 def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
