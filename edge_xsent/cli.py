@@ -163,6 +163,34 @@ def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
     click.echo(json.dumps({k: v for k, v in summary.items() if k != "history"}, indent=2))
 
 
+@main.command("debias")
+@click.argument("model_path", type=click.Path(path_type=Path))
+@click.option("--data", default="corpus", show_default=True, help="Corpus whose train split gives each language's vectors.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Model folder (default: MODEL-debiased).")
+@click.option("--rank", default=1, show_default=True, help="Directions removed (at most languages - 1).")
+@click.option("--per-lang", default=3000, show_default=True, help="Sentences sampled per language.")
+@user_errors
+def debias_cmd(model_path, data, out, rank, per_lang):
+    """Remove the language-identity subspace from a trained model's vectors (before export).
+
+    Translations then score high in absolute terms, not only in rank, and a sentence's
+    translation beats its same-language neighbours in a pool of mixed languages.
+
+    \b
+    Examples:
+      edge-xsent debias runs/cpu-2h/model --data corpus --out runs/cpu-2h/model-debiased
+      edge-xsent debias runs/tiny/model --data sample --rank 2
+    """
+    from .debias import debias_model
+
+    if not model_path.exists():
+        raise UserError(f"{model_path}: no such model folder")
+    out = out or model_path.with_name(model_path.name + "-debiased")
+    info = debias_model(model_path, data, out, rank=rank, per_lang=per_lang)
+    click.echo(f"singular values of the centred language means: {info['singular_values']}")
+    click.echo(f"removed {rank} direction(s); wrote {out}/")
+
+
 @main.command("export")
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Bundle folder (default: MODEL-bundle).")

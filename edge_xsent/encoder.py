@@ -117,8 +117,8 @@ class Encoder:
             backend, precision = ("onnx", "int8") if (path / bundle.ONNX_INT8).exists() else ("torch", None)
         if backend == "torch":
             if not (path / bundle.FILES["weights"]).exists():
-                raise UserError(f"{path} has no {bundle.FILES['weights']} (the shipped default model carries only the "
-                                "int8 ONNX model): use backend='onnx' or export a model folder with fp32 weights")
+                raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) for backend='torch': "
+                                "use backend='onnx', or load a model folder that has them")
             run = _torch_backend(path, threads)
         elif backend == "onnx":
             run = _onnx_backend(path, threads, precision or "int8")

@@ -32,6 +32,7 @@ class EncoderConfig:
     dropout: float = 0.1
     n_langs: int = 0  # > 0: EMS-style target-language embedding in the generative head
     lang_dim: int = 128
+    lang_subspace: int = 0  # > 0: rank of the language-identity subspace removed from sentence vectors (debias.py)
     pad_id: int = PAD_ID
     mask_id: int = MASK_ID
 
@@ -100,6 +101,8 @@ class DualEncoder(nn.Module):
         self.head_dense = nn.Linear(head_in, cfg.d_model)
         self.head_ln = nn.LayerNorm(cfg.d_model, eps=1e-12)
         self.head_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        if cfg.lang_subspace:  # orthonormal rows, set by debias.py after training
+            self.register_buffer("lang_basis", torch.zeros(cfg.lang_subspace, cfg.d_model))
         self.apply(self._init)
 
     @staticmethod
@@ -122,8 +125,12 @@ class DualEncoder(nn.Module):
         return x
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Sentence vectors (B, C): masked mean of the last layer over real tokens."""
-        return mean_pool(self.encode_tokens(ids, mask), mask)
+        """Sentence vectors (B, C): masked mean of the last layer over real tokens, minus their
+        component in the language subspace when the model has one."""
+        pooled = mean_pool(self.encode_tokens(ids, mask), mask)
+        if self.cfg.lang_subspace:
+            pooled = pooled - (pooled @ self.lang_basis.T) @ self.lang_basis
+        return pooled
 
     def generative_logits(self, h: torch.Tensor, lang: torch.Tensor | None = None) -> torch.Tensor:
         """(..., C) sentence or token states -> (..., V) vocabulary logits (tied output embedding)."""

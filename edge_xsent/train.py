@@ -374,7 +374,7 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         ckpt_file.unlink()
     _barrier(world)
     resume = load_checkpoint(ckpt_file) if ckpt_file.exists() else None
-    if resume is not None and resume["config"] != _comparable(cfg):
+    if resume is not None and _comparable(TrainConfig.from_dict(resume["config"], str(ckpt_file))) != _comparable(cfg):
         raise UserError(f"{ckpt_file} was written by a run with a different config; "
                         "use the same config to resume, or --fresh to start over")
 
@@ -554,7 +554,8 @@ def _check_enough(n: int, cfg: TrainConfig, world: int) -> None:
 def _comparable(cfg: TrainConfig) -> dict:
     """The parts of the config a resumed run must share. Not the output path, thread count or
     logging cadence; not max_steps either, so a run can be extended or cut short on resume
-    (the learning-rate schedule then follows the new length from that step on)."""
+    (the learning-rate schedule then follows the new length from that step on). Stored configs
+    pass through TrainConfig.from_dict first, so fields added since take their defaults."""
     d = cfg.to_dict()
     for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps"):
         d.pop(k, None)

@@ -208,8 +208,16 @@ def test_default_model_loads_offline_and_works():
                     "The cat sleeps on the sofa"])
     sims = v @ v.T
     assert sims[0, 1] > sims[0, 3] + 0.2 and sims[0, 2] > sims[0, 3] + 0.2  # translations close, unrelated far
-    with pytest.raises(UserError, match="carries only the int8 ONNX"):
-        Encoder.load(backend="torch")
+    fp32 = Encoder.load(backend="torch").encode(["Save the current document", "The cat sleeps on the sofa"])
+    assert (fp32 * v[[0, 3]]).sum(1).min() > 0.99  # the shipped fp32 weights agree with the int8 model
+
+
+def test_torch_backend_without_fp32_weights_says_so(tiny_bundle, tmp_path):
+    bundle_dir, _ = tiny_bundle
+    shutil.copytree(bundle_dir, tmp_path / "b")
+    (tmp_path / "b/model.safetensors").unlink()
+    with pytest.raises(UserError, match="has no model.safetensors.*backend='onnx'"):
+        Encoder.load(tmp_path / "b", backend="torch", verify=False)
 
 
 def test_cli_compare_with_default_model():

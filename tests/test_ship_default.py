@@ -41,7 +41,9 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     assert "not chosen by a sweep" in card  # no default_sweep.json among these results
     assert "minutes of training wall time" in card
     shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    assert "onnx/model_int8.onnx" in shipped and "model.safetensors" not in shipped  # int8 only: lean package
+    assert "onnx/model_int8.onnx" in shipped and "model.safetensors" in shipped  # small fp32 weights ship too
+    assert not any(p.startswith("torchscript") or p == "onnx/model.onnx" for p in shipped)  # the rest does not
+    assert "ships the int8 ONNX model and the fp32 weights" in card
     enc = Encoder.load(out)
     v = enc.encode(["Save the document", "Enregistrer le document"])
     assert np.allclose(v, int8_enc.encode(["Save the document", "Enregistrer le document"]), atol=1e-6)
@@ -54,3 +56,34 @@ def test_training_minutes_sums_resumed_segments(tmp_path):
            {"step": 60, "elapsed_s": 30.0}, {"step": 80, "elapsed_s": 90.0}]  # resumed after step 40
     (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(e) for e in log) + "\n")
     assert training_minutes(tmp_path) == (3.5, 2)
+
+
+def test_large_fp32_weights_stay_out(tmp_path):
+    """Over FP32_MAX_MB the package carries the int8 model only."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with open(tmp_path / "model.safetensors", "wb") as f:
+        f.truncate(int((mod.FP32_MAX_MB + 1) * 2**20))  # sparse: no real disk use
+    assert "model.safetensors" not in mod.shipped_files(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 1000)
+    assert "model.safetensors" in mod.shipped_files(tmp_path)
+
+
+def test_card_checks_the_choice_against_the_baseline(tmp_path):
+    """With the base recipe's results present, the card sets the new model beside it, measure by measure."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    xsr = lambda cos, margin: {"en->fr": {"p1_cosine": cos, "p1_margin": margin}}  # noqa: E731
+    (tmp_path / f"xsr-{mod.BASELINE}.json").write_text(json.dumps(xsr(0.9, 0.92)))
+    (tmp_path / f"xsr-{mod.BASELINE}-int8.json").write_text(json.dumps(xsr(0.89, 0.91)))
+    lines = mod.against_baseline("new", tmp_path, xsr(0.88, 0.95), xsr(0.88, 0.95), None, 5.0)
+    text = "\n".join(lines)
+    assert "| XSR P@1 cosine (fp32) | 90.0 | 88.0 | -2.0 |" in text
+    assert "Ahead on XSR P@1 margin (fp32); behind on XSR P@1 cosine (fp32), XSR P@1 cosine (int8)." in text
+    assert mod.against_baseline(mod.BASELINE, tmp_path, {}, {}, None, None) == []  # not against itself

@@ -105,6 +105,16 @@ def test_resume_with_different_config_is_refused(tmp_path):
     assert train(tiny_config(tmp_path / "r", max_steps=10, eval_every=100, lr=1e-2), fresh=True, progress=False)["steps"] == 10
 
 
+def test_checkpoint_from_before_a_new_config_field_still_resumes(tmp_path):
+    """A field added to the config since the checkpoint was written takes its default, not a refusal."""
+    cfg = tiny_config(tmp_path / "r", max_steps=10, eval_every=100)
+    train(cfg, progress=False)
+    ckpt = load_checkpoint(checkpoint_path(tmp_path / "r"))
+    del ckpt["config"]["model"]["lang_subspace"]  # as written before that field existed
+    torch.save(ckpt, checkpoint_path(tmp_path / "r"))
+    assert train(tiny_config(tmp_path / "r", max_steps=12, eval_every=100), progress=False)["steps"] == 12
+
+
 def test_nan_loss_stops_with_last_checkpoint_intact(tmp_path, monkeypatch):
     out = tmp_path / "nan"
     real = objectives.align_loss

@@ -9,9 +9,12 @@ run=runs/$(basename "$recipe" .toml)
 res=benchmarks/results
 x="python -m edge_xsent.cli"
 $x train --config "$recipe"
-$x export "$run/model" --int8 --out "$run/bundle"
+# Project out the English-vs-rest direction the shared encoder learns (edge_xsent/debias.py).
+$x debias "$run/model" --data corpus --out "$run/model-debiased"
+$x export "$run/model-debiased" --int8 --out "$run/bundle"
 name=$(basename "$run")
-$x eval xsr --model "$run/model" --data corpus --json > "$res/xsr-$name.json"
+$x eval xsr --model "$run/model" --data corpus --json > "$res/xsr-$name-raw.json"
+$x eval xsr --model "$run/model-debiased" --data corpus --json > "$res/xsr-$name.json"
 $x eval xsr --model "$run/bundle" --data corpus --json > "$res/xsr-$name-int8.json"
 $x eval classify --model "$run/bundle" --data corpus --json > "$res/classify-$name-int8.json"
 python train/ship_default.py "$run" --recipe "$recipe"

@@ -1,6 +1,7 @@
 """Make the shipped default model (edge_xsent/resources/default-model/) from a trained run.
 
-Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config) and writes a
+Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config; the fp32 weights too
+when they are under FP32_MAX_MB, so `backend="torch"`, fine-tuning and re-export work) and writes a
 model card whose figures come from the evaluation files in benchmarks/results/ named after
 the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json, the peers' files).
 `train/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship.
@@ -18,6 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx"]
+BASELINE = "cpu-hour"  # the recipe default_sweep.py varies, one change at a time
+FP32_MAX_MB = 25  # the package stays small: a 512-wide model's 48 MB of fp32 weights stay out
+
+
+def shipped_files(bundle: Path) -> list[str]:
+    weights = bundle / "model.safetensors"
+    small = weights.exists() and weights.stat().st_size / 2**20 <= FP32_MAX_MB
+    return KEEP + (["model.safetensors"] if small else [])
 
 
 def why_this_size(results: Path) -> list[str]:
@@ -77,7 +86,9 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         + (f"; {note}" if note else "") + ".", "",
         *why_this_size(results),
         "## Sizes", "", "| format | MB |", "|---|---|", *[f"| `{p}` | {s:.1f} |" for p, s in sizes.items()],
-        "", "Only the int8 ONNX model ships in the package; the other formats come from `edge-xsent export`.", "",
+        "", ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, fine-tuning, "
+             "re-export)" if "model.safetensors" in shipped_files(bundle) else "Only the int8 ONNX model ships in the "
+             f"package (the fp32 weights are over {FP32_MAX_MB} MB)") + "; the other formats come from `edge-xsent export`.", "",
         "## Cross-lingual retrieval (test split, never trained on)", "",
         "2,000 queries per direction among all test sentences of the pair (3,748 to 9,437 candidates); P@1 in %, "
         "cosine / ratio margin (k=4).", "",
@@ -88,7 +99,9 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         f"**{100 * average(int8):.1f}** / {100 * average(int8, 'p1_margin'):.1f} |", "",
         f"int8 against fp32 on the sample's test sentences: mean cosine {parity['formats']['onnx-int8']['cosine_mean']:.5f}, "
         f"minimum {parity['formats']['onnx-int8']['cosine_min']:.5f}.", "",
+        *debias_section(training, results / f"xsr-{run.name}-raw.json", fp32),
     ]
+    lines += against_baseline(run.name, results, fp32, int8, cls, sizes.get("onnx/model_int8.onnx"))
     if cls:
         lines += ["## Zero-shot classification (Debian sections, MLDoc style)", "",
                   f"{len(cls['labels'])} labels; logistic regression on {cls['n_train']} English descriptions, chosen on "
@@ -99,8 +112,69 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     lines += peers_section(results)
     lines += ["## Limits", "", "Trained on software text: package descriptions, help pages and UI messages. Expect weaker "
               "results on news, conversation or other domains, and on languages other than en, fr, de, es, it.", "",
-              f"Reproduce: `train/make_default.sh {recipe}` (train, export, evaluate, ship).", ""]
+              *margin_advice(int8),
+              f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", ""]
     return "\n".join(lines)
+
+
+def margin_advice(int8: dict) -> list[str]:
+    from edge_xsent.evaluate import average
+
+    gap = 100 * (average(int8, "p1_margin") - average(int8))
+    if gap < 1:
+        return []
+    return [f"Among thousands of candidates, ranking by cosine trails ranking by the ratio margin by {gap:.1f} P@1 "
+            "points (the margin discounts candidates that are close to everything): for search or bitext mining over "
+            "large pools, score with the margin (`edge-xsent mine`, e.g. `--mode forward` for search).", ""]
+
+
+def debias_section(training: dict, raw_path: Path, fp32: dict) -> list[str]:
+    """What removing the language subspace (`edge-xsent debias`) did, if it was done."""
+    from edge_xsent.evaluate import average
+
+    info = training.get("language_subspace")
+    if not info:
+        return []
+    out = [f"Language subspace: `edge-xsent debias` removed {info['rank']} direction(s) spanned by the per-language "
+           f"means of training vectors ({', '.join(f'{k} {v:,d}' for k, v in info['sentences_per_language'].items())} "
+           f"sentences; singular values {info['singular_values']}): the shared encoder learns an English-or-not "
+           "direction, which ranks translations first within one language but keeps their cosine low, below that "
+           "of unrelated sentences in the same language."]
+    if raw_path.exists():
+        raw = json.loads(raw_path.read_text())
+        out[-1] += (f" Before removal (`{raw_path.name}`), fp32 P@1 was {100 * average(raw):.1f} cosine / "
+                    f"{100 * average(raw, 'p1_margin'):.1f} margin; after, {100 * average(fp32):.1f} / "
+                    f"{100 * average(fp32, 'p1_margin'):.1f}.")
+    return out + [""]
+
+
+def against_baseline(name: str, results: Path, fp32: dict, int8: dict, cls: dict | None,
+                     int8_mb: float | None) -> list[str]:
+    """The sweep's choice checked: this model against the sweep's base recipe trained in full, if measured."""
+    from edge_xsent.evaluate import average
+
+    if name == BASELINE or not (results / f"xsr-{BASELINE}.json").exists():
+        return []
+    b_fp32 = json.loads((results / f"xsr-{BASELINE}.json").read_text())
+    b_int8 = json.loads((results / f"xsr-{BASELINE}-int8.json").read_text())
+    rows = [("XSR P@1 cosine (fp32)", average(b_fp32), average(fp32)),
+            ("XSR P@1 cosine (int8)", average(b_int8), average(int8)),
+            ("XSR P@1 margin (fp32)", average(b_fp32, "p1_margin"), average(fp32, "p1_margin"))]
+    b_cls_path = results / f"classify-{BASELINE}-int8.json"
+    if cls and b_cls_path.exists():
+        mean = lambda c: sum(v["mean"] for v in c["accuracy"].values()) / len(c["accuracy"])  # noqa: E731
+        rows.append(("classification mean (int8)", mean(json.loads(b_cls_path.read_text())), mean(cls)))
+    out = [f"The check, against the sweep's base recipe trained for its own budget (`train/{BASELINE}.toml`, "
+           f"2L-512-16k, about an hour; the previous default; `xsr-{BASELINE}*.json`):", "",
+           f"| measure | {BASELINE} | this model | difference |", "|---|---|---|---|",
+           *[f"| {k} | {100 * b:.1f} | {100 * t:.1f} | {100 * (t - b):+.1f} |" for k, b, t in rows]]
+    b_mb = (json.loads((results / "default_sweep.json").read_text())["points"].get("2L-512-16k", {}).get("int8_mb")
+            if (results / "default_sweep.json").exists() else None)
+    if b_mb and int8_mb:
+        out.append(f"| int8 ONNX (MB) | {b_mb:.1f} | {int8_mb:.1f} | {int8_mb / b_mb:.2f}x |")
+    ahead = [k for k, b, t in rows if t > b]
+    behind = [k for k, b, t in rows if t < b]
+    return out + ["", f"Ahead on {', '.join(ahead) or 'nothing'}; behind on {', '.join(behind) or 'nothing'}.", ""]
 
 
 def peers_section(results: Path) -> list[str]:
@@ -147,7 +221,7 @@ def main() -> None:
     bundle = args.run / "bundle"
     manifest = verify(bundle)
     with atomic_dir(args.out) as tmp:
-        for rel in KEEP:
+        for rel in shipped_files(bundle):
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(bundle / rel, tmp / rel)
         (tmp / "README.md").write_text(card(args.run, bundle, args.results, args.recipe, args.note))

@@ -1,0 +1,100 @@
+"""The demo's latency: one short sentence embedded in headless Chromium (onnxruntime-web, WASM)
+against Python's onnxruntime on the same machine, one thread each, medians after warm-up.
+
+    python benchmarks/demo_latency.py [BUNDLE]      # default: the shipped default model
+
+Writes benchmarks/results/demo-latency.{md,json} and demo-screenshot.png. Needs `npm ci` in
+android_demo/ and Debian's chromium (the same as the demo's browser test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "android_demo"))
+SENTENCE = "Save the current document"
+REPEATS = 50
+
+
+def python_medians(bundle: Path) -> tuple[float, float, int]:
+    """Median ms of the model alone (`Encoder._run`) and of `encode` (tokenizer + model + normalise)."""
+    from edge_xsent import Encoder
+    from edge_xsent.bundle import pad_batch
+
+    enc = Encoder.load(bundle, backend="onnx", precision="int8", threads=1)
+    ids, mask = pad_batch(enc.tokenize([SENTENCE]))
+
+    def median_ms(fn) -> float:
+        for _ in range(10):
+            fn()
+        times = []
+        for _ in range(REPEATS):
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1000)
+        return statistics.median(times)
+
+    return median_ms(lambda: enc._run(ids, mask)), median_ms(lambda: enc.encode(SENTENCE)), int(mask.sum())
+
+
+def browser_run(bundle: Path, results: Path) -> dict:
+    from prepare import prepare
+
+    with tempfile.TemporaryDirectory() as tmp:
+        web = Path(tmp) / "web"
+        shutil.copytree(ROOT / "android_demo/web", web, ignore=shutil.ignore_patterns("model", "vendor"))
+        prepare(bundle, web=web)
+        out = Path(tmp) / "browser.json"
+        done = subprocess.run(["node", "test/browser.test.mjs", "--root", str(web), "--results", str(out),
+                               "--screenshot", str(results / "demo-screenshot.png"), "--expect-related"],
+                              cwd=ROOT / "android_demo", capture_output=True, text=True)
+        print(done.stdout, end="")
+        if done.returncode != 0:
+            raise SystemExit(f"the browser test failed:\n{done.stdout}{done.stderr}")
+        return json.loads(out.read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bundle", type=Path, nargs="?", default=ROOT / "edge_xsent/resources/default-model")
+    ap.add_argument("--results", type=Path, default=ROOT / "benchmarks/results")
+    args = ap.parse_args()
+    browser = browser_run(args.bundle, args.results)
+    model_ms, encode_ms, tokens = python_medians(args.bundle)
+    browser_version = subprocess.run(["chromium", "--version"], capture_output=True, text=True).stdout
+    browser_version = " ".join(browser_version.split()[:2])  # "Chromium 156.0..."
+    import onnxruntime
+
+    res = {"model": str(args.bundle.relative_to(ROOT) if args.bundle.is_relative_to(ROOT) else args.bundle),
+           "sentence": SENTENCE, "tokens": tokens, "repeats": REPEATS,
+           "browser_wasm_median_ms": browser["median_ms"], "python_onnxruntime_model_median_ms": model_ms,
+           "python_encode_median_ms": encode_ms, "browser_related": browser["related"],
+           "browser_unrelated": browser["unrelated"], "browser": browser_version,
+           "onnxruntime": onnxruntime.__version__}
+    md = ["# Demo latency: in the browser vs Python", "",
+          f"Model `{res['model']}` (int8 ONNX), sentence \"{SENTENCE}\" ({tokens} tokens), one thread, medians of "
+          f"{REPEATS} after warm-up, same machine, one run (`python benchmarks/demo_latency.py`):", "",
+          "| where | median (ms) |", "|---|---|",
+          f"| headless {browser_version}, Pixel 7 profile, onnxruntime-web WASM (tokenizer + model + normalise, "
+          f"`android_demo/test/browser.test.mjs`) | {browser['median_ms']:.2f} |",
+          f"| Python onnxruntime {onnxruntime.__version__}, model only (`Encoder._run`) | {model_ms:.2f} |",
+          f"| Python `Encoder.encode` (tokenizer + model + normalise) | {encode_ms:.2f} |", "",
+          f"In the page: \"Print the selected pages\" vs its French translation {browser['related']:.3f}, vs an "
+          f"unrelated French sentence {browser['unrelated']:.3f}. Screenshot: `demo-screenshot.png`.", ""]
+    (args.results / "demo-latency.json").write_text(json.dumps(res, indent=2) + "\n")
+    (args.results / "demo-latency.md").write_text("\n".join(md))
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
