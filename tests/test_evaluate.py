@@ -7,7 +7,9 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent.data.corpus import Pair
-from edge_xsent.evaluate import classify, knn_mean, package_split, retrieve, train_logreg, xsr
+from edge_xsent.data.corpus import read_pairs
+from edge_xsent.evaluate import classify, knn_mean, package_split, retrieve, train_logreg, xsr, xsr_mixed
+from edge_xsent.text import normalize
 
 
 def unit(x):
@@ -76,6 +78,55 @@ def test_classify_on_sample(tiny_encoder):
     assert res["accuracy"]["en->en"]["mean"] > 2 * chance  # the vectors carry topic information
 
 
+def language_biased_embed(pairs, bias: float, dim: int = 64):
+    """Vectors of real sentences: one random 'meaning' per English sentence, shared by its
+    translations, plus `bias` times a per-language direction (what a raw shared encoder learns)."""
+    rng = np.random.default_rng(0)
+    meaning, lang_of, langs = {}, {}, sorted({p.lang_a for p in pairs} | {p.lang_b for p in pairs})
+    offset = {l: np.eye(dim, dtype=np.float32)[i] for i, l in enumerate(langs)}  # orthogonal to ...
+    for p in pairs:
+        m = meaning.setdefault(normalize(p.a).casefold(), rng.normal(size=dim).astype(np.float32))
+        meaning.setdefault(normalize(p.b).casefold(), m)
+        lang_of[p.a], lang_of[p.b] = p.lang_a, p.lang_b
+    for k, m in meaning.items():
+        m[: len(langs)] = 0  # ... the meanings
+        meaning[k] = m / np.linalg.norm(m)
+
+    def embed(texts):
+        return unit(np.stack([meaning[normalize(t).casefold()] + bias * offset[lang_of[t]] for t in texts]))
+    return embed
+
+
+def test_xsr_mixed_catches_a_language_direction_that_xsr_misses():
+    test = list(read_pairs("sample", split="test"))
+    pairs = [p for p in test if p.lang_b == "fr"][:300] + [p for p in test if p.lang_b == "de"][:300]
+    biased, clean = language_biased_embed(pairs, bias=2.0), language_biased_embed(pairs, bias=0.0)
+    assert np.mean([r["p1_cosine"] for r in xsr(pairs, biased, max_queries=100).values()]) > 0.95
+    mixed = xsr_mixed(pairs, biased, max_queries=100)
+    assert set(mixed) == {"en->de", "de->en", "en->fr", "fr->en"}
+    assert all(r["p1_cosine"] < 0.2 and r["same_language_top1"] > 0.8 for r in mixed.values())
+    fixed = xsr_mixed(pairs, clean, max_queries=100)
+    assert all(r["p1_cosine"] > 0.95 and r["same_language_top1"] < 0.05 for r in fixed.values())
+    # the candidates: both languages' distinct sentences, less the queries
+    fr = [p for p in pairs if p.lang_b == "fr"]
+    n_en = len({normalize(p.a).casefold() for p in pairs})
+    n_fr = len({normalize(p.b).casefold() for p in fr})
+    assert fixed["en->fr"]["n_candidates"] == n_fr + n_en - 100
+    assert fixed["fr->en"]["n_candidates"] == n_en + n_fr - 100
+
+
+def test_xsr_mixed_uses_the_same_queries_as_xsr():
+    pairs = [p for p in read_pairs("sample", split="test") if p.lang_b == "it"][:300]
+    seen = []
+
+    def recording(texts):
+        seen.append(list(texts))
+        return language_biased_embed(pairs, 0.0)(texts)
+    a, b = xsr(pairs, recording, max_queries=50), xsr_mixed(pairs, recording, max_queries=50)
+    assert [r["n_queries"] for r in a.values()] == [r["n_queries"] for r in b.values()] == [50, 50]
+    assert a["en->it"]["p1_cosine"] == b["en->it"]["p1_cosine"] == 1.0
+
+
 def test_cli_eval_json(tiny_model):
     res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", str(tiny_model),
                           "--queries", "50", "--json"], capture_output=True, text=True, cwd=ROOT)
@@ -83,6 +134,13 @@ def test_cli_eval_json(tiny_model):
     out = json.loads(res.stdout)
     assert set(out) == {"en->de", "de->en", "en->es", "es->en", "en->fr", "fr->en", "en->it", "it->en"}
     assert all(r["p1_cosine"] > 0.1 for r in out.values())  # chance is 1/500
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", str(tiny_model),
+                          "--queries", "50", "--pool", "mixed", "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    mixed = json.loads(res.stdout)
+    assert set(mixed) == set(out)
+    assert all(mixed[d]["n_candidates"] > out[d]["n_candidates"] and 0 <= mixed[d]["same_language_top1"] <= 1
+               for d in out)
 
 
 def test_package_split_is_balanced_on_the_real_labelled_packages():
