@@ -133,9 +133,9 @@ def xsr_mixed(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000,
             new_index = np.cumsum(keep) - 1
             c = emb[cand]
             r = retrieve(emb[q_ids], c, new_index[gold], [pool_text[i] for i in q_ids], [pool_text[i] for i in cand])
-            same = sum(int((langs[cand[(emb[q_ids[s: s + 512]] @ c.T).argmax(1)]] == src).sum())
-                       for s in range(0, len(q_ids), 512))
-            results[f"{src}->{tgt}"] = {**r.__dict__, "same_language_top1": same / max(len(q_ids), 1)}
+            nearest = np.concatenate([(emb[q_ids[s: s + 512]] @ c.T).argmax(1) for s in range(0, len(q_ids), 512)])
+            same = float((langs[cand[nearest]] == src).mean())
+            results[f"{src}->{tgt}"] = {**r.__dict__, "same_language_top1": same}
     return results
 
 
