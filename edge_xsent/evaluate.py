@@ -44,27 +44,37 @@ def knn_mean(x: np.ndarray, y: np.ndarray, k: int, block: int = 1024) -> np.ndar
     return out
 
 
+def top1(q: np.ndarray, c: np.ndarray, k: int = 4, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each query's best candidate, by cosine and by ratio margin."""
+    q_knn = knn_mean(q, c, k)
+    c_knn = knn_mean(c, q, k)
+    best_cos = np.empty(len(q), dtype=np.int64)
+    best_margin = np.empty(len(q), dtype=np.int64)
+    for s in range(0, len(q), block):
+        sims = q[s: s + block] @ c.T  # (b, m)
+        best_cos[s: s + block] = sims.argmax(1)
+        best_margin[s: s + block] = (sims / ((q_knn[s: s + block, None] + c_knn[None, :]) / 2)).argmax(1)
+    return best_cos, best_margin
+
+
+def score(best_cos: np.ndarray, best_margin: np.ndarray, gold: np.ndarray, c_text: list[str]) -> Retrieval:
+    """P@1 from the chosen candidates, by index and by (normalised) text."""
+    c_norm = [normalize(t).casefold() for t in c_text]
+    hits = {"cos": 0, "margin": 0, "cos_text": 0, "margin_text": 0}
+    for bc, bm, g in zip(best_cos, best_margin, gold):
+        hits["cos"] += bc == g
+        hits["margin"] += bm == g
+        hits["cos_text"] += c_norm[bc] == c_norm[g]
+        hits["margin_text"] += c_norm[bm] == c_norm[g]
+    n = max(len(gold), 1)
+    return Retrieval(len(gold), len(c_text), hits["cos"] / n, hits["margin"] / n, hits["cos_text"] / n,
+                     hits["margin_text"] / n)
+
+
 def retrieve(q: np.ndarray, c: np.ndarray, gold: np.ndarray, q_text: list[str], c_text: list[str], k: int = 4,
              block: int = 512) -> Retrieval:
     """P@1 of queries q (n, d) among candidates c (m, d); gold[i] is the right candidate index."""
-    q_knn = knn_mean(q, c, k)
-    c_knn = knn_mean(c, q, k)
-    c_norm = [normalize(t).casefold() for t in c_text]
-    gold_text = [c_norm[g] for g in gold]
-    hits = {"cos": 0, "margin": 0, "cos_text": 0, "margin_text": 0}
-    for s in range(0, len(q), block):
-        sims = q[s: s + block] @ c.T  # (b, m)
-        best_cos = sims.argmax(1)
-        margin = sims / ((q_knn[s: s + block, None] + c_knn[None, :]) / 2)
-        best_margin = margin.argmax(1)
-        for i, (bc, bm) in enumerate(zip(best_cos, best_margin)):
-            g = gold[s + i]
-            hits["cos"] += bc == g
-            hits["margin"] += bm == g
-            hits["cos_text"] += c_norm[bc] == gold_text[s + i]
-            hits["margin_text"] += c_norm[bm] == gold_text[s + i]
-    n = max(len(q), 1)
-    return Retrieval(len(q), len(c), hits["cos"] / n, hits["margin"] / n, hits["cos_text"] / n, hits["margin_text"] / n)
+    return score(*top1(q, c, k, block), gold, c_text)
 
 
 def xsr(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000, distractors: dict[str, list[str]] | None = None,
@@ -131,10 +141,9 @@ def xsr_mixed(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000,
             keep[q_ids] = False
             cand = np.flatnonzero(keep)
             new_index = np.cumsum(keep) - 1
-            c = emb[cand]
-            r = retrieve(emb[q_ids], c, new_index[gold], [pool_text[i] for i in q_ids], [pool_text[i] for i in cand])
-            nearest = np.concatenate([(emb[q_ids[s: s + 512]] @ c.T).argmax(1) for s in range(0, len(q_ids), 512)])
-            same = float((langs[cand[nearest]] == src).mean())
+            best_cos, best_margin = top1(emb[q_ids], emb[cand])
+            r = score(best_cos, best_margin, new_index[gold], [pool_text[i] for i in cand])
+            same = float((langs[cand[best_cos]] == src).mean())
             results[f"{src}->{tgt}"] = {**r.__dict__, "same_language_top1": same}
     return results
 
