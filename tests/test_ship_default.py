@@ -91,6 +91,11 @@ def test_card_sets_the_choice_beside_the_earlier_candidates(tmp_path):
     assert "Against cpu-2h: XSR P@1 cosine, de/es/fr/it -0.8;" in text and "they cost 0.8 (kept)" in text
     text = "\n".join(mod.against_baselines("cpu-2h-8", mod.BASELINES["cpu-2h-8"][1], tmp_path, xsr(0.95, 0.93), None, None))
     assert "they cost 2.0 (over the rule)" in text
+    (tmp_path / "xsr-cpu-hour-int8-on-cpu-2h-8.json").write_text(json.dumps(xsr(0.93, 0.30)))
+    text = "\n".join(mod.against_baselines("cpu-2h-8", mod.BASELINES["cpu-2h-8"][1], tmp_path, xsr(0.95, 0.93), None, None))
+    against_hour = next(line for line in text.splitlines() if line.startswith("Against cpu-hour"))
+    assert "rule" not in against_hour  # a different recipe: the language rule compares like with like only
+    assert text.count("rule for adding languages") == 1
     assert mod.against_baselines("cpu-2h", mod.FOUR, tmp_path, xsr(0.97, 0.3), None, None) == []  # not against itself
 
 

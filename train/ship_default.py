@@ -30,6 +30,9 @@ BASELINES = {  # the earlier candidates for the default, set beside it on its ca
     "cpu-2h-8": ("`train/cpu-2h-8.toml`: cpu-2h's recipe and steps on en + de/es/fr/it/nl/pl/pt_BR/ru, debiased",
                  FOUR + ["nl", "pl", "pt_BR", "ru"]),
 }
+# A model trained on more languages answers to the language rule against its like-for-like counterpart:
+# the same recipe and steps on the four goal languages only (other baselines differ in more than languages).
+SAME_RECIPE_FEWER_LANGS = {"cpu-2h-8": "cpu-2h"}
 FP32_MAX_MB = 25  # the package stays small: a 512-wide model's 48 MB of fp32 weights stay out
 
 
@@ -216,10 +219,10 @@ def against_baselines(name: str, langs: list[str], results: Path, int8: dict, cl
     for b in base:
         diffs = [(label, 100 * (v[name] - v[b])) for label, v in rows]
         out += ["", f"Against {b}: " + "; ".join(f"{label} {d:+.1f}" for label, d in diffs) + "."]
-        if set(langs) > set(BASELINES[b][1]):  # this model was trained on more languages
+        if SAME_RECIPE_FEWER_LANGS.get(name) == b and set(langs) > set(BASELINES[b][1]):
             cost = 100 * (average(split[b][0]) - average(split[name][0]))
-            out[-1] += (f" The rule for adding languages, fixed before training: they may cost the goal pairs at most "
-                        f"{LANGUAGE_RULE_POINTS:g} point of int8 P@1 cosine; they cost {cost:.1f} "
+            out[-1] += (f" The same recipe on the goal languages only, so the rule for adding languages applies "
+                        f"(fixed before training): they may cost the goal pairs at most {LANGUAGE_RULE_POINTS:g} point of int8 P@1 cosine; they cost {cost:.1f} "
                         f"({'kept' if cost <= LANGUAGE_RULE_POINTS else 'over the rule'}).")
     return out + [""]
 
