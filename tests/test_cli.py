@@ -57,3 +57,20 @@ def test_eval_writes_markdown(tmp_path):
     assert res.exit_code == 0, res.output
     md = (tmp_path / "x.md").read_text()
     assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "edge-xsent eval xsr --data sample" in md
+
+
+def test_readme_quickstart_main_job_reproduces_its_pasted_output():
+    """The README's first command ends in the main job; run it and compare with the output pasted there."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    setup = readme.split("## Quickstart", 1)[1].split("```bash\n", 1)[1].splitlines()[0]
+    job = setup.split("&&", 1)[1].split()
+    assert job[0] == "edge-xsent", setup
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", *job[1:]], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    average = lambda text: float(re.search(r"^average\s+([\d.]+)", text, re.M).group(1))  # noqa: E731
+    pasted = readme.split("The first prints:", 1)[1]
+    assert len(re.findall(r"^\w+->\w+ ", res.stdout, re.M)) == 8  # en<->de/es/fr/it, both directions
+    assert average(res.stdout) >= 97.0  # the shipped model on the sample's test split
+    assert abs(average(res.stdout) - average(pasted)) <= 0.5  # int8 kernels may differ by CPU; not by more
