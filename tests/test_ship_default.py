@@ -96,6 +96,12 @@ def test_card_sets_the_choice_beside_the_earlier_candidates(tmp_path):
     against_hour = next(line for line in text.splitlines() if line.startswith("Against cpu-hour"))
     assert "rule" not in against_hour  # a different recipe: the language rule compares like with like only
     assert text.count("rule for adding languages") == 1
+    assert "mixed pool" not in text  # only when every column has its mixed-pool file
+    for f in ("xsr-cpu-hour-int8-on-cpu-2h-8-mixed.json", "xsr-cpu-2h-int8-on-cpu-2h-8-mixed.json",
+              "xsr-cpu-2h-8-int8-mixed.json"):
+        (tmp_path / f).write_text(json.dumps(xsr(0.9 if "8-int8" in f else 0.92, 0.5)))
+    text = "\n".join(mod.against_baselines("cpu-2h-8", mod.BASELINES["cpu-2h-8"][1], tmp_path, xsr(0.95, 0.93), None, None))
+    assert "| mixed pool P@1 cosine, de/es/fr/it | 92.0 | 92.0 | 90.0 |" in text
     assert mod.against_baselines("cpu-2h", mod.FOUR, tmp_path, xsr(0.97, 0.3), None, None) == []  # not against itself
 
 

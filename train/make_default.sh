@@ -23,9 +23,11 @@ save "$res/xsr-$name-raw-mixed.json" $x eval xsr --model "$run/model" --data "$d
 save "$res/xsr-$name-int8-mixed.json" $x eval xsr --model "$run/bundle" --data "$data" --pool mixed --json
 save "$res/classify-$name-int8.json" $x eval classify --model "$run/bundle" --data "$data" --json
 # The earlier candidates for the default (train/ship_default.py BASELINES), as shipped, on this split.
-for b in cpu-hour cpu-2h cpu-2h-8; do
+baselines=$(python -c "import runpy; print(' '.join(runpy.run_path('train/ship_default.py')['BASELINES']))")
+for b in $baselines; do
   if [ "$b" != "$name" ] && [ -d "runs/$b/bundle" ]; then
     save "$res/xsr-$b-int8-on-$name.json" $x eval xsr --model "runs/$b/bundle" --data "$data" --json
+    save "$res/xsr-$b-int8-on-$name-mixed.json" $x eval xsr --model "runs/$b/bundle" --data "$data" --pool mixed --json
     save "$res/classify-$b-int8-on-$name.json" $x eval classify --model "runs/$b/bundle" --data "$data" --json
   fi
 done

@@ -199,6 +199,11 @@ def against_baselines(name: str, langs: list[str], results: Path, int8: dict, cl
     others = sorted({lang for _, o in split.values() for d in o for lang in d.split("->")} - {"en"})
     if others:
         rows.append(("XSR P@1 cosine, " + "/".join(others), {k: average(v[1]) for k, v in split.items()}))
+    mixed_files = {**{b: results / f"xsr-{b}-int8-on-{name}-mixed.json" for b in base},
+                   name: results / f"xsr-{name}-int8-mixed.json"}
+    if all(f.exists() for f in mixed_files.values()):  # the query's own language among the candidates
+        mixed = {k: goal_pairs(json.loads(f.read_text()))[0] for k, f in mixed_files.items()}
+        rows.append(("mixed pool P@1 cosine, " + "/".join(GOAL_LANGS), {k: average(v) for k, v in mixed.items()}))
     cls_files = {b: results / f"classify-{b}-int8-on-{name}.json" for b in base}
     if cls and all(f.exists() for f in cls_files.values()):
         rows.append(("classification mean", {**{b: mean_cls(json.loads(f.read_text())) for b, f in cls_files.items()},
