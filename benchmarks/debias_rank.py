@@ -66,9 +66,8 @@ def main() -> None:
                 warnings.simplefilter("ignore")  # truncation of long sentences: expected
                 embed = lambda s: enc.encode(list(s), batch_size=64)  # noqa: E731
                 pair, mixed = xsr(pairs, embed), xsr_mixed(pairs, embed)
-        same = sum(r["same_language_top1"] for r in mixed.values()) / len(mixed)
         rows[rank] = {"pair": 100 * average(pair), "pair_margin": 100 * average(pair, "p1_margin"),
-                      "mixed": 100 * average(mixed), "same_language": 100 * same}
+                      "mixed": 100 * average(mixed), "same_language": 100 * average(mixed, "same_language_top1")}
         print(f"rank {rank}: {rows[rank]}", flush=True)
     chosen = choose(rows)
     lines = [f"# `debias` rank, chosen on the {args.split} split", "",
