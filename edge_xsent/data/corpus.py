@@ -4,7 +4,10 @@ Every reader is a generator, so a 40M-pair file streams through without sitting 
 Compressed files (.gz, .xz) are read transparently. Errors name the file and the line.
 
 Corpus folder layout (what `edge-xsent data build` writes):
-    train.tsv, valid.tsv, test.tsv   header `lang_a lang_b text_a text_b source`, tab-separated
+    train.tsv, valid.tsv, test.tsv   header `lang_a lang_b text_a text_b source domain`, tab-separated
+                                     (domain: software | general; folders built before domains
+                                     existed have no domain column and are all software)
+    mono.tsv                         header `lang text source` (monolingual general-domain text)
     classify.tsv                     header `package label lang text` (zero-shot classification)
     stats.json, PROVENANCE.md
 """
@@ -24,7 +27,9 @@ from ..text import normalize
 
 SPLITS = ("train", "valid", "test")
 SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "resources" / "sample-corpus"
-CORPUS_HEADER = ["lang_a", "lang_b", "text_a", "text_b", "source"]
+CORPUS_HEADER = ["lang_a", "lang_b", "text_a", "text_b", "source", "domain"]
+LEGACY_HEADER = CORPUS_HEADER[:5]  # before domains: every pair was software localisation
+MONO_HEADER = ["lang", "text", "source"]
 CLASSIFY_HEADER = ["package", "label", "lang", "text"]
 _LANGS_IN_NAME = re.compile(r"(?:^|[._-])([a-z]{2,3})[-_]([a-z]{2,3})(?:[._]|$)")
 
@@ -36,6 +41,7 @@ class Pair:
     a: str
     b: str
     source: str = ""
+    domain: str = ""  # software | general
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
@@ -108,20 +114,25 @@ def read_moses(path_a: str | Path, path_b: str | Path, langs: tuple[str, str] | 
         raise UserError(f"{pb} has more lines than {pa}; Moses files must have equal line counts")
 
 
-def read_corpus_split(path: str | Path) -> Iterator[Pair]:
-    """One split file of a corpus folder (header + 5 columns)."""
+def read_corpus_split(path: str | Path, domain: str | None = None) -> Iterator[Pair]:
+    """One split file of a corpus folder (header + 6 columns, or 5 in folders built before
+    domains, read as software). `domain` keeps only that domain's pairs."""
     path = Path(path)
     lines = read_lines(path)
     first = next(lines, None)
     if first is None:
         raise UserError(f"{path}: empty file; a corpus split needs the header {' '.join(CORPUS_HEADER)}")
-    if first[1].split("\t") != CORPUS_HEADER:
+    header = first[1].split("\t")
+    if header not in (CORPUS_HEADER, LEGACY_HEADER):
         raise UserError(f"{path}:1: not an edge-xsent corpus split (header should be {' '.join(CORPUS_HEADER)})")
+    width = len(header)
     for n, line in lines:
         cols = line.split("\t")
-        if len(cols) != 5:
-            raise UserError(f"{path}:{n}: expected 5 tab-separated columns, found {len(cols)}")
-        yield Pair(*cols)
+        if len(cols) != width:
+            raise UserError(f"{path}:{n}: expected {width} tab-separated columns, found {len(cols)}")
+        pair = Pair(*cols) if width == 6 else Pair(*cols, domain="software")
+        if domain is None or pair.domain == domain:
+            yield pair
 
 
 def resolve(path: str | Path) -> Path:
@@ -129,36 +140,44 @@ def resolve(path: str | Path) -> Path:
     return SAMPLE_CORPUS if str(path) == "sample" else Path(path)
 
 
-def read_pairs(path: str | Path, langs: tuple[str, str] | None = None, split: str = "train") -> Iterator[Pair]:
+def read_pairs(path: str | Path, langs: tuple[str, str] | None = None, split: str = "train",
+               domain: str | None = None) -> Iterator[Pair]:
     """Any supported input: a corpus folder (one split), a corpus split file, a TSV, or `a.en,b.fr` Moses.
-    `sample` is the corpus shipped with the package."""
+    `sample` is the corpus shipped with the package. `domain` (software | general) keeps one
+    domain of a corpus folder; other inputs carry no domain and cannot be filtered by it."""
     path = resolve(path)
     text = str(path)
-    if "," in text and not Path(text).exists():
+    p = Path(path)
+    corpus_file = p.is_file() and next(read_lines(p), (0, ""))[1].split("\t") in (CORPUS_HEADER, LEGACY_HEADER)
+    if domain is not None and not (p.is_dir() or corpus_file):
+        raise UserError(f"{path}: --domain needs a corpus folder built by `edge-xsent data build`; "
+                        "a TSV or Moses file has no domain column")
+    if "," in text and not p.exists():
         a, b = text.split(",", 1)
         return read_moses(a, b, langs)
-    p = Path(path)
     if p.is_dir():
         f = p / f"{split}.tsv"
         if not f.exists():
             raise UserError(f"{p} has no {split}.tsv; is it a corpus folder built by `edge-xsent data build`?")
-        return read_corpus_split(f)
+        return read_corpus_split(f, domain)
     if not p.exists():
         raise UserError(f"{p}: no such file or folder")
-    first = next(read_lines(p), (0, ""))[1]
-    if first.split("\t") == CORPUS_HEADER:
-        return read_corpus_split(p)
+    if corpus_file:
+        return read_corpus_split(p, domain)
     return read_tsv(p, langs)
 
 
-def split_of(english: str, valid_frac: float, test_frac: float) -> str:
-    """Stable split by a hash of the normalised English side: one sentence, one split, everywhere."""
+def split_of(english: str, valid_frac: float, test_frac: float, extra_test_frac: float = 0.0) -> str:
+    """Stable split by a hash of the normalised English side: one sentence, one split, everywhere.
+    `extra_test_frac` moves the band just above valid into test (general text holds out more)."""
     key = normalize(english).casefold().encode("utf-8")
     x = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
     if x < test_frac:
         return "test"
     if x < test_frac + valid_frac:
         return "valid"
+    if x < test_frac + valid_frac + extra_test_frac:
+        return "test"
     return "train"
 
 
@@ -167,18 +186,28 @@ def write_header(f: IO[str], header: list[str]) -> None:
 
 
 def write_pair(f: IO[str], p: Pair) -> None:
-    f.write(f"{p.lang_a}\t{p.lang_b}\t{p.a}\t{p.b}\t{p.source}\n")
+    f.write(f"{p.lang_a}\t{p.lang_b}\t{p.a}\t{p.b}\t{p.source}\t{p.domain}\n")
 
 
-def read_classify(path: str | Path) -> Iterator[tuple[str, str, str, str]]:
-    """(package, label, lang, text) rows of a classify.tsv."""
+def _read_table(path: str | Path, header: list[str], what: str) -> Iterator[tuple[str, ...]]:
+    """Rows of a headed TSV whose every line has the header's column count."""
     path = Path(path)
     lines = read_lines(path)
     first = next(lines, None)
-    if first is None or first[1].split("\t") != CLASSIFY_HEADER:
-        raise UserError(f"{path}: not a classification set (header should be {' '.join(CLASSIFY_HEADER)})")
+    if first is None or first[1].split("\t") != header:
+        raise UserError(f"{path}: not {what} (header should be {' '.join(header)})")
     for n, line in lines:
         cols = line.split("\t")
-        if len(cols) != 4:
-            raise UserError(f"{path}:{n}: expected 4 tab-separated columns, found {len(cols)}")
-        yield cols[0], cols[1], cols[2], cols[3]
+        if len(cols) != len(header):
+            raise UserError(f"{path}:{n}: expected {len(header)} tab-separated columns, found {len(cols)}")
+        yield tuple(cols)
+
+
+def read_mono(path: str | Path) -> Iterator[tuple[str, ...]]:
+    """(lang, text, source) rows of a corpus folder's mono.tsv."""
+    return _read_table(path, MONO_HEADER, "a monolingual text file")
+
+
+def read_classify(path: str | Path) -> Iterator[tuple[str, ...]]:
+    """(package, label, lang, text) rows of a classify.tsv."""
+    return _read_table(path, CLASSIFY_HEADER, "a classification set")

@@ -22,9 +22,10 @@ import subprocess
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import UserError
+from .formats import FormatError, read_mo
 
 LANG_CODE = re.compile(r"^[a-z]{2,3}(?:[_-][A-Za-z]{2,4})?$")
 
@@ -70,6 +71,7 @@ class AptCache:
         self.debs = self.root / "debs"
         self.extracted = self.root / "x"
         self.offline = offline
+        self.missing: set[str] = set()  # packages apt could not supply (or, offline, the cache lacks)
         for d in (self.lists / "partial", self.debs, self.extracted, self.root / "pkgcache"):
             d.mkdir(parents=True, exist_ok=True)
 
@@ -85,15 +87,19 @@ class AptCache:
         return opts
 
     def update(self, langs: list[str]) -> None:
-        """Fetch package lists and DDTP translation indexes unless the cache has them."""
-        have = {p.name for p in self.lists.glob("*_i18n_Translation-*")}
+        """Fetch package lists and DDTP translation indexes unless the cache has them. Languages
+        without a DDTP index (pt_BR) are remembered as fetched, so an offline rebuild accepts them."""
+        done = self.root / "updated-langs.txt"
+        known = {n.split("Translation-")[1].split(".")[0] for n in (p.name for p in self.lists.glob("*_i18n_Translation-*"))}
+        known |= set(done.read_text().split()) if done.exists() else set()
         wanted = ["en", *(_underscore(l) for l in langs)]
-        missing = [l for l in wanted if not any(n.split("Translation-")[1].split(".")[0] == l for n in have)]
+        missing = [l for l in wanted if l not in known]
         if not missing and any(self.lists.glob("*binary-*_Packages*")):
             return
         if self.offline:
             raise UserError(f"offline build, but the apt cache {self.lists} lacks lists for {missing}: run once without --offline")
         _run(["apt-get", "update", "-q", *self._apt_opts(langs)], "apt-get update")
+        done.write_text(" ".join(sorted(known | set(wanted))) + "\n")
 
     def list_files(self, pattern: str) -> list[Path]:
         return sorted(p for p in self.lists.glob(pattern) if not p.name.endswith(".diff_Index"))
@@ -106,7 +112,14 @@ class AptCache:
         return out.stdout.decode("utf-8", errors="replace")
 
     def package(self, name: str) -> Path | None:
-        """The extracted tree of a package, downloading it once; None if apt has no such package."""
+        """The extracted tree of a package, downloading it once; None (and noted in `missing`)
+        if apt has no such package."""
+        tree = self._package(name)
+        if tree is None:
+            self.missing.add(name)
+        return tree
+
+    def _package(self, name: str) -> Path | None:
         target = self.extracted / name
         if (target / ".done").exists():
             return target
@@ -299,45 +312,28 @@ GETTEXT_PACKAGES = [
 ]
 
 
-def read_mo(path: Path) -> Iterator[tuple[str, str]]:
-    """(msgid, msgstr) of a GNU .mo file; context dropped, plurals reduced to the singular."""
-    data = path.read_bytes()
-    if len(data) < 20:
-        return
-    magic = struct.unpack("<I", data[:4])[0]
-    endian = "<" if magic == 0x950412DE else ">" if magic == 0xDE120495 else None
-    if endian is None:
-        return
-    _, n, orig_off, trans_off = struct.unpack(endian + "4I", data[4:20])
-    for i in range(n):
-        ol, oo = struct.unpack(endian + "2I", data[orig_off + 8 * i: orig_off + 8 * i + 8])
-        tl, to = struct.unpack(endian + "2I", data[trans_off + 8 * i: trans_off + 8 * i + 8])
-        msgid = data[oo: oo + ol].split(b"\x00")[0].split(b"\x04")[-1]
-        msgstr = data[to: to + tl].split(b"\x00")[0]
-        if msgid and msgstr:
-            yield msgid.decode("utf-8", errors="replace"), msgstr.decode("utf-8", errors="replace")
-
-
 def _mo_files(root: Path, lang: str) -> list[Path]:
     code = _underscore(lang)
     return sorted(p for p in root.rglob("*.mo") if p.parent.name == "LC_MESSAGES" and p.parent.parent.name == code)
 
 
-def read_gettext(cache: AptCache, langs: list[str], packages: list[str] = GETTEXT_PACKAGES,
-                 source: str = "gettext") -> Iterator[RawPair]:
+def read_gettext(cache: AptCache, langs: list[str], on_error: Callable[[FormatError], None] | None = None,
+                 packages: list[str] = GETTEXT_PACKAGES, source: str = "gettext") -> Iterator[RawPair]:
     for pkg in packages:
         root = cache.package(pkg)
         if root is None:
             continue
         for lang in langs:
             for mo in _mo_files(root, lang):
-                for en, xx in read_mo(mo):
-                    yield RawPair(lang, en, xx, source, f"{pkg}:{mo.name}")
+                try:
+                    for en, xx in read_mo(mo):
+                        yield RawPair(lang, en, xx, source, f"{pkg}:{mo.name}")
+                except FormatError as e:
+                    if on_error is None:
+                        raise
+                    on_error(e)
 
 
 def read_lo_ui(cache: AptCache, langs: list[str]) -> Iterator[RawPair]:
     for lang in langs:
-        yield from read_gettext(cache, [lang], [f"libreoffice-l10n-{_hyphen(lang).lower()}"], "lo-ui")
-
-
-SOURCES = {"ddtp": read_ddtp, "lo-help": read_lo_help, "gettext": read_gettext, "lo-ui": read_lo_ui}
+        yield from read_gettext(cache, [lang], None, [f"libreoffice-l10n-{_hyphen(lang).lower()}"], "lo-ui")

@@ -1,0 +1,87 @@
+"""Monolingual general-domain text: quotes, proverbs and jokes (Debian's fortune packages)
+and WordNet's example phrases. No translation, so it serves objectives that need none
+(a teacher labels it for distillation). The build writes it to `mono.tsv`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import formats
+from .debian import AptCache, _underscore
+from .formats import FormatError
+
+ErrorSink = Callable[[FormatError], None]
+
+
+@dataclass(frozen=True)
+class MonoText:
+    lang: str
+    text: str
+    source: str
+
+
+# fortune package -> language; fortunes-br is Brazilian Portuguese.
+FORTUNE_PACKAGES = {"fortunes": "en", "fortunes-de": "de", "fortunes-es": "es", "fortunes-it": "it",
+                    "fortunes-pl": "pl", "fortunes-ru": "ru", "fortunes-br": "pt_BR"}
+# Files left out: slurs against groups (ethnic, gender, sexuality), religious jokes, ASCII art.
+FORTUNE_SKIP = {"ethnic", "ascii-art", "asciiart", "racistas", "misogino", "hembrismo", "homosexuales", "machosno",
+                "dowcipy-szowinistyczne", "dowcipy-feministyczne", "koscielne", "radio_maryja", "religion",
+                "translate-me"}
+
+
+def fortune_files(root: Path) -> list[Path]:
+    """Fortune text files (not the .dat indexes, nor duplicate .u8 copies of a file also shipped plain)."""
+    files = [p for p in (root / "usr/share/games/fortunes").rglob("*") if p.is_file() and p.suffix != ".dat"
+             and not p.is_symlink()]
+    plain = {p.with_suffix("") for p in files if p.suffix == ".u8"}
+    out = []
+    for p in sorted(files):
+        stem = p.name.removesuffix(".u8").removesuffix(".fortunes")
+        if stem in FORTUNE_SKIP or (p.suffix != ".u8" and p in plain):
+            continue  # prefer the UTF-8 (.u8) copy of a file shipped twice
+        out.append(p)
+    return out
+
+
+def read_fortunes(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[MonoText]:
+    wanted = {"en", *(_underscore(l) for l in langs)}
+    for pkg, lang in FORTUNE_PACKAGES.items():
+        if lang not in wanted:
+            continue
+        root = cache.package(pkg)
+        if root is None:
+            continue
+        for path in fortune_files(root):
+            try:
+                for text in formats.read_fortunes(path):
+                    yield MonoText(lang, text, "fortunes")
+            except FormatError as e:
+                if on_error is None:
+                    raise
+                on_error(e)
+
+
+_WN_EXAMPLE = re.compile(r'"([^"]{10,300})"')
+
+
+def read_wordnet(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[MonoText]:
+    """The quoted example phrases of WordNet's glosses ('her feelings of affection are dormant')."""
+    root = cache.package("dict-wn")
+    if root is None:
+        return
+    path = root / "usr/share/dictd/wn.dict.dz"  # dictzip is gzip with an index
+    try:
+        text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
+    except (OSError, EOFError) as e:
+        err = FormatError(f"{path}: cannot decompress the WordNet dictionary ({e})")
+        if on_error is None:
+            raise err from e
+        on_error(err)
+        return
+    for m in _WN_EXAMPLE.finditer(re.sub(r"\s+", " ", text)):
+        yield MonoText("en", m.group(1), "wordnet")
