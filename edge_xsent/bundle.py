@@ -132,6 +132,14 @@ def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs
         write_manifest(tmp)
 
 
+def resolve_model_dir(path: str | Path) -> Path:
+    """A model folder or bundle as given, or the `model/` folder inside a training run's output."""
+    path = Path(path)
+    if path.is_dir() and not (path / FILES["config"]).exists() and (path / "model" / FILES["config"]).exists():
+        return path / "model"
+    return path
+
+
 def read_config(folder: Path) -> dict:
     path = Path(folder) / FILES["config"]
     try:

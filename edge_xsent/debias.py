@@ -51,14 +51,12 @@ def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int = 1, pe
     forward pass removes it. Returns what was measured (also stored in training.json)."""
     import torch
 
-    from .bundle import FILES, load_model, save_model
+    from .bundle import load_model, resolve_model_dir, save_model
     from .data.corpus import read_pairs
     from .encoder import Encoder
     from .model import DualEncoder, EncoderConfig
 
-    model_dir = Path(model_dir)
-    if (model_dir / "model" / FILES["config"]).exists():
-        model_dir = model_dir / "model"  # a training output folder
+    model_dir = resolve_model_dir(model_dir)
     model, tokenizer, config = load_model(model_dir)
     if model.cfg.lang_subspace:
         raise UserError(f"{model_dir} already removes a language subspace (rank {model.cfg.lang_subspace}); "

