@@ -67,6 +67,7 @@ def main() -> None:
     args = ap.parse_args()
     from edge_xsent.bench import machine_info, write_report
     from edge_xsent.data.corpus import read_classify, read_pairs, resolve
+    from edge_xsent.bundle import read_training, resolve_model_dir
     from edge_xsent.encoder import Encoder
     from edge_xsent.evaluate import average, classify, xsr
 
@@ -74,7 +75,7 @@ def main() -> None:
     docs = list(read_classify(resolve(args.data) / "classify.tsv"))
     rows: dict[str, dict] = {}
     for run in args.runs:
-        cfg = json.loads((Path(run) / "model" / "training.json").read_text())["train_config"]
+        cfg = read_training(resolve_model_dir(run))["train_config"]
         summary = json.loads((Path(run) / "summary.json").read_text())
         enc = Encoder.load(Path(run) / "model", backend="torch", threads=2)
         embed = lambda s: enc.encode(list(s), batch_size=128)  # noqa: E731

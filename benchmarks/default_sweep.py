@@ -45,24 +45,19 @@ RULE_POINTS = 1.0  # within this many P@1 points of the best, the smallest model
 
 
 def step_seconds(cfg, tok, rows, langs, n: int = 12, warmup: int = 2, sample: int = 20_000) -> float:
-    """Mean seconds of a full training step (forward, backward, AMSGrad) over random real batches."""
-    from edge_xsent.train import BatchPlan, DualEncoder, Objective, make_batch, punctuation_pieces, tokenize_pairs
+    """Mean seconds of the training loop's step (forward, backward, clipping, AMSGrad) over random real batches."""
+    from edge_xsent.train import BatchPlan, DualEncoder, Trainer, make_batch, punctuation_pieces, tokenize_pairs
 
     pick = np.random.default_rng(cfg.seed).choice(len(rows), size=min(sample, len(rows)), replace=False)
     data = tokenize_pairs([rows[i] for i in pick], tok, cfg.model.max_len, langs)
     plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), cfg.batch_size, cfg.seed)
     torch.manual_seed(cfg.seed)
-    model = DualEncoder(cfg.model)
-    objective = Objective(model, cfg, punctuation_pieces(tok))
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, amsgrad=True)
+    trainer = Trainer(cfg, DualEncoder(cfg.model), punctuation_pieces(tok), torch.device("cpu"))
     times = []
     for step in range(warmup + n):
         batch = make_batch(data, plan.indices(step), torch.device("cpu"))
         t = time.perf_counter()
-        loss = objective(batch, torch.Generator().manual_seed(step))["total"]
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        trainer.step(batch, cfg.warmup_steps + step, torch.Generator().manual_seed(step))  # the loop's own step
         if step >= warmup:
             times.append(time.perf_counter() - t)
     return float(np.mean(times))

@@ -31,7 +31,7 @@ def main() -> None:
     from edge_xsent.bench import machine_info, median_batch, summarize, write_report
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import Objective, TrainConfig, load_texts, make_batch, tokenize_pairs
+    from edge_xsent.train import Trainer, TrainConfig, load_texts, make_batch, punctuation_pieces, tokenize_pairs
 
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(data="sample")
@@ -40,24 +40,24 @@ def main() -> None:
     data = tokenize_pairs(rows, tok, 64, sorted({r[0] for r in rows} | {r[1] for r in rows}))
     chosen, tokens = median_batch(data, 128)
     base = make_batch(data, chosen, torch.device("cpu"))
+    punct = punctuation_pieces(tok)
     out = []
     for V in [int(v) for v in args.sizes.split(",")]:
-        batch = dict(base)
-        for k in ("a", "b"):  # spread the real ids over the larger vocabulary, keeping specials
-            ids = batch[k]
-            batch[k] = torch.where(ids > 2, (ids * 7919) % (V - 3) + 3, ids)
+        def spread(ids: torch.Tensor) -> torch.Tensor:  # the real ids over the larger vocabulary, specials kept
+            return torch.where(ids > 2, (ids * 7919) % (V - 3) + 3, ids)
+
+        batch = {**base, "a": spread(base["a"]), "b": spread(base["b"])}
+        avoid = torch.zeros(V, dtype=torch.bool)
+        avoid[spread(torch.arange(tok.vocab_size))] = punct  # SMLM skips the same punctuation pieces
         torch.manual_seed(0)
         mcfg = EncoderConfig(vocab_size=V, max_len=64)
         model = DualEncoder(mcfg)
-        obj = Objective(model, TrainConfig(data="sample", model=mcfg), torch.zeros(V, dtype=torch.bool))
-        opt = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
+        cfg = TrainConfig(data="sample", model=mcfg)
+        trainer = Trainer(cfg, model, avoid, torch.device("cpu"))
         times = []
         for step in range(2 + args.steps):
             t = time.perf_counter()
-            loss = obj(batch, torch.Generator().manual_seed(step))["total"]
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            trainer.step(batch, cfg.warmup_steps + step, torch.Generator().manual_seed(step))  # the loop's own step
             if step >= 2:
                 times.append(time.perf_counter() - t)
         out.append({"vocab": V, "params_m": round(model.num_parameters() / 1e6, 1),

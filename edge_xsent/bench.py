@@ -119,7 +119,7 @@ def _worker_train(args: dict) -> dict:
 
     from .model import DualEncoder, EncoderConfig
     from .tokenizer import Tokenizer
-    from .train import Objective, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, tokenize_pairs
+    from .train import Trainer, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, tokenize_pairs
 
     torch.set_num_threads(args["threads"])
     rss0 = peak_rss_mb()
@@ -132,10 +132,7 @@ def _worker_train(args: dict) -> dict:
     data = tokenize_pairs(rows, tok, mcfg.max_len, sorted({r[0] for r in rows} | {r[1] for r in rows}))
     torch.manual_seed(0)
     model = DualEncoder(mcfg).to(device)
-    objective = Objective(model, cfg, punctuation_pieces(tok)).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, amsgrad=True)
-    from .train import autocast
-
+    trainer = Trainer(cfg, model, punctuation_pieces(tok), device)  # the loop's own step: lr schedule, clipping, AMP
     chosen, tokens = median_batch(data, cfg.batch_size)
     batch = make_batch(data, chosen, device)
     times = []
@@ -145,11 +142,7 @@ def _worker_train(args: dict) -> dict:
         if device.type == "cuda":
             torch.cuda.synchronize()
         t = time.perf_counter()
-        with autocast(device, cfg):
-            loss = objective(batch, torch.Generator().manual_seed(step))["total"]
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        trainer.step(batch, cfg.warmup_steps + step, torch.Generator().manual_seed(step))
         if device.type == "cuda":
             torch.cuda.synchronize()
         if step >= args["warmup"]:

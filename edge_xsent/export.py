@@ -29,11 +29,11 @@ import torch.nn as nn
 from . import __version__
 from .atomic import atomic_dir
 from .bundle import (CARD, FILES, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
-                     write_manifest)
+                     read_training, write_manifest)
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
 from .model import DualEncoder
-from .tokenizer import PAD_ID, Tokenizer
+from .tokenizer import Tokenizer
 
 
 
@@ -166,7 +166,7 @@ def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -
     state["tok_emb.weight"] = state["tok_emb.weight"][idx]
     state["head_bias"] = state["head_bias"][idx]
     small.load_state_dict(state)
-    training = json.loads((Path(model_dir) / FILES["training"]).read_text()) if (Path(model_dir) / FILES["training"]).exists() else {}
+    training = read_training(model_dir)
     training["vocabulary_pruned"] = {"from": tok.vocab_size, "to": len(old_ids), "sentences": len(texts)}
     save_model(Path(out), small, new_tok, config.get("langs", []), training)
     return training["vocabulary_pruned"]
@@ -174,18 +174,25 @@ def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -
 
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
-                  check_parity: bool = True, fuse: bool = False, int4: bool = False) -> dict | None:
+                  check_parity: bool = True, fuse: bool = False, int4: bool = False,
+                  keep_vocab: list[str] | None = None) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
-    `check_parity=False` only for cost benchmarks of untrained weights."""
+    `keep_vocab`: prune the vocabulary to the pieces these texts use (inside the bundle's
+    temporary folder, so nothing is left behind). `check_parity=False` only for cost
+    benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
-    model, tok, config = load_model(model_dir)
-    embedder = SentenceEmbedder(model).eval()
-    example = example_inputs(tok, model.cfg.max_len)
     t0 = time.time()
     with atomic_dir(out) as tmp:
+        pruned = prune_vocabulary(model_dir, keep_vocab, tmp / ".pruned") if keep_vocab is not None else None
+        model_dir = tmp / ".pruned" if pruned else model_dir
+        model, tok, config = load_model(model_dir)
+        embedder = SentenceEmbedder(model).eval()
+        example = example_inputs(tok, model.cfg.max_len)
         for name in FILES.values():
             if (model_dir / name).exists():
                 shutil.copy2(model_dir / name, tmp / name)
+        if pruned:
+            shutil.rmtree(model_dir)
         export_onnx(embedder, example, tmp / ONNX_FP32)
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
         if int8:
@@ -201,6 +208,8 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         parity = measure_parity(tmp, parity_sentences(parity_pairs, parity_data), int8, torchscript, int4)
         parity["source"] = f"{parity_data} test split"
         parity["min_cosine_required"] = min_cosine
+        if pruned:
+            parity["pruned"] = pruned
         if int8 and parity["formats"]["onnx-int8"]["cosine_mean"] < min_cosine:
             raise UserError(f"int8 parity check failed: mean cosine {parity['formats']['onnx-int8']['cosine_mean']:.4f} "
                             f"< {min_cosine} against fp32; the bundle was not written (lower --min-cosine to accept)")
@@ -249,7 +258,7 @@ def model_card(config: dict, parity: dict, folder: Path) -> str:
     m = config["model"]
     sizes = {p: (folder / p).stat().st_size for p in [FILES["weights"], ONNX_FP32, ONNX_INT8, ONNX_INT4, TS_FROZEN, TS_LITE]
              if (folder / p).exists()}
-    training = json.loads((folder / FILES["training"]).read_text()) if (folder / FILES["training"]).exists() else {}
+    training = read_training(folder)
     lines = [
         "# edge-xsent model", "",
         f"A {m['n_layers']}-layer cross-lingual sentence encoder (d={m['d_model']}, {m['n_heads']} heads, FFN {m['d_ff']}, "

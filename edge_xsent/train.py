@@ -33,7 +33,6 @@ from .bundle import save_model
 from .data.corpus import read_pairs, resolve
 from .errors import UserError
 from .model import DualEncoder, EncoderConfig, mean_pool
-from .text import normalize
 from .tokenizer import MASK_ID, PAD_ID, Tokenizer
 
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
@@ -489,10 +488,132 @@ def autocast(device: torch.device, cfg: TrainConfig):
     return torch.autocast(device_type=device.type, dtype=dtype, enabled=dtype is not None)
 
 
+# ----------------------------------------------------------------------------- one training step
+
+class Trainer:
+    """The objective, optimiser and gradient scaler of a run, and its one training step: the
+    loop, the benchmark and every timer call `step`, so all of them time the same work."""
+
+    def __init__(self, cfg: TrainConfig, model: DualEncoder, avoid: torch.Tensor, device: torch.device,
+                 teacher_dim: int = 0, world: int = 1, local_rank: int = 0):
+        """`avoid`: (V,) bool, pieces SMLM never masks (`punctuation_pieces(tokenizer)`)."""
+        self.cfg, self.model, self.device = cfg, model, device
+        self.objective = Objective(model, cfg, avoid, teacher_dim).to(device)
+        self.opt = torch.optim.Adam(self.objective.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                    amsgrad=True)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
+        self.runner = nn.parallel.DistributedDataParallel(
+            self.objective, device_ids=[local_rank] if device.type == "cuda" else None) if world > 1 else self.objective
+
+    def step(self, batch: dict[str, torch.Tensor], step: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
+        """One optimiser step at the learning rate of `step`; raises NonFiniteLoss before touching
+        the weights if the loss is not finite."""
+        for group in self.opt.param_groups:
+            group["lr"] = lr_at(step, self.cfg)
+        with autocast(self.device, self.cfg):
+            losses = self.runner(batch, gen)
+        loss = losses["total"]
+        if not torch.isfinite(loss):
+            raise NonFiniteLoss(f"loss became {float(loss)} at step {step}")
+        self.opt.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.opt)
+        nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        return losses
+
+    def state(self) -> dict:
+        proj = self.objective.teacher_proj
+        return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "scaler": self.scaler.state_dict(),
+                **({"teacher_proj": proj.state_dict()} if proj is not None else {})}
+
+    def load_state(self, state: dict) -> None:
+        self.model.load_state_dict(state["model"])
+        if self.objective.teacher_proj is not None:
+            self.objective.teacher_proj.load_state_dict(state["teacher_proj"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+
+
+class NonFiniteLoss(ArithmeticError):
+    pass
+
+
 # ----------------------------------------------------------------------------- the loop
+
+@dataclass
+class Processes:
+    """Where this process runs: one of `world` (torchrun sets RANK, WORLD_SIZE, LOCAL_RANK)."""
+    world: int
+    rank: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        _barrier(self.world)
+
+
+@dataclass
+class Prepared:
+    """A run's data and tokenizer, ready for the loop."""
+    tok: Tokenizer
+    langs: list[str]
+    data: TokenizedPairs
+    valid: TokenizedPairs | None
+    mono: TokenizedTexts | None
+    seconds: float
+
 
 def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
+    procs = start_processes(cfg)
+    try:
+        out, ckpt_file = Path(cfg.out), checkpoint_path(Path(cfg.out))
+        resume = resume_state(cfg, ckpt_file, fresh, procs)
+        prep = prepare(cfg, out, resume is not None, procs, progress)
+        trainer = build_trainer(cfg, prep, resume, procs)
+        step, best_val = (resume["step"], resume["best_val"]) if resume else (0, float("inf"))
+        data, mono, world, rank = prep.data, prep.mono, procs.world, procs.rank
+        plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world)
+        mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
+            if mono else None
+        log = RunLog(out, cfg, procs, step, progress)
+        trainer.model.train()
+        history: list[dict] = []
+        try:
+            while step < cfg.max_steps:
+                torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rank)  # dropout: a function of the step
+                gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + rank)
+                batch = make_batch(data, plan.indices(step, rank), procs.device, mono,
+                                   mono_plan.indices(step, rank) if mono_plan else None)
+                try:
+                    losses = trainer.step(batch, step, gen)
+                except NonFiniteLoss as e:
+                    raise TrainingStopped(f"{e}; stopped without saving it, the last good checkpoint ({ckpt_file}) "
+                                          "is intact. Lower --lr or check the data") from None
+                step += 1
+                log.step(step, losses)
+                if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                    best_val = evaluate_and_keep(cfg, trainer, prep, procs, log, step, best_val, history)
+                if procs.is_main and (step % cfg.checkpoint_every == 0 or step == cfg.max_steps):
+                    _saving(lambda: save_checkpoint(ckpt_file, {"step": step, "best_val": best_val,
+                                                                "config": _comparable(cfg), **trainer.state()}),
+                            step, ckpt_file)
+                procs.barrier()
+        finally:
+            log.close()
+        return finish(cfg, out, trainer, procs, log, step, best_val, history, prep.seconds)
+    finally:
+        if procs.world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def start_processes(cfg: TrainConfig) -> Processes:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -501,154 +622,142 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    is_main = rank == 0
-    out = Path(cfg.out)
-    ckpt_file = checkpoint_path(out)
-    if fresh and is_main and ckpt_file.exists():
+    return Processes(world, rank, local_rank, device)
+
+
+def resume_state(cfg: TrainConfig, ckpt_file: Path, fresh: bool, procs: Processes) -> dict | None:
+    if fresh and procs.is_main and ckpt_file.exists():
         ckpt_file.unlink()
-    _barrier(world)
+    procs.barrier()
     resume = load_checkpoint(ckpt_file) if ckpt_file.exists() else None
     if resume is not None and _comparable(TrainConfig.from_dict(resume["config"], str(ckpt_file))) != _comparable(cfg):
         raise UserError(f"{ckpt_file} was written by a run with a different config; "
                         "use the same config to resume, or --fresh to start over")
+    return resume
 
-    # Data and tokenizer.
+
+def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progress: bool) -> Prepared:
+    """Read and tokenise the train and valid splits (training the tokenizer if need be), and
+    attach the teacher's vectors when distilling."""
     t0 = time.time()
     rows = load_texts(cfg, "train", cfg.max_train_pairs)
     if not rows:
         raise UserError(f"{cfg.data}: no training pairs found")
-    _check_enough(len(rows), cfg, world)
+    _check_enough(len(rows), cfg, procs.world)
     langs = sorted({r[0] for r in rows} | {r[1] for r in rows})
     if len(langs) < 2:
         raise UserError(f"{cfg.data}: all pairs are in one language ({langs[0]}); a cross-lingual encoder needs two")
-    if is_main:
+    if procs.is_main:
         out.mkdir(parents=True, exist_ok=True)
-    tok = setup_tokenizer(cfg, rows, out, resume is not None, is_main, world)
+    tok = setup_tokenizer(cfg, rows, out, resuming, procs.is_main, procs.world)
     data = tokenize_pairs(rows, tok, cfg.model.max_len, langs)
     valid_rows = load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []
     valid = tokenize_pairs(valid_rows, tok, cfg.model.max_len, langs) if len(valid_rows) >= 2 else None
-    _check_enough(len(data), cfg, world)
-    mono = attach_teacher(cfg, [(rows, data), (valid_rows, valid)], tok, is_main, world, progress) if cfg.teacher else None
-    prep_s = time.time() - t0
+    _check_enough(len(data), cfg, procs.world)
+    mono = attach_teacher(cfg, [(rows, data), (valid_rows, valid)], tok, procs.is_main, procs.world, progress) \
+        if cfg.teacher else None
+    return Prepared(tok, langs, data, valid, mono, time.time() - t0)
 
-    # Model, optimiser.
-    mcfg = dataclasses.replace(cfg.model, n_langs=len(langs) if cfg.multilingual_head else 0)
+
+def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: Processes) -> Trainer:
+    mcfg = dataclasses.replace(cfg.model, n_langs=len(prep.langs) if cfg.multilingual_head else 0)
     torch.manual_seed(cfg.seed)
     model = DualEncoder(mcfg)
     if cfg.init and resume is None:
         load_init_weights(model, init_dir(cfg.init))
-    model = model.to(device)
-    teacher_dim = data.t_vecs.shape[1] if data.t_vecs is not None else 0
-    objective = Objective(model, cfg, punctuation_pieces(tok), teacher_dim).to(device)
-    opt = torch.optim.Adam(objective.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, amsgrad=True)
-    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
-    plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world)
-    mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
-        if mono is not None else None
-    step, best_val, history = 0, float("inf"), []
+    teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
+    trainer = Trainer(cfg, model.to(procs.device), punctuation_pieces(prep.tok), procs.device, teacher_dim, procs.world,
+                      procs.local_rank)
     if resume is not None:
-        model.load_state_dict(resume["model"])
-        if objective.teacher_proj is not None:
-            objective.teacher_proj.load_state_dict(resume["teacher_proj"])
-        opt.load_state_dict(resume["optimizer"])
-        scaler.load_state_dict(resume["scaler"])
-        step, best_val = resume["step"], resume["best_val"]
-    runner = nn.parallel.DistributedDataParallel(objective, device_ids=[local_rank] if device.type == "cuda" else None) \
-        if world > 1 else objective
-    if is_main:
-        print(f"model: {mcfg.n_layers} layers, d={mcfg.d_model}, vocab {tok.vocab_size}: "
+        trainer.load_state(resume)
+    if procs.is_main:
+        print(f"model: {mcfg.n_layers} layers, d={mcfg.d_model}, vocab {prep.tok.vocab_size}: "
               f"{model.num_parameters() / 1e6:.1f}M parameters ({model.num_parameters(False) / 1e6:.1f}M without "
-              f"the embedding table); {len(data):,d} train pairs, langs {','.join(langs)}; device {device}"
-              + (f", {world} processes" if world > 1 else "") + (f"; resuming at step {step}" if step else ""),
-              file=sys.stderr)
+              f"the embedding table); {len(prep.data):,d} train pairs, langs {','.join(prep.langs)}; device "
+              f"{procs.device}" + (f", {procs.world} processes" if procs.world > 1 else "")
+              + (f"; resuming at step {resume['step']}" if resume else ""), file=sys.stderr)
+    return trainer
 
-    def state() -> dict:
-        extra = {"teacher_proj": objective.teacher_proj.state_dict()} if objective.teacher_proj is not None else {}
-        return {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                "scaler": scaler.state_dict(), "best_val": best_val, "config": _comparable(cfg), **extra}
 
-    def training_info(extra: dict) -> dict:
-        return {"train_config": cfg.to_dict(), "langs": langs, "train_pairs": len(data), "world_size": world,
-                "device": _device_name(device), **extra}
+class RunLog:
+    """The progress bar and OUT/log.jsonl (rank 0 only), and the throughput since this start."""
 
-    log = open(out / "log.jsonl", "a", encoding="utf-8") if is_main else None
-    bar = tqdm(total=cfg.max_steps, initial=step, disable=not (progress and is_main), unit="step",
-               dynamic_ncols=True, mininterval=1)
-    model.train()
-    t_start, steps_done, last = time.time(), 0, {}
+    def __init__(self, out: Path, cfg: TrainConfig, procs: Processes, step: int, progress: bool):
+        self.cfg, self.procs = cfg, procs
+        self.file = open(out / "log.jsonl", "a", encoding="utf-8") if procs.is_main else None
+        self.bar = tqdm(total=cfg.max_steps, initial=step, disable=not (progress and procs.is_main), unit="step",
+                        dynamic_ncols=True, mininterval=1)
+        self.t_start, self.steps_done, self.last = time.time(), 0, {}
+
+    def rate(self) -> float:
+        return self.steps_done * self.cfg.batch_size * self.procs.world / max(time.time() - self.t_start, 1e-9)
+
+    def step(self, step: int, losses: dict[str, torch.Tensor]) -> None:
+        self.steps_done += 1
+        self.bar.update(1)
+        if self.file and (step % self.cfg.log_every == 0 or step == self.cfg.max_steps):
+            self.last = {k: round(v.item(), 4) for k, v in losses.items()}
+            self.bar.set_postfix(loss=f"{self.last['total']:.3f}", pairs_s=f"{self.rate():.0f}")
+            self.write({"step": step, "lr": lr_at(step - 1, self.cfg), **self.last,
+                        "pairs_per_s": round(self.rate(), 1), "elapsed_s": round(time.time() - self.t_start, 1)})
+
+    def write(self, record: dict) -> None:
+        if self.file:
+            self.file.write(json.dumps(record) + "\n")
+            self.file.flush()
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.file:
+            self.file.close()
+
+
+def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs: Processes, log: RunLog, step: int,
+                      best_val: float, history: list[dict]) -> float:
+    """Validate; the model folder keeps the best validation loss (the newest without a valid split)."""
+    info = {"train_config": cfg.to_dict(), "langs": prep.langs, "train_pairs": len(prep.data),
+            "world_size": procs.world, "device": _device_name(procs.device), "step": step}
+    folder = Path(cfg.out) / "model"
+    if prep.valid is None:
+        if procs.is_main:
+            _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, info), step, folder)
+        return best_val
+    val = validate(trainer.objective, prep.valid, cfg, procs.device)
+    history.append({"step": step, **val})
+    log.write({"step": step, **val})
+    if procs.is_main:
+        log.bar.write(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in val.items()))
+    if val["val_total"] < best_val:
+        best_val = val["val_total"]
+        if procs.is_main:
+            _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, {**info, **val}), step, folder)
+    return best_val
+
+
+def _saving(save, step: int, where: Path) -> None:
+    """Run a save; a failed one (disk full) stops training with the previous file intact."""
     try:
-        while step < cfg.max_steps:
-            torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rank)  # dropout: a function of the step
-            gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + rank)
-            batch = make_batch(data, plan.indices(step, rank), device, mono,
-                               mono_plan.indices(step, rank) if mono_plan else None)
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step, cfg)
-            with autocast(device, cfg):
-                losses = runner(batch, gen)
-            loss = losses["total"]
-            if not torch.isfinite(loss):
-                raise TrainingStopped(f"loss became {float(loss)} at step {step}; stopped without saving it, the last "
-                                      f"good checkpoint ({ckpt_file}) is intact. Lower --lr or check the data")
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            scaler.step(opt)
-            scaler.update()
-            step += 1
-            steps_done += 1
-            bar.update(1)
-            if is_main and (step % cfg.log_every == 0 or step == cfg.max_steps):
-                el = time.time() - t_start
-                last = {k: round(v.item(), 4) for k, v in losses.items()}
-                rate = steps_done * cfg.batch_size * world / el
-                bar.set_postfix(loss=f"{last['total']:.3f}", pairs_s=f"{rate:.0f}")
-                log.write(json.dumps({"step": step, "lr": lr_at(step - 1, cfg), **last,
-                                      "pairs_per_s": round(rate, 1), "elapsed_s": round(el, 1)}) + "\n")
-                log.flush()
-            if step % cfg.eval_every == 0 or step == cfg.max_steps:
-                if valid is not None:
-                    val = validate(objective, valid, cfg, device)
-                    history.append({"step": step, **val})
-                    if is_main:
-                        log.write(json.dumps({"step": step, **val}) + "\n")
-                        log.flush()
-                        bar.write(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in val.items()))
-                    if val["val_total"] < best_val:
-                        best_val = val["val_total"]
-                        if is_main:
-                            save_model(out / "model", model, tok, langs, training_info({"step": step, **val}))
-                elif is_main:  # no validation split: the newest model is the one to keep
-                    save_model(out / "model", model, tok, langs, training_info({"step": step}))
-            if is_main and (step % cfg.checkpoint_every == 0 or step == cfg.max_steps):
-                save_checkpoint(ckpt_file, state())
-            _barrier(world)
+        save()
     except OSError as e:
-        raise TrainingStopped(f"saving failed at step {step} ({e}); the previous checkpoint {ckpt_file} is intact. "
+        raise TrainingStopped(f"saving {where} failed at step {step} ({e}); the previous one is intact. "
                               "Free disk space and run the same command to resume") from e
-    finally:
-        bar.close()
-        if log:
-            log.close()
-    elapsed = time.time() - t_start
-    if steps_done == 0 and (out / "summary.json").exists():  # already finished: keep the record of the real run
-        if world > 1:
-            dist.destroy_process_group()
+
+
+def finish(cfg: TrainConfig, out: Path, trainer: Trainer, procs: Processes, log: RunLog, step: int, best_val: float,
+           history: list[dict], prep_s: float) -> dict:
+    if log.steps_done == 0 and (out / "summary.json").exists():  # already finished: keep the record of the real run
         return json.loads((out / "summary.json").read_text())
-    summary = {"steps": step, "best_val_total": best_val, "last": last, "history": history,
-               "train_seconds_this_run": round(elapsed, 1), "prep_seconds": round(prep_s, 1),
-               "pairs_per_s": round(steps_done * cfg.batch_size * world / max(elapsed, 1e-9), 1)}
-    if world > 1:  # proof that DDP kept the replicas identical
-        digests = [None] * world
-        dist.all_gather_object(digests, param_digest(model))
+    summary = {"steps": step, "best_val_total": best_val, "last": log.last, "history": history,
+               "train_seconds_this_run": round(time.time() - log.t_start, 1), "prep_seconds": round(prep_s, 1),
+               "pairs_per_s": round(log.rate(), 1)}
+    if procs.world > 1:  # proof that DDP kept the replicas identical
+        digests = [None] * procs.world
+        dist.all_gather_object(digests, param_digest(trainer.model))
         summary["rank_param_sha256"] = digests
-    if device.type == "cuda":
-        summary["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
-    if is_main:
+    if procs.device.type == "cuda":
+        summary["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated(procs.device) / 2**20, 1)
+    if procs.is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if world > 1:
-        dist.destroy_process_group()
     return summary
 
 

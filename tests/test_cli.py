@@ -74,3 +74,23 @@ def test_readme_quickstart_main_job_reproduces_its_pasted_output():
     assert len(re.findall(r"^\w+->\w+ ", res.stdout, re.M)) == 8  # en<->de/es/fr/it, both directions
     assert average(res.stdout) >= 97.0  # the shipped model on the sample's test split
     assert abs(average(res.stdout) - average(pasted)) <= 0.5  # int8 kernels may differ by CPU; not by more
+
+
+def test_classify_without_english_documents_and_distractors_in_gz_are_handled(tmp_path):
+    import gzip
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    rows = [f"pkg{i}\t{'libs' if i % 2 else 'games'}\tfr\tUn paquet numéro {i} pour jouer" for i in range(40)]
+    (folder / "classify.tsv").write_text("package\tlabel\tlang\ttext\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["eval", "classify", "--data", str(folder), "--seeds", "1"])
+    assert res.exit_code == 1 and "no en documents" in res.output and "Traceback" not in res.output
+    extra = tmp_path / "extra.fr.txt.gz"
+    with gzip.open(extra, "wt", encoding="utf-8") as f:
+        f.write("Une phrase de plus pour brouiller les pistes\n\nEncore une autre phrase\n")
+    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "50", "--json", "--distractors", f"fr:{extra}"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    assert json.loads(res.output)["en->fr"]["n_candidates"] == json.loads(
+        CliRunner().invoke(main, ["eval", "xsr", "--queries", "50", "--json"]).output)["en->fr"]["n_candidates"] + 2

@@ -1,6 +1,7 @@
 """Every format loads through Encoder and agrees with fp32 PyTorch within the recorded tolerances."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -248,3 +249,26 @@ def test_onnx_inference_does_not_import_torch(tiny_bundle):
             "print('torch' in sys.modules)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.stdout.strip() == "False", res.stderr
+
+
+def test_cli_stdin_and_pruned_export_leave_no_temporary_files(tiny_model, tiny_bundle, tmp_path):
+    out, _ = tiny_bundle
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "encode", "--model", str(out), "--out",
+                          str(tmp_path / "v.npy")], input="\n".join(SENTENCES) + "\n", capture_output=True, text=True,
+                         cwd=ROOT, env=env)
+    assert res.returncode == 0, res.stderr
+    assert np.allclose(np.load(tmp_path / "v.npy"), Encoder.load(out).encode(SENTENCES), atol=1e-5)
+    keep = tmp_path / "keep.txt"
+    keep.write_text("\n".join(SENTENCES * 20) + "\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "export", str(tiny_model), "--out",
+                          str(tmp_path / "b"), "--keep-vocab-from", str(keep), "--no-torchscript"],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "vocabulary pruned from 1000 to" in res.stderr and not (tmp_path / "b" / ".pruned").exists()
+    assert Encoder.load(tmp_path / "b").tokenizer.vocab_size < 1000
+    # No spool file, no pruned model folder left behind. (Importing onnxruntime itself writes a
+    # 51-byte `.ses` id file to TMPDIR; `python -c "import onnxruntime"` alone does it: not ours.)
+    assert [p.name for p in tmpdir.iterdir() if p.name != ".ses"] == []

@@ -62,11 +62,12 @@ def why_this_size(results: Path) -> list[str]:
 
 
 def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
+    from edge_xsent.bundle import read_training
     from edge_xsent.evaluate import average
     from edge_xsent.train import training_minutes
 
     cfg = json.loads((bundle / "config.json").read_text())
-    m, training = cfg["model"], json.loads((bundle / "training.json").read_text())
+    m, training = cfg["model"], read_training(bundle)
     tc = training["train_config"]
     parity = json.loads((bundle / "parity.json").read_text())
     fp32 = json.loads((results / f"xsr-{run.name}.json").read_text())
@@ -234,8 +235,6 @@ def against_baselines(name: str, langs: list[str], results: Path, int8: dict, cl
 
 def peers_section(results: Path) -> list[str]:
     """The peer encoders beside this model, from the `eval ... --peers` JSON files, if present."""
-    from edge_xsent.evaluate import average
-
     out = ["## Peers, side by side", ""]
     files = {"xsr-peers-corpus.json": "Retrieval P@1 (cosine) on the corpus test split, same protocol as above",
              "xsr-peers-sample.json": "Retrieval P@1 (cosine) on the shipped sample's test split (500 queries among 500 "

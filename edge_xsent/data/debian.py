@@ -17,7 +17,6 @@ import html
 import os
 import re
 import shutil
-import struct
 import subprocess
 from dataclasses import dataclass
 from html.parser import HTMLParser
