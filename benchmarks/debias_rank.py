@@ -7,7 +7,7 @@ the card): the paper's XSR (pair pool) and the mixed pool, where the query's own
 competes (multilingual search and deduplication).
 
 The rule, fixed before the runs: take the rank with the best mixed-pool P@1 cosine, unless it
-costs the pair pool more than PAIR_COST_MAX points against rank 1; a gain under MIN_GAIN
+costs the pair pool more than DEBIAS_PAIR_COST_MAX points against rank 1; a gain under DEBIAS_MIN_GAIN
 points does not justify a larger rank.
 
     python benchmarks/debias_rank.py runs/cpu-2h-8/model --data corpus-8 --ranks 1,2,3,4
@@ -26,21 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PAIR_COST_MAX = 0.5
-MIN_GAIN = 0.3
 
-
-def choose(rows: dict[int, dict]) -> int:
-    """The rule above, on {rank: {"pair": P@1, "mixed": P@1}} in points."""
-    base = rows[min(rows)]["pair"]
-    best = min(rows)
-    for rank in sorted(rows):
-        ok = base - rows[rank]["pair"] <= PAIR_COST_MAX
-        if ok and rows[rank]["mixed"] >= rows[best]["mixed"] + MIN_GAIN:
-            best = rank
-    return best
-
-
+from edge_xsent.decisions import DEBIAS_MIN_GAIN, DEBIAS_PAIR_COST_MAX, debias_rank  # noqa: E402
 def main() -> None:
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_pairs
@@ -69,7 +56,7 @@ def main() -> None:
         rows[rank] = {"pair": 100 * average(pair), "pair_margin": 100 * average(pair, "p1_margin"),
                       "mixed": 100 * average(mixed), "same_language": 100 * average(mixed, "same_language_top1")}
         print(f"rank {rank}: {rows[rank]}", flush=True)
-    chosen = choose(rows)
+    chosen = debias_rank(rows)
     lines = [f"# `debias` rank, chosen on the {args.split} split", "",
              f"`python benchmarks/debias_rank.py {args.model} --data {args.data} --ranks {args.ranks}`; fp32, "
              f"P@1 in % averaged over all directions; singular values {info['singular_values']}.", "",
@@ -78,7 +65,7 @@ def main() -> None:
              *[f"| {k}{' (chosen)' if k == chosen else ''} | {v['pair']:.1f} | {v['pair_margin']:.1f} | "
                f"{v['mixed']:.1f} | {v['same_language']:.1f} % |" for k, v in rows.items()], "",
              f"Rule (fixed before the runs): the best mixed-pool P@1, unless it costs the pair pool more than "
-             f"{PAIR_COST_MAX} points against rank 1; gains under {MIN_GAIN} points keep the smaller rank.", ""]
+             f"{DEBIAS_PAIR_COST_MAX} points against rank 1; gains under {DEBIAS_MIN_GAIN} points keep the smaller rank.", ""]
     with atomic_write(args.out + ".md") as f:
         f.write("\n".join(lines))
     with atomic_write(args.out + ".json") as f:

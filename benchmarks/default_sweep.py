@@ -33,6 +33,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best  # noqa: E402
+
 # name -> model overrides of train/cpu-hour.toml (2 layers, d=512, 16k vocabulary).
 POINTS = {
     "2L-512-16k": {},
@@ -41,7 +43,6 @@ POINTS = {
     "2L-512-32k": {"vocab_size": 32000},
     "2L-256-16k": {"d_model": 256, "n_heads": 4, "d_ff": 512},
 }
-RULE_POINTS = 1.0  # within this many P@1 points of the best, the smallest model wins
 
 
 def step_seconds(cfg, tok, rows, langs, n: int = 12, warmup: int = 2, sample: int = 20_000) -> float:
@@ -63,12 +64,6 @@ def step_seconds(cfg, tok, rows, langs, n: int = 12, warmup: int = 2, sample: in
     return float(np.mean(times))
 
 
-def choose(rows: dict[str, dict]) -> str:
-    best = max(r["p1"] for r in rows.values())
-    near = [k for k, r in rows.items() if r["p1"] >= best - RULE_POINTS]
-    return min(near, key=lambda k: rows[k]["int8_mb"])
-
-
 def to_markdown(res: dict) -> str:
     rows = res["points"]
     lines = ["# Default model: vocabulary, depth and width against retrieval at one CPU budget", "",
@@ -86,8 +81,8 @@ def to_markdown(res: dict) -> str:
                      f"{r['int8_mb']:.1f} | {r['step_s']:.2f} | {r['steps']:,d} | {r['train_min']:.1f} | "
                      f"{r['p1']:.1f} | {r['p1_margin']:.1f} |")
     if len(rows) > 1:
-        pick = choose(rows)
-        lines += ["", f"Rule (fixed before the runs): the smallest model within {RULE_POINTS:g} P@1 point of the "
+        pick = smallest_near_best(rows)
+        lines += ["", f"Rule (fixed before the runs): the smallest model within {SWEEP_RULE_POINTS:g} P@1 point of the "
                   f"best. Best: {max(rows, key=lambda k: rows[k]['p1'])}; chosen: **{pick}**."]
     if res.get("note"):
         lines += ["", res["note"]]
@@ -107,7 +102,7 @@ def main() -> None:
     args = ap.parse_args()
     from edge_xsent.atomic import atomic_write
     from edge_xsent.bench import machine_info, write_report
-    from edge_xsent.data.corpus import read_pairs
+    from edge_xsent.data.corpus import pair_langs, read_pairs
     from edge_xsent.encoder import Encoder
     from edge_xsent.evaluate import average, xsr
     from edge_xsent.tokenizer import Tokenizer
@@ -119,7 +114,7 @@ def main() -> None:
     runs.mkdir(parents=True, exist_ok=True)
     base = TrainConfig.from_toml(args.config, {"threads": args.threads})
     rows = load_texts(base, "train", base.max_train_pairs)
-    langs = sorted({r[0] for r in rows} | {r[1] for r in rows})
+    langs = pair_langs(rows)
     test = list(read_pairs(base.data, split="test"))
     state_file = runs / "sweep.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
@@ -140,7 +135,7 @@ def main() -> None:
         mcfg = dataclasses.replace(base.model, **POINTS[name])
         tok_file = runs / f"tokenizer-{mcfg.vocab_size}.model"
         if not tok_file.exists():  # one tokenizer per vocabulary size, shared by its points
-            tok_file.write_bytes(Tokenizer.train((t for r in rows for t in (r[2], r[3])), mcfg.vocab_size).proto)
+            tok_file.write_bytes(Tokenizer.train((t for p in rows for t in (p.a, p.b)), mcfg.vocab_size).proto)
         tok = Tokenizer.load(tok_file)
         cfg = dataclasses.replace(base, model=mcfg, tokenizer=str(tok_file), out=str(runs / name))
         point = state["points"].get(name) or {}

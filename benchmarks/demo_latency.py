@@ -27,7 +27,7 @@ REPEATS = 50
 
 
 def python_medians(bundle: Path) -> tuple[float, float, int]:
-    """Median ms of the model alone (`Encoder._run`) and of `encode` (tokenizer + model + normalise)."""
+    """Median ms of the model alone (`Encoder.embed_ids`) and of `encode` (tokenizer + model + normalise)."""
     from edge_xsent import Encoder
     from edge_xsent.bundle import pad_batch
 
@@ -44,7 +44,7 @@ def python_medians(bundle: Path) -> tuple[float, float, int]:
             times.append((time.perf_counter() - t) * 1000)
         return statistics.median(times)
 
-    return median_ms(lambda: enc._run(ids, mask)), median_ms(lambda: enc.encode(SENTENCE)), int(mask.sum())
+    return median_ms(lambda: enc.embed_ids(ids, mask)), median_ms(lambda: enc.encode(SENTENCE)), int(mask.sum())
 
 
 def browser_run(bundle: Path, results: Path) -> dict:
@@ -87,7 +87,7 @@ def main() -> None:
           "| where | median (ms) |", "|---|---|",
           f"| headless {browser_version}, Pixel 7 profile, onnxruntime-web WASM (tokenizer + model + normalise, "
           f"`android_demo/test/browser.test.mjs`) | {browser['median_ms']:.2f} |",
-          f"| Python onnxruntime {onnxruntime.__version__}, model only (`Encoder._run`) | {model_ms:.2f} |",
+          f"| Python onnxruntime {onnxruntime.__version__}, model only (`Encoder.embed_ids`) | {model_ms:.2f} |",
           f"| Python `Encoder.encode` (tokenizer + model + normalise) | {encode_ms:.2f} |", "",
           f"In the page: \"Print the selected pages\" vs its French translation {browser['related']:.3f}, vs an "
           f"unrelated French sentence {browser['unrelated']:.3f}. Screenshot: `demo-screenshot.png`.", ""]

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from edge_xsent.atomic import atomic_write  # noqa: E402
+from edge_xsent.decisions import teacher_loss  # noqa: E402
 from edge_xsent.evaluate import average  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "general-ablation"
@@ -40,11 +41,6 @@ def score(name: str, split: str, domain: str) -> float | None:
     return 100 * average(json.loads(path.read_text())) if path.exists() else None
 
 
-def pick_loss(scores: dict[str, float]) -> str:
-    best = max(scores, key=scores.get)
-    return "cos" if scores.get("cos") is not None and scores[best] - scores["cos"] < 0.5 else best
-
-
 def table() -> str:
     lines = ["| start | objective | general test P@1 | software test P@1 |", "|---|---|---|---|"]
     for name, (start, objective) in RUNS.items():
@@ -60,7 +56,7 @@ def main() -> None:
     args = ap.parse_args()
     losses = {l: score(f"gen-loss-{l}", "valid", "general") for l in LOSSES}
     if args.pick_loss:
-        print(pick_loss({k: v for k, v in losses.items() if v is not None}))
+        print(teacher_loss({k: v for k, v in losses.items() if v is not None}))
         return
     loss_line = ", ".join(f"{l} {v:.1f}" for l, v in losses.items() if v is not None)
     text = (f"# Distillation ablation on both domains\n\n`train/general-ablation.sh`, {time.strftime('%Y-%m-%d')}: "

@@ -31,13 +31,14 @@ def main() -> None:
     from edge_xsent.bench import machine_info, median_batch, summarize, write_report
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.data.corpus import pair_langs
     from edge_xsent.train import Trainer, TrainConfig, load_texts, make_batch, punctuation_pieces, tokenize_pairs
 
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(data="sample")
     rows = load_texts(cfg, "train")
-    tok = Tokenizer.train([t for r in rows for t in (r[2], r[3])], 8000)
-    data = tokenize_pairs(rows, tok, 64, sorted({r[0] for r in rows} | {r[1] for r in rows}))
+    tok = Tokenizer.train([t for p in rows for t in (p.a, p.b)], 8000)
+    data = tokenize_pairs(rows, tok, 64, pair_langs(rows))
     chosen, tokens = median_batch(data, 128)
     base = make_batch(data, chosen, torch.device("cpu"))
     punct = punctuation_pieces(tok)

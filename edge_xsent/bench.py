@@ -119,6 +119,7 @@ def _worker_train(args: dict) -> dict:
 
     from .model import DualEncoder, EncoderConfig
     from .tokenizer import Tokenizer
+    from .data.corpus import pair_langs
     from .train import Trainer, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, tokenize_pairs
 
     torch.set_num_threads(args["threads"])
@@ -129,7 +130,7 @@ def _worker_train(args: dict) -> dict:
     cfg = TrainConfig(data=args["data"], model=mcfg, batch_size=args["batch_size"], device=args["device"])
     device = pick_device(cfg, 0)
     rows = load_texts(cfg, "train")
-    data = tokenize_pairs(rows, tok, mcfg.max_len, sorted({r[0] for r in rows} | {r[1] for r in rows}))
+    data = tokenize_pairs(rows, tok, mcfg.max_len, pair_langs(rows))
     torch.manual_seed(0)
     model = DualEncoder(mcfg).to(device)
     trainer = Trainer(cfg, model, punctuation_pieces(tok), device)  # the loop's own step: lr schedule, clipping, AMP
@@ -179,7 +180,7 @@ def _worker_infer(args: dict) -> dict:
     for bs in (1, 32):
         ids = rows[:bs]
         mask = np.ones_like(ids)
-        out[f"batch{bs}"] = _timed(lambda: enc._run(ids, mask), args["repeats"])
+        out[f"batch{bs}"] = _timed(lambda: enc.embed_ids(ids, mask), args["repeats"])
     enc.encode(sentences[:64])
     return {**out, **_throughput(lambda s: enc.encode(s, batch_size=32), sentences, rss0)}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -118,37 +119,48 @@ def data_stats(folder, as_json):
     click.echo(json.dumps(stats, indent=2, ensure_ascii=False) if as_json else format_stats(stats))
 
 
-_TRAIN_FLAGS = {  # flag -> (TrainConfig key or model.<key>, type)
-    "data": ("data", str), "out": ("out", str), "langs": ("langs", str), "objective": ("objective", str),
-    "gen_weight": ("gen_weight", float), "align_weight": ("align_weight", float), "sim_weight": ("sim_weight", float),
-    "batch_size": ("batch_size", int), "lr": ("lr", float), "warmup_steps": ("warmup_steps", int),
-    "max_steps": ("max_steps", int), "eval_every": ("eval_every", int), "checkpoint_every": ("checkpoint_every", int),
-    "valid_pairs": ("valid_pairs", int), "max_train_pairs": ("max_train_pairs", int), "seed": ("seed", int),
-    "device": ("device", str), "threads": ("threads", int), "tokenizer": ("tokenizer", str),
-    "init": ("init", str), "teacher": ("teacher", str), "teacher_weight": ("teacher_weight", float),
-    "teacher_loss": ("teacher_loss", str), "mono_batch_size": ("mono_batch_size", int),
-    "layers": ("model.n_layers", int), "d_model": ("model.d_model", int), "heads": ("model.n_heads", int),
-    "ffn": ("model.d_ff", int), "vocab_size": ("model.vocab_size", int), "max_len": ("model.max_len", int),
-    "dropout": ("model.dropout", float),
-}
+# Model fields a recipe sets; the rest (n_langs, lang_subspace, pad_id, mask_id) are derived.
+_MODEL_FLAGS = ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim")
+
+
+def _config_fields() -> list[tuple[str, type, bool]]:
+    """(name, type, is a model field) for every setting a flag can override: the fields of
+    TrainConfig and the recipe's EncoderConfig fields, under their own names."""
+    import typing
+
+    from .config import EncoderConfig, TrainConfig
+
+    out = []
+    for cls, names, is_model in ((TrainConfig, None, False), (EncoderConfig, _MODEL_FLAGS, True)):
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name == "model" or (names and f.name not in names):
+                continue
+            typ = hints[f.name]
+            typ = next((a for a in typing.get_args(typ) if a is not type(None)), typ)  # X | None -> X
+            out.append((f.name, typ, is_model))
+    return out
 
 
 def _train_options(fn):
-    for name, (key, typ) in reversed(list(_TRAIN_FLAGS.items())):
-        fn = click.option(f"--{name.replace('_', '-')}", name, type=typ, default=None,
-                          help=f"Overrides `{key}` of the config.")(fn)
+    """One option per setting: `max_steps` is --max-steps, `amp` is --amp/--no-amp."""
+    for name, typ, is_model in reversed(_config_fields()):
+        flag = name.replace("_", "-")
+        where = f"[model] {name}" if is_model else name
+        if typ is bool:
+            fn = click.option(f"--{flag}/--no-{flag}", name, default=None, help=f"Overrides `{where}`.")(fn)
+        else:
+            fn = click.option(f"--{flag}", name, type=typ, default=None, help=f"Overrides `{where}`.")(fn)
     return fn
 
 
 @main.command("train")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A TOML recipe (see train/).")
 @_train_options
-@click.option("--multilingual-head/--no-multilingual-head", default=None, help="EMS-style target-language embedding in the XTR head.")
-@click.option("--amp/--no-amp", default=None, help="Mixed precision on CUDA (default on).")
 @click.option("--fresh", is_flag=True, help="Ignore an existing checkpoint in --out and start over.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @user_errors
-def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
+def train_cmd(config_path, fresh, quiet, **flags):
     """Train a dual encoder; resumes from OUT/checkpoints/last.pt if present.
 
     \b
@@ -161,19 +173,11 @@ def train_cmd(config_path, multilingual_head, amp, fresh, quiet, **flags):
     """
     from .train import TrainConfig, train
 
-    overrides: dict = {}
-    for name, value in flags.items():
-        if value is None:
-            continue
-        key = _TRAIN_FLAGS[name][0]
-        if key.startswith("model."):
-            overrides.setdefault("model", {})[key[6:]] = value
-        else:
-            overrides[key] = value
-    if multilingual_head is not None:
-        overrides["multilingual_head"] = multilingual_head
-    if amp is not None:
-        overrides["amp"] = amp
+    model_keys = {name for name, _, is_model in _config_fields() if is_model}
+    overrides: dict = {k: v for k, v in flags.items() if v is not None and k not in model_keys}
+    model = {k: v for k, v in flags.items() if v is not None and k in model_keys}
+    if model:
+        overrides["model"] = model
     cfg = TrainConfig.from_toml(config_path, overrides) if config_path else TrainConfig.from_dict(overrides)
     summary = train(cfg, fresh=fresh, progress=not quiet)
     click.echo(json.dumps({k: v for k, v in summary.items() if k != "history"}, indent=2))

@@ -53,17 +53,19 @@ def _torch_run(model) -> Backend:
     return run
 
 
-def _onnx_backend(path: Path, threads: int | None, precision: str) -> Backend:
+def _onnx_backend(path: Path, threads: int | None, precision: str, session_options=None,
+                  disabled_optimizers: Sequence[str] = ORT_DISABLED) -> Backend:
     import onnxruntime as ort
 
     file = path / ONNX_FILES[precision]
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path} --int8`")
-    opts = ort.SessionOptions()
+    opts = session_options or ort.SessionOptions()
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"], disabled_optimizers=ORT_DISABLED)
+    sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=list(disabled_optimizers))
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
@@ -109,9 +111,12 @@ class Encoder:
 
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "auto", precision: str | None = None,
-             threads: int | None = None, verify: bool = True) -> "Encoder":
+             threads: int | None = None, verify: bool = True, session_options=None,
+             disabled_optimizers: Sequence[str] = ORT_DISABLED) -> "Encoder":
         """Open a model folder or bundle; no path = the default model shipped in the package.
-        `precision` (onnx only): "int8" (default), "int4" or "fp32"."""
+        `precision` (onnx only): "int8" (default), "int4" or "fp32". onnx only too: an
+        `onnxruntime.SessionOptions`, and the graph optimisers to leave off (by default the
+        SkipLayerNormalization fusion, slower here: `disabled_optimizers=()` turns all on)."""
         if path is None:
             if not (DEFAULT_MODEL / bundle.MANIFEST).exists():
                 raise UserError(f"no default model at {DEFAULT_MODEL}; pass the path of a model folder or bundle")
@@ -133,7 +138,7 @@ class Encoder:
                                 "use backend='onnx', or load a model folder that has them")
             run = _torch_backend(path, threads)
         elif backend == "onnx":
-            run = _onnx_backend(path, threads, precision or "int8")
+            run = _onnx_backend(path, threads, precision or "int8", session_options, disabled_optimizers)
         else:
             run = _torchscript_backend(path, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
@@ -166,6 +171,11 @@ class Encoder:
                 norms = np.linalg.norm(out, axis=1, keepdims=True)
                 out = out / np.maximum(norms, 1e-12)
         return out[0] if single else out
+
+    def embed_ids(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The model alone on padded token ids (B, T) and their 0/1 mask: raw (B, dim) vectors,
+        not normalised. What benchmarks time when they leave the tokenizer out."""
+        return self._run(ids, mask)
 
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
         ids, mask = bundle.pad_batch(batch)

@@ -11,47 +11,11 @@ vector inside the head only, so one model can reconstruct into many languages.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .errors import UserError
-from .tokenizer import MASK_ID, PAD_ID
-
-
-@dataclass
-class EncoderConfig:
-    vocab_size: int = 16000
-    n_layers: int = 2
-    d_model: int = 512
-    n_heads: int = 8
-    d_ff: int = 1024
-    max_len: int = 128
-    dropout: float = 0.1
-    n_langs: int = 0  # > 0: EMS-style target-language embedding in the generative head
-    lang_dim: int = 128
-    lang_subspace: int = 0  # > 0: rank of the language-identity subspace removed from sentence vectors (debias.py)
-    pad_id: int = PAD_ID
-    mask_id: int = MASK_ID
-
-    def __post_init__(self) -> None:
-        if self.d_model % self.n_heads:
-            raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 1 <= self.n_layers <= 24:
-            raise UserError(f"n_layers must be between 1 and 24, got {self.n_layers}")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "EncoderConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise UserError(f"unknown model config keys {sorted(unknown)}; valid keys: {sorted(known)}")
-        return cls(**d)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+from .config import EncoderConfig
 
 
 def mean_pool(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .tokenizer import SPECIAL_IDS
+from .config import DISTILL_LOSSES, SPECIAL_IDS
 
 
 def real_tokens(ids: torch.Tensor, mask: torch.Tensor, special_ids=SPECIAL_IDS) -> torch.Tensor:
@@ -117,9 +117,6 @@ def sim_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     sv = F.softmax(v.float() @ v.float().T, dim=-1)
     c = torch.cos(0.5 * math.pi * (su - sv)).clamp(min=1e-6)
     return -torch.log(c).sum(-1).mean()
-
-
-DISTILL_LOSSES = ("cos", "mse", "nce")
 
 
 def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", temperature: float = 0.05) -> torch.Tensor:

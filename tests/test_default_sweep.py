@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from edge_xsent.decisions import smallest_near_best
+
 ROOT = Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("default_sweep", ROOT / "benchmarks" / "default_sweep.py")
-sweep = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sweep)
 
 
 def test_rule_picks_the_smallest_model_near_the_best():
     rows = {"big": {"p1": 93.0, "int8_mb": 20.0}, "mid": {"p1": 92.2, "int8_mb": 12.0},
             "small": {"p1": 91.5, "int8_mb": 5.0}}
-    assert sweep.choose(rows) == "mid"  # small is 1.5 points behind: too far
+    assert smallest_near_best(rows) == "mid"  # small is 1.5 points behind: too far
     rows["small"]["p1"] = 92.1
-    assert sweep.choose(rows) == "small"
+    assert smallest_near_best(rows) == "small"
     rows["big"]["p1"] = 99.0  # nothing else near: the best wins whatever its size
-    assert sweep.choose(rows) == "big"
+    assert smallest_near_best(rows) == "big"
 
 
 def test_one_point_trains_for_its_budget_and_is_scored(tmp_path):

@@ -34,12 +34,14 @@ def test_duplicates_count_by_text_not_by_index():
 
 
 def test_margin_fixes_a_hub():
-    # candidate 0 is a "hub", close to every query; margin scoring discounts it.
-    q = unit(np.array([[1, 0.0, 0.2], [0, 1, 0.2], [0.7, 0.7, 0.2]], dtype=np.float32))
-    hub = unit(np.array([[0.6, 0.6, 0.5]], dtype=np.float32))
-    c = np.concatenate([hub, unit(np.array([[0.9, 0, 0.1], [0, 0.9, 0.1], [0.5, 0.5, 0.2]], dtype=np.float32))])
+    # Candidate 0 is a hub: cos 0.8 to every query, more than each query's own translation
+    # (0.6), so cosine retrieval gets all three wrong. Its neighbourhood is dense (0.8 to every
+    # query), the translations' is not, so the ratio margin (k = 2) puts each translation first.
+    e = np.eye(4, dtype=np.float32)
+    q = np.stack([0.8 * e[0] + 0.6 * e[i] for i in (1, 2, 3)])
+    c = np.stack([e[0], e[1], e[2], e[3]])
     r = retrieve(q, c, np.array([1, 2, 3]), ["a", "b", "c"], ["h", "a", "b", "c"], k=2)
-    assert r.p1_margin >= r.p1_cosine
+    assert r.p1_cosine == 0.0 and r.p1_margin == 1.0
 
 
 def test_knn_mean():

@@ -75,8 +75,8 @@ def test_a_gpu_trained_model_encodes_the_same_on_cpu(tmp_path):
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="DDP over NCCL needs two GPUs")
 def test_ddp_over_nccl(tmp_path):
     res = subprocess.run(["torchrun", "--nproc-per-node", "2", "-m", "edge_xsent.cli", "train", "--data", "sample",
-                          "--out", str(tmp_path / "ddp"), "--max-steps", "10", "--vocab-size", "1000", "--layers", "1",
-                          "--d-model", "32", "--heads", "2", "--ffn", "64", "--batch-size", "16", "--device", "cuda",
+                          "--out", str(tmp_path / "ddp"), "--max-steps", "10", "--vocab-size", "1000", "--n-layers", "1",
+                          "--d-model", "32", "--n-heads", "2", "--d-ff", "64", "--batch-size", "16", "--device", "cuda",
                           "--quiet"], cwd=ROOT, capture_output=True, text=True, env={**os.environ})
     assert res.returncode == 0, res.stderr[-2000:]
     digests = __import__("json").loads((tmp_path / "ddp" / "summary.json").read_text())["rank_param_sha256"]

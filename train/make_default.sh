@@ -7,7 +7,8 @@ set -euo pipefail
 recipe=${1:-train/cpu-2h-8.toml}
 run=runs/$(basename "$recipe" .toml)
 name=$(basename "$run")
-data=$(sed -n 's/^data = "\(.*\)"/\1/p' "$recipe")   # the corpus folder the recipe trains on
+# the corpus folder the recipe trains on, read (and the recipe checked) by the config's own loader
+data=$(python -c 'import sys; from edge_xsent.config import TrainConfig; print(TrainConfig.from_toml(sys.argv[1]).data)' "$recipe")
 res=benchmarks/results
 x="python -m edge_xsent.cli"
 save() { local f=$1; shift; "$@" > "$f.tmp"; mv "$f.tmp" "$f"; }  # a stopped run leaves no half-written result

@@ -10,7 +10,6 @@ the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json, the peers' fil
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import sys
@@ -47,17 +46,16 @@ def why_this_size(results: Path) -> list[str]:
     if not sweep_file.exists():
         return ["Why this size: not chosen by a sweep (`benchmarks/default_sweep.py` was not run).", ""]
     sweep = json.loads(sweep_file.read_text())
-    spec = importlib.util.spec_from_file_location("default_sweep", ROOT / "benchmarks/default_sweep.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best
+
     rows = sweep["points"]
     return [f"Why this size: `benchmarks/default_sweep.py` trained `train/cpu-hour.toml` with one change at a time "
             f"(depth, vocabulary, width) for the same {sweep['minutes']:g} minutes of this CPU each and scored retrieval "
             f"the same way (`benchmarks/results/default_sweep.md`; points are layers-width-vocabulary):", "",
             "| point | int8 MB | steps in the budget | XSR P@1 |", "|---|---|---|---|",
             *[f"| {k} | {r['int8_mb']:.1f} | {r['steps']:,d} | {r['p1']:.1f} |" for k, r in rows.items()], "",
-            f"The rule fixed before the runs, the smallest model within {mod.RULE_POINTS:g} P@1 point of the best, "
-            f"chose {mod.choose(rows)}. At that budget P@1 follows the number of steps a size can take, so the "
+            f"The rule fixed before the runs, the smallest model within {SWEEP_RULE_POINTS:g} P@1 point of the best, "
+            f"chose {smallest_near_best(rows)}. At that budget P@1 follows the number of steps a size can take, so the "
             "choice is an extrapolation to the full run; the figures below are its check.", ""]
 
 

@@ -5,5 +5,5 @@
 set -euo pipefail
 recipe=${1:-train/paper-2layer.toml}; shift || true
 for n in 1 2 3 4 6; do
-  edge-xsent train --config "$recipe" --layers "$n" --out "runs/layers-$n" "$@"
+  edge-xsent train --config "$recipe" --n-layers "$n" --out "runs/layers-$n" "$@"
 done

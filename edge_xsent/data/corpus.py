@@ -20,7 +20,7 @@ import lzma
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
 from ..errors import UserError
 from ..text import normalize
@@ -165,6 +165,11 @@ def read_pairs(path: str | Path, langs: tuple[str, str] | None = None, split: st
     if corpus_file:
         return read_corpus_split(p, domain)
     return read_tsv(p, langs)
+
+
+def pair_langs(pairs: Iterable[Pair]) -> list[str]:
+    """Every language of some pairs, sorted: the language list a model is trained with."""
+    return sorted({l for p in pairs for l in (p.lang_a, p.lang_b)})
 
 
 def split_of(english: str, valid_frac: float, test_frac: float, extra_test_frac: float = 0.0) -> str:

