@@ -367,21 +367,13 @@ def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
       edge-xsent mine news.en news.fr --model runs/tiny/bundle --out pairs.tsv
       edge-xsent mine a.txt b.txt --model M --out p.tsv --mode max --threshold 1.1
     """
-    from .atomic import atomic_write
-    from .data.corpus import read_lines
     from .encoder import Encoder
-    from .mine import mine
+    from .mine import mine_files
 
     enc = Encoder.load(model_path)
-    targets = [line for _, line in read_lines(tgt)]
-    embed = lambda s: enc.encode(list(s), batch_size=batch_size)  # noqa: E731
-    found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
-    wanted = {i for _, i, _ in found}
-    src_text = {n - 1: line for n, line in read_lines(src) if n - 1 in wanted}  # second pass: only the mined lines
-    with atomic_write(out) as f:
-        for score, i, j in found:
-            f.write(f"{score:.4f}\t{src_text[i]}\t{targets[j]}\n")
-    click.echo(f"{len(found)} pairs (mode {mode}, margin >= {threshold}) -> {out}", err=True)
+    n = mine_files(src, tgt, out, lambda s: enc.encode(list(s), batch_size=batch_size), mode=mode, k=k,
+                   threshold=threshold)
+    click.echo(f"{n} pairs (mode {mode}, margin >= {threshold}) -> {out}", err=True)
 
 
 def _write_md(path: Path, title: str, table: str, command: str) -> None:

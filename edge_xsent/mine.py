@@ -107,3 +107,21 @@ def mine(src_lines: Iterable[str], tgt: Sequence[str], embed: Embed, mode: str =
             used_t.add(j)
         out.append((s, i, j))
     return out
+
+
+def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "intersect", k: int = 4,
+               threshold: float = 1.05) -> int:
+    """Mine two text files (one sentence per line) into a TSV of score, source, target, written
+    atomically. The source streams twice (vectors, then only the mined lines' text), so its
+    length is bounded by disk; the targets are held in memory. Returns the number of pairs."""
+    from .atomic import atomic_write
+    from .data.corpus import read_lines
+
+    targets = [line for _, line in read_lines(tgt)]
+    found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
+    wanted = {i for _, i, _ in found}
+    src_text = {n - 1: line for n, line in read_lines(src) if n - 1 in wanted}
+    with atomic_write(out) as f:
+        for score, i, j in found:
+            f.write(f"{score:.4f}\t{src_text[i]}\t{targets[j]}\n")
+    return len(found)

@@ -305,12 +305,13 @@ def init_dir(init: str) -> Path:
     return DEFAULT_MODEL if init == "default" else resolve_model_dir(init)
 
 
-WARM_START_FIELDS = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff", "max_len")
+WARM_START_FIELDS = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff")
 
 
 def load_init_weights(model: DualEncoder, folder: Path) -> None:
     """Copy a trained model's weights into `model` (same architecture; the generative head too
-    when its shape matches). A debiased model's language projection is not carried over: the
+    when its shape matches). A longer max_len is allowed: the new positions start as copies of
+    the last learned one. A debiased model's language projection is not carried over: the
     subspace is re-estimated after training (`edge-xsent debias`)."""
     from .bundle import load_model
 
@@ -318,10 +319,14 @@ def load_init_weights(model: DualEncoder, folder: Path) -> None:
     theirs, ours = trained.cfg, model.cfg
     wrong = [f"{k}={getattr(theirs, k)} there, {getattr(ours, k)} here" for k in WARM_START_FIELDS
              if getattr(theirs, k) != getattr(ours, k)]
+    if ours.max_len < theirs.max_len:
+        wrong.append(f"max_len={theirs.max_len} there, {ours.max_len} here (it may grow, not shrink)")
     if wrong:
         raise UserError(f"--init {folder}: the model does not match the config ({'; '.join(wrong)}); "
                         "set [model] to the init model's sizes (its config.json)")
     state = {k: v for k, v in trained.state_dict().items() if k != "lang_basis"}
+    pos = state["pos_emb.weight"]
+    state["pos_emb.weight"] = torch.cat([pos, pos[-1:].expand(ours.max_len - len(pos), -1)])
     own = model.state_dict()
     skipped = [k for k, v in state.items() if k not in own or own[k].shape != v.shape]
     model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False)

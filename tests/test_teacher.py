@@ -120,6 +120,12 @@ def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
     base = json.loads((tiny_model / "training.json").read_text())["val_total"]  # where the init model ended
     assert abs(warm - base) < 0.01 * base and scratch > base + 1.0
 
+    longer = DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "max_len": 48}))  # positions may grow
+    load_init_weights(longer, tiny_model)
+    pos, old = longer.pos_emb.weight.detach(), trained.pos_emb.weight.detach()
+    assert torch.equal(pos[:32], old) and torch.equal(pos[40], old[-1])
+    with pytest.raises(UserError, match=r"max_len=32 there, 16 here \(it may grow, not shrink\)"):
+        load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "max_len": 16})), tiny_model)
     with pytest.raises(UserError, match=r"d_model=48 there, 64 here"):
         load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_model": 64})), tiny_model)
     with pytest.raises(UserError, match="has 1000 pieces, the config says vocab_size=2000"):
