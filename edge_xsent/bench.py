@@ -164,9 +164,9 @@ def _worker_train(args: dict) -> dict:
 def _worker_infer(args: dict) -> dict:
     """Load one backend of a bundle and time it: load, batch 1 and batch 32 at a fixed length,
     sentences/s through encode() on real sentences, peak RSS."""
-    from .encoder import Encoder
+    from .encoder import Encoder, parse_backend_name
 
-    backend, _, precision = args["backend"].partition("-")
+    backend, precision = parse_backend_name(args["backend"])
     rss0 = peak_rss_mb()
     t = time.perf_counter()
     enc = Encoder.load(args["bundle"], backend=backend, precision=precision or None, threads=args["threads"], verify=False)

@@ -92,6 +92,18 @@ def _torchscript_backend(path: Path, threads: int | None) -> Backend:
     return run
 
 
+def backend_name(backend: str, precision: str | None = None) -> str:
+    """The one name of a runnable format, used by `Encoder`, the bench and the export's parity
+    report alike: torch, torchscript, onnx-fp32, onnx-int8, onnx-int4."""
+    return f"onnx-{precision or 'int8'}" if backend == "onnx" else backend
+
+
+def parse_backend_name(name: str) -> tuple[str, str | None]:
+    """`onnx-int8` -> ("onnx", "int8"); `torch` -> ("torch", None)."""
+    backend, _, precision = name.partition("-")
+    return backend, precision or None
+
+
 class Encoder:
     def __init__(self, run: Backend, tokenizer: Tokenizer, config: dict, path: Path | None, backend: str,
                  weights_file: Path | None = None):
@@ -142,7 +154,7 @@ class Encoder:
         else:
             run = _torchscript_backend(path, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
-        name = backend + (f"-{precision}" if backend == "onnx" else "")
+        name = backend_name(backend, precision)
         weights = {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN, "onnx": ONNX_FILES[precision]}
         return cls(run, tok, config, path, name, path / weights[backend])
 

@@ -226,17 +226,13 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
 
 def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool, int4: bool = False) -> dict:
     """Cosine of every format against fp32 PyTorch on real sentences, and each format's XSR P@1."""
-    from .encoder import Encoder
+    from .encoder import Encoder, backend_name
     from .evaluate import average, xsr
 
     sentences = [p.a for p in pairs] + [p.b for p in pairs]
-    backends = {"torch": ("torch", None), "onnx": ("onnx", "fp32")}
-    if int8:
-        backends["onnx-int8"] = ("onnx", "int8")
-    if int4:
-        backends["onnx-int4"] = ("onnx", "int4")
-    if torchscript:
-        backends["torchscript"] = ("torchscript", None)
+    formats = [("torch", None), ("onnx", "fp32"), *([("onnx", "int8")] if int8 else []),
+               *([("onnx", "int4")] if int4 else []), *([("torchscript", None)] if torchscript else [])]
+    backends = {backend_name(b, p): (b, p) for b, p in formats}
     parity: dict = {"sentences": len(sentences), "formats": {}}
     with warnings.catch_warnings():  # long sentences are cut to max_len alike in every format
         warnings.filterwarnings("ignore", message=".*were truncated")

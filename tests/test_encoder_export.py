@@ -29,7 +29,7 @@ def test_bundle_files_and_manifest(tiny_bundle):
         assert f in manifest["files"] and len(manifest["files"][f]["sha256"]) == 64
     assert manifest["quantization"]["int8"]["per_channel"] is True
     assert {"torch", "onnx", "onnxruntime"} <= set(manifest["versions"])
-    assert set(parity["formats"]) == {"torch", "onnx", "onnx-int8", "torchscript"}
+    assert set(parity["formats"]) == {"torch", "onnx-fp32", "onnx-int8", "torchscript"}
     assert (out / ONNX_INT8).stat().st_size < 0.5 * (out / ONNX_FP32).stat().st_size
 
 
@@ -45,7 +45,7 @@ def test_every_format_agrees_with_fp32(tiny_bundle, backend, precision, tol):
 
 def test_parity_report_thresholds(tiny_bundle):
     _, parity = tiny_bundle
-    assert parity["formats"]["onnx"]["cosine_min"] > 0.9999
+    assert parity["formats"]["onnx-fp32"]["cosine_min"] > 0.9999
     assert parity["formats"]["onnx-int8"]["cosine_mean"] >= 0.99
     assert abs(parity["formats"]["onnx-int8"]["xsr_p1_drop"]) < 0.05
 
@@ -192,7 +192,7 @@ def test_fused_and_int4_exports(tiny_model, tmp_path):
     parity = export_bundle(tiny_model, tmp_path / "b", torchscript=False, fuse=True, int4=True, parity_pairs=40)
     manifest = json.loads((tmp_path / "b" / MANIFEST).read_text())
     assert manifest["quantization"]["fusions"]  # at least one fusion applied
-    assert parity["formats"]["onnx"]["cosine_min"] > 0.9999  # fusions do not change the function
+    assert parity["formats"]["onnx-fp32"]["cosine_min"] > 0.9999  # fusions do not change the function
     assert parity["formats"]["onnx-int4"]["cosine_mean"] > 0.98
     assert (tmp_path / "b/onnx/model_int4.onnx").stat().st_size < (tmp_path / "b/onnx/model_int8.onnx").stat().st_size
     v = Encoder.load(tmp_path / "b", backend="onnx", precision="int4").encode(SENTENCES)
