@@ -350,10 +350,11 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
                         "monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
     texts = [p.a for rows, _ in splits for p in rows] + mono_texts
     teacher = load_peer(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
-    if is_main:
-        label(texts, teacher, cfg.teacher_cache, progress=progress)
+    if is_main:  # rank 0 labels what the cache lacks; the others then read it, every text cached
+        vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=progress)
     _barrier(world)
-    vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=False)  # all cached now, and checked
+    if not is_main:
+        vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=False)
     offset = 0
     for rows, data in splits:
         if data is not None:

@@ -155,6 +155,10 @@ def general_cache(fake_cache):  # noqa: F811
     add_package(fake_cache, "wesnoth-1.16-data", {f"{loc}/fr/LC_MESSAGES/wesnoth.mo": mo,
                                                   f"{loc}/fr_CA/LC_MESSAGES/wesnoth-lib.mo": mo})  # a UI catalogue: skipped
     add_package(fake_cache, "cataclysm-dda-data", {"usr/share/locale/fr/LC_MESSAGES/cataclysm-dda.mo": mo[:-40]})
+    add_package(fake_cache, "libreoffice-l10n-fr", {  # beside the fixture's good catalogue, a broken one
+        "usr/lib/libreoffice/program/resource/fr/LC_MESSAGES/zz.mo": b"GIF89a" + b"\0" * 30,
+        **{str(p.relative_to(fake_cache / "x" / "libreoffice-l10n-fr")): p.read_bytes()
+           for p in (fake_cache / "x" / "libreoffice-l10n-fr").rglob("*.mo")}})
     add_package(fake_cache, "gcompris-qt-data", {"usr/share/gcompris-qt/translations/gcompris_fr.qm": make_qm(
         [("Count the apples on the table, then click OK.", "Compte les pommes sur la table, puis clique sur OK.")])})
     add_package(fake_cache, "freecol", {
@@ -178,6 +182,7 @@ def test_build_with_general_sources(general_cache, tmp_path, capsys):
     # a package apt cannot supply is reported by name and the build goes on; so is a broken file
     assert "widelands-data" in b["missing_packages"]["widelands"] and "trans-de-en" in b["missing_packages"]["ding"]
     assert any("cataclysm-dda.mo" in e and "truncated" in e for e in b["unreadable_files"])
+    assert any("zz.mo" in e and "bad magic" in e for e in b["unreadable_files"])  # lo-ui skips it too
     assert "warning: skipped" in capsys.readouterr().out
     rows = {s: list(read_corpus_split(out / f"{s}.tsv")) for s in SPLITS}
     general = [p for ps in rows.values() for p in ps if p.domain == "general"]

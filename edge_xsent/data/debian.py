@@ -21,10 +21,10 @@ import subprocess
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from ..errors import UserError
-from .formats import FormatError, read_mo
+from .formats import ErrorSink, read_mo, skip_bad_file
 
 LANG_CODE = re.compile(r"^[a-z]{2,3}(?:[_-][A-Za-z]{2,4})?$")
 
@@ -316,7 +316,7 @@ def _mo_files(root: Path, lang: str) -> list[Path]:
     return sorted(p for p in root.rglob("*.mo") if p.parent.name == "LC_MESSAGES" and p.parent.parent.name == code)
 
 
-def read_gettext(cache: AptCache, langs: list[str], on_error: Callable[[FormatError], None] | None = None,
+def read_gettext(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None,
                  packages: list[str] = GETTEXT_PACKAGES, source: str = "gettext") -> Iterator[RawPair]:
     for pkg in packages:
         root = cache.package(pkg)
@@ -324,15 +324,10 @@ def read_gettext(cache: AptCache, langs: list[str], on_error: Callable[[FormatEr
             continue
         for lang in langs:
             for mo in _mo_files(root, lang):
-                try:
-                    for en, xx in read_mo(mo):
-                        yield RawPair(lang, en, xx, source, f"{pkg}:{mo.name}")
-                except FormatError as e:
-                    if on_error is None:
-                        raise
-                    on_error(e)
+                for en, xx in skip_bad_file(on_error, read_mo(mo)):
+                    yield RawPair(lang, en, xx, source, f"{pkg}:{mo.name}")
 
 
-def read_lo_ui(cache: AptCache, langs: list[str]) -> Iterator[RawPair]:
+def read_lo_ui(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
     for lang in langs:
-        yield from read_gettext(cache, [lang], None, [f"libreoffice-l10n-{_hyphen(lang).lower()}"], "lo-ui")
+        yield from read_gettext(cache, [lang], on_error, [f"libreoffice-l10n-{_hyphen(lang).lower()}"], "lo-ui")

@@ -18,13 +18,31 @@ import ast
 import re
 import struct
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import UserError
 
 
 class FormatError(UserError):
     """A file that does not follow its format; the message names the file and the problem."""
+
+
+ErrorSink = Callable[[FormatError], None]
+
+
+def report(on_error: ErrorSink | None, error: FormatError) -> None:
+    """Hand a malformed file to `on_error` (the build lists it and goes on), or raise it."""
+    if on_error is None:
+        raise error
+    on_error(error)
+
+
+def skip_bad_file(on_error: ErrorSink | None, records: Iterable) -> Iterator:
+    """The records of one parser; if the file turns out malformed, report it and stop there."""
+    try:
+        yield from records
+    except FormatError as e:
+        report(on_error, e)
 
 
 def _bytes(path: Path) -> bytes:

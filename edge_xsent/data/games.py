@@ -15,9 +15,7 @@ from typing import Callable, Iterator
 
 from . import formats
 from .debian import AptCache, RawPair, _underscore
-from .formats import FormatError
-
-ErrorSink = Callable[[FormatError], None]
+from .formats import ErrorSink, FormatError, report, skip_bad_file
 
 # Wesnoth's translations live in the data package and in one package per mainline campaign.
 WESNOTH_CAMPAIGNS = ["did", "dm", "dw", "ei", "httt", "l", "low", "nr", "sof", "sota", "sotbe", "thot", "trow",
@@ -51,15 +49,6 @@ def locale_matches(code: str, lang: str) -> bool:
     return m.group(1) == want
 
 
-def _skip_on_error(on_error: ErrorSink | None, items: Iterator) -> Iterator:
-    try:
-        yield from items
-    except FormatError as e:
-        if on_error is None:
-            raise
-        on_error(e)
-
-
 def catalogues(root: Path, lang: str) -> list[Path]:
     """The .mo files of one language in a package tree (…/XX/LC_MESSAGES/*.mo), or its .po
     files where the package ships no .mo for that language (freedink's l10n/XX.po)."""
@@ -84,7 +73,7 @@ def read_gettext_game(source: str) -> Callable[..., Iterator[RawPair]]:
                 continue
             for lang in langs:
                 for path in catalogues(root, lang):
-                    for en, xx in _skip_on_error(on_error, read_catalogue(path)):
+                    for en, xx in skip_bad_file(on_error, read_catalogue(path)):
                         yield RawPair(lang, _CONTEXT_PREFIX.sub("", en), xx, source, f"{pkg}:{path.name}")
 
     read.__doc__ = f"Pairs from the gettext catalogues of {', '.join(GETTEXT_GAMES[source])}."
@@ -100,7 +89,7 @@ def read_gcompris(cache: AptCache, langs: list[str], on_error: ErrorSink | None 
         code = path.stem.removeprefix("gcompris_")
         for lang in langs:
             if locale_matches(code, lang):
-                for en, xx in _skip_on_error(on_error, formats.read_qm(path)):
+                for en, xx in skip_bad_file(on_error, formats.read_qm(path)):
                     yield RawPair(lang, en, xx, "gcompris", path.name)
 
 
@@ -114,9 +103,7 @@ def read_freecol(cache: AptCache, langs: list[str], on_error: ErrorSink | None =
     try:
         english = formats.read_properties(folder / "FreeColMessages.properties")
     except FormatError as e:
-        if on_error is None:
-            raise
-        on_error(e)
+        report(on_error, e)
         return
     for path in sorted(folder.glob("FreeColMessages_*.properties")):
         code = path.stem.removeprefix("FreeColMessages_")
@@ -124,9 +111,7 @@ def read_freecol(cache: AptCache, langs: list[str], on_error: ErrorSink | None =
             try:
                 other = formats.read_properties(path)
             except FormatError as e:
-                if on_error is None:
-                    raise
-                on_error(e)
+                report(on_error, e)
                 continue
             for key, en in english.items():
                 if other.get(key):
@@ -146,6 +131,6 @@ def read_ding(cache: AptCache, langs: list[str], on_error: ErrorSink | None = No
     if root is None:
         return
     lang = next(l for l in langs if _underscore(l) == "de")
-    for de, en in _skip_on_error(on_error, formats.read_ding(root / "usr/share/trans/de-en")):
+    for de, en in skip_bad_file(on_error, formats.read_ding(root / "usr/share/trans/de-en")):
         if not DING_TEMPLATE.search(de + " " + en):
             yield RawPair(lang, en, de, "ding", "trans-de-en")

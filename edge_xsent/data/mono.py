@@ -9,13 +9,11 @@ import gzip
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from . import formats
 from .debian import AptCache, _underscore
-from .formats import FormatError
-
-ErrorSink = Callable[[FormatError], None]
+from .formats import ErrorSink, FormatError, report, skip_bad_file
 
 
 @dataclass(frozen=True)
@@ -57,13 +55,8 @@ def read_fortunes(cache: AptCache, langs: list[str], on_error: ErrorSink | None 
         if root is None:
             continue
         for path in fortune_files(root):
-            try:
-                for text in formats.read_fortunes(path):
-                    yield MonoText(lang, text, "fortunes")
-            except FormatError as e:
-                if on_error is None:
-                    raise
-                on_error(e)
+            for text in skip_bad_file(on_error, formats.read_fortunes(path)):
+                yield MonoText(lang, text, "fortunes")
 
 
 _WN_EXAMPLE = re.compile(r'"([^"]{10,300})"')
@@ -78,10 +71,7 @@ def read_wordnet(cache: AptCache, langs: list[str], on_error: ErrorSink | None =
     try:
         text = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
     except (OSError, EOFError) as e:
-        err = FormatError(f"{path}: cannot decompress the WordNet dictionary ({e})")
-        if on_error is None:
-            raise err from e
-        on_error(err)
+        report(on_error, FormatError(f"{path}: cannot decompress the WordNet dictionary ({e})"))
         return
     for m in _WN_EXAMPLE.finditer(re.sub(r"\s+", " ", text)):
         yield MonoText("en", m.group(1), "wordnet")

@@ -53,7 +53,7 @@ _SOURCES = [
     Source("gettext", SOFTWARE, "parallel", "gettext catalogues of Debian packages: each package's own licence "
            "(mostly GPL/LGPL, DFSG-free).", _fixed(*debian.GETTEXT_PACKAGES), debian.read_gettext),
     Source("lo-ui", SOFTWARE, "parallel", "LibreOffice UI strings (libreoffice-l10n-*): MPL-2.0.",
-           lambda langs: [f"libreoffice-l10n-{_hyphen(l).lower()}" for l in langs], _software(debian.read_lo_ui)),
+           lambda langs: [f"libreoffice-l10n-{_hyphen(l).lower()}" for l in langs], debian.read_lo_ui),
     _game("cataclysm", "Cataclysm: Dark Days Ahead (cataclysm-dda-data): CC-BY-SA-3.0."),
     _game("wesnoth", "Battle for Wesnoth 1.16 (wesnoth-1.16-data and the campaign packages): GPL-2+."),
     _game("freedroid", "FreedroidRPG (freedroidrpg-data): GPL-2+."),
