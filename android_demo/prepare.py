@@ -22,6 +22,10 @@ CASES = [
     "  extra   spaces\tand\ttabs\n", "ﬁle ligature and Ｆｕｌｌｗｉｄｔｈ", "non\u00a0breaking space", "中文 字符",
     "control\x07char", "", "Öffnen Sie die Datei über Datei - Öffnen.", "word " * 100,
 ]
+# The edge cases every tokenizer of a model must agree on (also run against `tokenizers` by tests/test_hf.py).
+EDGE_CASES = HERE.parent / "tests" / "data" / "tokenizer_edge_cases.json"
+if EDGE_CASES.exists():
+    CASES += [t for t in json.loads(EDGE_CASES.read_text())["cases"] if t not in CASES]
 
 
 def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules", vendor: bool = True) -> dict:

@@ -1,11 +1,18 @@
 """The self-describing model folder: layout declared once, used by writer and loader.
 
-    config.json        format name + version, EncoderConfig, languages, pooling, normalisation
-    model.safetensors  weights (never pickle: loading executes no code)
-    tokenizer.model    SentencePiece model
-    tokenizer.json     the same vocabulary in a portable form for on-device code
-    training.json      how it was trained (config, steps, losses, time, hardware)
-    manifest.json      SHA-256 of every file above, checked at load
+    config.json             format name + version, EncoderConfig, languages, pooling, normalisation,
+                            and the same encoder as transformers' BertConfig (edge_xsent/hf.py)
+    model.safetensors       the encoder's weights under BERT's names (never pickle: loading executes no code)
+    edge_xsent.safetensors  what only edge-xsent reads: the generative head, the language basis
+    tokenizer.model         SentencePiece model
+    tokenizer.json          the same vocabulary and normaliser for `tokenizers`, transformers.js and the demo
+    modules.json, sentence_bert_config.json, tokenizer_config.json, 1_Pooling/, 2_Dense/
+                            sentence-transformers' description of the pipeline (hf.py)
+    training.json           how it was trained (config, steps, losses, time, hardware)
+    manifest.json           SHA-256 of every file above, checked at load
+
+Format 1 (before the Hugging Face layout) kept every weight, under edge-xsent's names, in
+model.safetensors; it still loads.
 """
 
 from __future__ import annotations
@@ -28,10 +35,11 @@ if TYPE_CHECKING:  # torch is imported only where weights are read or written: O
     from .tokenizer import Tokenizer
 
 FORMAT = "edge-xsent-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 FILES = {
     "config": "config.json",
     "weights": "model.safetensors",
+    "extra_weights": "edge_xsent.safetensors",
     "tokenizer": "tokenizer.model",
     "tokenizer_json": "tokenizer.json",
     "training": "training.json",
@@ -117,16 +125,21 @@ def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs
     """Write the model folder atomically: a crash leaves the previous folder untouched."""
     import torch
     from safetensors.torch import save_file
+
+    from . import hf
     model = getattr(model, "module", model)
+    cfg = model.cfg
     with atomic_dir(folder) as tmp:
-        config = {"format": FORMAT, "format_version": FORMAT_VERSION, "edge_xsent_version": __version__,
-                  "model": model.cfg.to_dict(), "langs": langs, "pooling": "mean",
+        config = {**hf.bert_config(cfg), "format": FORMAT, "format_version": FORMAT_VERSION,
+                  "edge_xsent_version": __version__, "model": cfg.to_dict(), "langs": langs, "pooling": "mean",
                   "normalization": "NFKC + collapse whitespace (edge_xsent.text.normalize)"}
         (tmp / FILES["config"]).write_text(json.dumps(config, indent=2) + "\n")
         state = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
-        save_file(state, str(tmp / FILES["weights"]), metadata={"format": FORMAT})
+        bert, extra = hf.to_bert(state, cfg)
+        save_file(bert, str(tmp / FILES["weights"]), metadata={"format": "pt"})  # "pt": transformers requires it
+        save_file(extra, str(tmp / FILES["extra_weights"]), metadata={"format": FORMAT})
         tokenizer.save(tmp / FILES["tokenizer"])
-        tokenizer.save_json(tmp / FILES["tokenizer_json"])
+        hf.write_hf_files(tmp, cfg, tokenizer, extra.get("lang_basis"))
         info = {**training, "python": platform.python_version(), "torch": torch.__version__}
         (tmp / FILES["training"]).write_text(json.dumps(info, indent=2, default=str) + "\n")
         write_manifest(tmp)
@@ -164,8 +177,6 @@ def read_config(folder: Path) -> dict:
 
 
 def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["DualEncoder", "Tokenizer", dict]:
-    from safetensors.torch import load_file
-
     from .model import DualEncoder, EncoderConfig
     from .tokenizer import Tokenizer
 
@@ -174,7 +185,7 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
         verify(folder, expected=[FILES["config"], FILES["weights"], FILES["tokenizer"]])
     config = read_config(folder)
     model = DualEncoder(EncoderConfig.from_dict(config["model"]))
-    state = load_file(str(folder / FILES["weights"]))
+    state = read_state(folder, config)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise UserError(f"{folder / FILES['weights']}: weights do not match config.json "
@@ -184,3 +195,22 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise UserError(f"{folder}: tokenizer has {tokenizer.vocab_size} pieces but the model expects {model.cfg.vocab_size}")
     return model, tokenizer, config
+
+
+def read_state(folder: Path, config: dict) -> dict:
+    """DualEncoder's state dict from either format (1: our names; 2: BERT's + edge_xsent.safetensors)."""
+    from safetensors.torch import load_file
+
+    from . import hf
+    from .model import EncoderConfig
+
+    weights = load_file(str(folder / FILES["weights"]))
+    if config["format_version"] == 1:
+        return weights
+    extra = folder / FILES["extra_weights"]
+    if not extra.exists():
+        raise UserError(f"{extra}: missing; the model folder is incomplete (re-export or re-download it)")
+    try:
+        return hf.from_bert(weights, load_file(str(extra)), EncoderConfig.from_dict(config["model"]))
+    except KeyError as e:
+        raise UserError(f"{folder / FILES['weights']}: no tensor {e} (not this model's weights)") from e

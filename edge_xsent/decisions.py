@@ -40,3 +40,31 @@ def teacher_loss(scores: dict[str, float]) -> str:
     """{loss: general valid P@1} -> the best loss; within LOSS_TIE_POINTS of cos, cos (the simplest)."""
     best = max(scores, key=scores.get)
     return "cos" if "cos" in scores and scores[best] - scores["cos"] < LOSS_TIE_POINTS else best
+
+
+# train/general-default.md: the general-domain default (issue 18).
+SOFTWARE_MIN_P1 = 95.0  # software test split, int8, mean of the 16 directions
+INT8_MAX_MB = 10.0
+SPEED_MIN_RATIO = 2.0  # sentences/s against USE-m's, same sentences, 1 thread, one run
+GENERAL_TIE_POINTS = 0.3  # within this of the best general P@1, the smaller int8 file wins
+GENERAL_GOAL_POINTS = 3.0  # the goal (reported, not a constraint): this close to USE-m on general text
+
+
+def failed_constraints(row: dict) -> list[str]:
+    """{"software", "general" (P@1 points), "int8_mb", "speed_ratio"} -> the constraints it misses."""
+    return [msg for ok, msg in [
+        (row["software"] >= SOFTWARE_MIN_P1, f"software P@1 {row['software']:.1f} < {SOFTWARE_MIN_P1:g}"),
+        (row["int8_mb"] <= INT8_MAX_MB, f"int8 {row['int8_mb']:.1f} MB > {INT8_MAX_MB:g} MB"),
+        (row["speed_ratio"] >= SPEED_MIN_RATIO, f"{row['speed_ratio']:.2f}x USE-m's sentences/s < {SPEED_MIN_RATIO:g}x"),
+    ] if not ok]
+
+
+def general_default(rows: dict[str, dict]) -> str | None:
+    """{candidate: row} -> the candidate to ship: the best general P@1 among those that pass the
+    constraints, a tie within GENERAL_TIE_POINTS going to the smaller int8 file; None if none passes."""
+    passing = {k: r for k, r in rows.items() if not failed_constraints(r)}
+    if not passing:
+        return None
+    best = max(r["general"] for r in passing.values())
+    near = [k for k, r in passing.items() if r["general"] >= best - GENERAL_TIE_POINTS]
+    return min(near, key=lambda k: passing[k]["int8_mb"])

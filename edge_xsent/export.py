@@ -28,7 +28,7 @@ import torch.nn as nn
 
 from . import __version__
 from .atomic import atomic_dir
-from .bundle import (CARD, FILES, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
+from .bundle import (CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
                      read_training, write_manifest)
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
@@ -172,6 +172,11 @@ def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -
     return training["vocabulary_pruned"]
 
 
+def model_files(folder: Path) -> list[Path]:
+    """Every file `bundle.save_model` wrote (all but the manifest, which the bundle rewrites)."""
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
+
+
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
                   check_parity: bool = True, fuse: bool = False, int4: bool = False,
@@ -188,9 +193,9 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         model, tok, config = load_model(model_dir)
         embedder = SentenceEmbedder(model).eval()
         example = example_inputs(tok, model.cfg.max_len)
-        for name in FILES.values():
-            if (model_dir / name).exists():
-                shutil.copy2(model_dir / name, tmp / name)
+        for src in model_files(model_dir):  # the model folder as saved, Hugging Face files included
+            (tmp / src.relative_to(model_dir)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, tmp / src.relative_to(model_dir))
         if pruned:
             shutil.rmtree(model_dir)
         export_onnx(embedder, example, tmp / ONNX_FP32)
@@ -262,6 +267,9 @@ def model_card(config: dict, parity: dict, folder: Path) -> str:
         f"(objective `{training.get('train_config', {}).get('objective', '?')}`).", "",
         f"Languages: {', '.join(config.get('langs', []))}.", "",
         "```python", "from edge_xsent import Encoder", "enc = Encoder.load('THIS_FOLDER')", "vecs = enc.encode(['Open the file', 'Ouvrir le fichier'])", "```", "",
+        "The folder is also a Hugging Face model folder (same vectors, `edge_xsent/hf.py`):", "",
+        "```python", "from sentence_transformers import SentenceTransformer",
+        "vecs = SentenceTransformer('THIS_FOLDER').encode(['Open the file', 'Ouvrir le fichier'])", "```", "",
         "## Files and sizes", "", "| file | MB |", "|---|---|",
         *[f"| `{p}` | {s / 2**20:.1f} |" for p, s in sizes.items()], "",
         f"## Parity against fp32 PyTorch ({parity['sentences']} real sentences, {parity['source']})", "",

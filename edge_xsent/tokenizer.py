@@ -10,7 +10,6 @@ unigram Viterbi search, see exactly the text Python sees.
 from __future__ import annotations
 
 import io
-import json
 import re
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
@@ -84,21 +83,6 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.proto)
-
-    def to_json(self) -> dict:
-        """A portable form for on-device code: pieces with their unigram scores and the rules."""
-        return {
-            "type": "unigram",
-            "normalization": "NFKC, drop control characters, collapse whitespace to one space, strip",
-            "add_dummy_prefix": True,
-            "space_symbol": "\u2581",
-            "pad_id": PAD_ID, "unk_id": UNK_ID, "mask_id": MASK_ID,
-            "pieces": [[self.sp.id_to_piece(i), self.sp.get_score(i)] for i in range(self.vocab_size)],
-            "unknown_piece_types": [i for i in range(self.vocab_size) if self.sp.is_unknown(i) or self.sp.is_control(i)],
-        }
-
-    def save_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False))
 
 
 def _normalized(texts: Iterable[str]) -> Iterator[str]:

@@ -1,7 +1,7 @@
 """The decision rules of edge_xsent.decisions on tiny tables (the sweep's and the debias rank's
 rules are also exercised end to end in test_default_sweep.py and test_debias_rank.py)."""
 
-from edge_xsent.decisions import debias_rank, smallest_near_best, teacher_loss
+from edge_xsent.decisions import debias_rank, failed_constraints, general_default, smallest_near_best, teacher_loss
 
 
 def test_teacher_loss_prefers_cos_unless_another_is_clearly_better():
@@ -13,3 +13,21 @@ def test_teacher_loss_prefers_cos_unless_another_is_clearly_better():
 def test_rules_on_small_tables():
     assert smallest_near_best({"a": {"p1": 90.0, "int8_mb": 9.0}, "b": {"p1": 89.5, "int8_mb": 5.0}}) == "b"
     assert debias_rank({1: {"pair": 96.0, "mixed": 90.0}, 2: {"pair": 95.0, "mixed": 95.0}}) == 1  # costs 1.0 > 0.5
+
+
+def row(general, software=96.0, mb=5.0, speed=3.0):
+    return {"general": general, "software": software, "int8_mb": mb, "speed_ratio": speed}
+
+
+def test_general_default_takes_the_best_general_among_those_that_pass():
+    rows = {"old": row(48.4), "new": row(60.0), "big": row(70.0, mb=12.0), "soft": row(75.0, software=94.9)}
+    assert general_default(rows) == "new"
+    assert failed_constraints(rows["big"]) == ["int8 12.0 MB > 10 MB"]
+    assert failed_constraints(rows["soft"]) == ["software P@1 94.9 < 95"]
+    assert failed_constraints(row(50.0, speed=1.9)) == ["1.90x USE-m's sentences/s < 2x"]
+
+
+def test_general_default_tie_goes_to_the_smaller_file_and_none_passing_keeps_nothing():
+    assert general_default({"a": row(60.0, mb=8.0), "b": row(59.8, mb=5.0)}) == "b"
+    assert general_default({"a": row(60.0, mb=8.0), "b": row(59.6, mb=5.0)}) == "a"
+    assert general_default({"a": row(60.0, software=90.0)}) is None

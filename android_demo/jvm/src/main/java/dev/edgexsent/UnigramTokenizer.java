@@ -1,19 +1,16 @@
 package dev.edgexsent;
 
 import com.google.gson.JsonArray;
-import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import java.text.Normalizer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
- * SentencePiece unigram tokenizer from edge-xsent's portable tokenizer.json. Mirrors
+ * SentencePiece unigram tokenizer from the bundle's tokenizer.json. Mirrors
  * edge_xsent/text.py (normalisation) and SentencePiece's Viterbi search, including the
  * merge of consecutive unknown characters into one unk id.
  */
@@ -25,12 +22,15 @@ public final class UnigramTokenizer {
   private final int maxLen;
   private final double unkScore;
 
+  /**
+   * json: the bundle's tokenizer.json (Hugging Face `tokenizers` format, model.type "Unigram").
+   * Pad and unk carry a NUL there, so no normalised text can spell them; "<mask>" is an
+   * ordinary piece, matched when typed, as SentencePiece does.
+   */
   public UnigramTokenizer(JsonObject json) {
-    JsonArray pieces = json.getAsJsonArray("pieces");
-    unkId = json.get("unk_id").getAsInt();
-    Set<Integer> skip = new HashSet<>();
-    for (JsonElement e : json.getAsJsonArray("unknown_piece_types")) skip.add(e.getAsInt());
-    skip.add(json.get("mask_id").getAsInt());
+    JsonObject model = json.getAsJsonObject("model");
+    JsonArray pieces = model.getAsJsonArray("vocab");
+    unkId = model.get("unk_id").getAsInt();
     scores = new double[pieces.size()];
     double min = Double.POSITIVE_INFINITY;
     int longest = 1;
@@ -38,7 +38,7 @@ public final class UnigramTokenizer {
       JsonArray p = pieces.get(id).getAsJsonArray();
       String piece = p.get(0).getAsString();
       scores[id] = p.get(1).getAsDouble();
-      if (skip.contains(id)) continue;
+      if (id == unkId) continue;
       ids.put(piece, id);
       min = Math.min(min, scores[id]);
       longest = Math.max(longest, piece.codePointCount(0, piece.length()));

@@ -1,0 +1,170 @@
+"""The Hugging Face face of a model folder: the encoder's weights under BERT's names, a
+`tokenizers` tokenizer.json and sentence-transformers' module files, so that
+`SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` load the folder edge-xsent
+itself loads, with one copy of the weights.
+
+Why an exact mapping exists: the encoder is BERT-shaped (post-LayerNorm blocks, learned
+positions, erf GELU, LayerNorm eps 1e-12, an embedding LayerNorm) with masked mean pooling.
+What BERT has and we lack is written as zeros (token-type embeddings, the pooler), and the
+fused q/k/v projection is split. The language projection (debias.py) is a linear map, so it
+becomes a sentence-transformers `Dense` (weight I - B^T B, no bias) after the pooling.
+
+What cannot match: a batch made only of empty texts is (B, 0) for BertModel, which fails;
+edge-xsent returns zero vectors for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import PAD_ID, UNK_ID, EncoderConfig
+
+if TYPE_CHECKING:
+    import torch
+
+    from .tokenizer import Tokenizer
+
+TYPE_VOCAB_SIZE = 2  # optimum's exporter feeds token-type ids in [0, 2); their embeddings are zero
+# ids 0 and 1 carry a NUL in the Hugging Face vocabulary: the normaliser deletes control
+# characters, so no text can spell them, and a typed "<pad>" or "<unk>" segments as text, as
+# SentencePiece does (its control pieces are never matched). "<mask>" is an ordinary piece in both.
+HF_PAD, HF_UNK = "<pad>\u0000", "<unk>\u0000"
+# edge_xsent.text.normalize spelled for `tokenizers` and transformers.js: explicit classes,
+# because `\s` differs between Python (U+001C-U+001F) and JavaScript (U+FEFF).
+CONTROL = "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]"
+WHITESPACE = "[\t\n\r\u000b\u000c\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+SPACE = "\u2581"
+# Files a Hugging Face folder adds to an edge-xsent one (config.json and model.safetensors are shared).
+ST_FILES = ("modules.json", "sentence_bert_config.json", "tokenizer_config.json", "1_Pooling/config.json")
+DENSE_CONFIG, DENSE_WEIGHTS = "2_Dense/config.json", "2_Dense/model.safetensors"
+
+
+def bert_config(cfg: EncoderConfig) -> dict:
+    """transformers' BertConfig fields for this encoder (merged into config.json)."""
+    return {
+        "architectures": ["BertModel"], "model_type": "bert",
+        "vocab_size": cfg.vocab_size, "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
+        "num_attention_heads": cfg.n_heads, "intermediate_size": cfg.d_ff, "hidden_act": "gelu",
+        "max_position_embeddings": cfg.max_len, "type_vocab_size": TYPE_VOCAB_SIZE, "layer_norm_eps": 1e-12,
+        "hidden_dropout_prob": cfg.dropout, "attention_probs_dropout_prob": cfg.dropout,
+        "initializer_range": 0.02, "pad_token_id": PAD_ID, "position_embedding_type": "absolute",
+    }
+
+
+LAYER_NAMES = {  # ours (blocks.i.X) -> BERT's (encoder.layer.i.Y); qkv is split separately
+    "proj": "attention.output.dense", "ln1": "attention.output.LayerNorm",
+    "ff1": "intermediate.dense", "ff2": "output.dense", "ln2": "output.LayerNorm",
+}
+EMBEDDING_NAMES = {"tok_emb.weight": "embeddings.word_embeddings.weight",
+                   "pos_emb.weight": "embeddings.position_embeddings.weight",
+                   "emb_ln.weight": "embeddings.LayerNorm.weight", "emb_ln.bias": "embeddings.LayerNorm.bias"}
+
+
+def to_bert(state: dict[str, "torch.Tensor"], cfg: EncoderConfig) -> tuple[dict, dict]:
+    """DualEncoder state -> (BertModel state, the rest: generative head and language basis)."""
+    import torch
+
+    state = dict(state)
+    bert = {new: state.pop(old) for old, new in EMBEDDING_NAMES.items()}
+    d = cfg.d_model
+    bert["embeddings.token_type_embeddings.weight"] = torch.zeros(TYPE_VOCAB_SIZE, d)
+    for i in range(cfg.n_layers):
+        ours, theirs = f"blocks.{i}.", f"encoder.layer.{i}."
+        for kind in ("weight", "bias"):
+            q, k, v = state.pop(f"{ours}qkv.{kind}").split(d, dim=0)
+            for name, t in zip(("query", "key", "value"), (q, k, v)):
+                bert[f"{theirs}attention.self.{name}.{kind}"] = t.clone()
+            for old, new in LAYER_NAMES.items():
+                bert[f"{theirs}{new}.{kind}"] = state.pop(f"{ours}{old}.{kind}")
+    bert["pooler.dense.weight"] = torch.zeros(d, d)
+    bert["pooler.dense.bias"] = torch.zeros(d)
+    return bert, state
+
+
+def from_bert(bert: dict[str, "torch.Tensor"], rest: dict[str, "torch.Tensor"], cfg: EncoderConfig) -> dict:
+    """The inverse of `to_bert`: BertModel state + the rest -> DualEncoder state."""
+    import torch
+
+    bert = dict(bert)
+    state = {old: bert.pop(new) for old, new in EMBEDDING_NAMES.items()}
+    for i in range(cfg.n_layers):
+        ours, theirs = f"blocks.{i}.", f"encoder.layer.{i}."
+        for kind in ("weight", "bias"):
+            state[f"{ours}qkv.{kind}"] = torch.cat(
+                [bert.pop(f"{theirs}attention.self.{name}.{kind}") for name in ("query", "key", "value")])
+            for old, new in LAYER_NAMES.items():
+                state[f"{ours}{old}.{kind}"] = bert.pop(f"{theirs}{new}.{kind}")
+    return {**state, **rest}
+
+
+def projection(lang_basis: "torch.Tensor") -> "torch.Tensor":
+    """The debiasing step v - (v B^T) B as one matrix W (applied as W v): I - B^T B."""
+    import torch
+
+    return torch.eye(lang_basis.shape[1]) - lang_basis.T @ lang_basis
+
+
+def tokenizer_json(tok: "Tokenizer") -> dict:
+    """SentencePiece's unigram model as a `tokenizers` tokenizer.json giving the same ids.
+
+    The normaliser is edge_xsent.text.normalize, then spaces become U+2581 and one is put in
+    front (a zero-width regex: the `Strip` normaliser and Metaspace's prepend differ across
+    versions and transformers.js). No pre-tokenizer: SentencePiece's pieces never hold an
+    inner U+2581, so Viterbi over the whole text finds the same path.
+    """
+    sp = tok.sp
+    vocab = [[sp.id_to_piece(i), sp.get_score(i)] for i in range(tok.vocab_size)]
+    vocab[PAD_ID][0], vocab[UNK_ID][0] = HF_PAD, HF_UNK
+    replace = lambda pattern, content: {"type": "Replace", "pattern": pattern, "content": content}  # noqa: E731
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "NFKC"},
+            replace({"Regex": CONTROL}, ""),
+            replace({"Regex": WHITESPACE}, " "),
+            replace({"Regex": "^ +| +$"}, ""),
+            replace({"String": " "}, SPACE),
+            replace({"Regex": "^(?=.)"}, SPACE),
+        ]},
+        "pre_tokenizer": None, "post_processor": None,
+        "decoder": {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "always", "split": True},
+        "model": {"type": "Unigram", "unk_id": UNK_ID, "vocab": vocab, "byte_fallback": False},
+    }
+
+
+def tokenizer_config(max_len: int) -> dict:
+    # split_special_tokens: a raw "<pad>\0" in the input is text too, never the pad id.
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "pad_token": HF_PAD, "unk_token": HF_UNK,
+            "model_max_length": max_len, "padding_side": "right", "split_special_tokens": True,
+            "clean_up_tokenization_spaces": False}
+
+
+def sentence_transformers_files(cfg: EncoderConfig, with_projection: bool) -> dict[str, dict]:
+    """modules.json and the module configs: Transformer -> mean Pooling (-> Dense projection)."""
+    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]
+    files = {
+        "sentence_bert_config.json": {"max_seq_length": cfg.max_len, "do_lower_case": False},
+        "tokenizer_config.json": tokenizer_config(cfg.max_len),
+        "1_Pooling/config.json": {"word_embedding_dimension": cfg.d_model, "pooling_mode_mean_tokens": True},
+    }
+    if with_projection:
+        modules.append({"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"})
+        files[DENSE_CONFIG] = {"in_features": cfg.d_model, "out_features": cfg.d_model, "bias": False,
+                               "activation_function": "torch.nn.modules.linear.Identity"}
+    return {"modules.json": modules, **files}
+
+
+def write_hf_files(folder: Path, cfg: EncoderConfig, tok: "Tokenizer", lang_basis: "torch.Tensor | None") -> None:
+    """Everything but config.json and model.safetensors (bundle.save_model writes those)."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
+    for name, content in sentence_transformers_files(cfg, lang_basis is not None).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(content, indent=2) + "\n")
+    if lang_basis is not None:
+        save_file({"linear.weight": projection(lang_basis).contiguous()}, str(folder / DENSE_WEIGHTS))
