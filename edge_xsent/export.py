@@ -278,7 +278,7 @@ def model_card(config: dict, parity: dict, folder: Path) -> str:
           for k, v in parity["formats"].items()], "",
         "## Training", "", f"Steps: {training.get('step', '?')}, train pairs: {training.get('train_pairs', '?')}, "
         f"device: {training.get('device', '?')}.", "",
-        "Limits: trained on software text (Debian package descriptions, LibreOffice help and UI, gettext catalogues); "
-        "expect weaker results on other domains.", "",
+        f"Limits: expect weaker results outside the domains of its training data (`{training.get('train_config', {}).get('data', '?')}`, "
+        "see training.json) and on languages it was not trained on.", "",
     ]
     return "\n".join(lines)
