@@ -8,7 +8,8 @@ const WHITESPACE = /[^\S\ufeff]+/g; // Python's \s (str.isspace); JS's \s also t
 const UNK_PENALTY = 10.0;
 
 export function normalize(text) {
-  return text.normalize("NFKC").replace(CONTROL, "").replace(WHITESPACE, " ").trim();
+  // Not .trim(): it also strips U+FEFF, which Python keeps (it is not whitespace there).
+  return text.normalize("NFKC").replace(CONTROL, "").replace(WHITESPACE, " ").replace(/^ +| +$/g, "");
 }
 
 export class UnigramTokenizer {
