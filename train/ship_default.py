@@ -105,7 +105,8 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         "", ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, fine-tuning, "
              "re-export)" if "model.safetensors" in shipped_files(bundle) else "Only the int8 ONNX model ships in the "
              f"package (the fp32 weights are over {FP32_MAX_MB} MB)") + "; the other formats come from `edge-xsent export`.", "",
-        "## Cross-lingual retrieval (test split, never trained on)", "",
+        "## Cross-lingual retrieval (" + ("software " if general_rows(run.name, results)[0] else "")
+        + "test split, never trained on)", "",
         f"{max(r['n_queries'] for r in int8.values()):,d} queries per direction among all test sentences of the pair "
         f"({min(r['n_candidates'] for r in int8.values()):,d} to {max(r['n_candidates'] for r in int8.values()):,d} "
         "candidates); P@1 in %, "
