@@ -70,6 +70,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     from edge_xsent.train import training_minutes
 
     cfg = json.loads((bundle / "config.json").read_text())
+    general = general_sections(run.name, results)  # [] unless the run has general-domain results
     m, training = cfg["model"], read_training(bundle)
     tc = training["train_config"]
     parity = json.loads((bundle / "parity.json").read_text())
@@ -105,7 +106,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         "", ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, fine-tuning, "
              "re-export)" if "model.safetensors" in shipped_files(bundle) else "Only the int8 ONNX model ships in the "
              f"package (the fp32 weights are over {FP32_MAX_MB} MB)") + "; the other formats come from `edge-xsent export`.", "",
-        "## Cross-lingual retrieval (" + ("software " if general_rows(run.name, results)[0] else "")
+        "## Cross-lingual retrieval (" + ("software " if general else "")
         + "test split, never trained on)", "",
         f"{max(r['n_queries'] for r in int8.values()):,d} queries per direction among all test sentences of the pair "
         f"({min(r['n_candidates'] for r in int8.values()):,d} to {max(r['n_candidates'] for r in int8.values()):,d} "
@@ -130,7 +131,6 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
                   *[f"| {k} | {100 * v['mean']:.1f} | {v['n_test']} |" for k, v in cls["accuracy"].items()],
                   f"| chance (1 / {len(cls['labels'])} labels) | {100 / len(cls['labels']):.1f} | |", ""]
     lines += peers_section(results)
-    general = general_sections(run.name, results)
     lines[lines.index("## Sizes"):lines.index("## Sizes")] = general
     limits = ("Trained on software localisation and on general text from game, education and dictionary localisation "
               "(the sections above give both domains' figures): expect it to trail USE-m on long news or conversational "
