@@ -68,3 +68,19 @@ def general_default(rows: dict[str, dict]) -> str | None:
     best = max(r["general"] for r in passing.values())
     near = [k for k, r in passing.items() if r["general"] >= best - GENERAL_TIE_POINTS]
     return min(near, key=lambda k: passing[k]["int8_mb"])
+
+
+# train/vocab-both-domains.md: the vocabulary for both domains (issue 18, item 3).
+VOCAB_TIE_POINTS = 0.5
+
+
+def vocabulary(rows: dict[str, dict]) -> str:
+    """{run: {"size": pieces, "score": mean valid P@1 of both domains, "int8_mb": estimate,
+    "both": trained on both domains?}} -> the run whose tokenizer wins: the smallest within
+    VOCAB_TIE_POINTS of the best score among those under the int8 limit; at equal size, both domains."""
+    fits = {k: r for k, r in rows.items() if r["int8_mb"] <= INT8_MAX_MB}
+    if not fits:
+        raise ValueError("no tokenizer keeps the model under the int8 limit")
+    best = max(r["score"] for r in fits.values())
+    near = [k for k, r in fits.items() if r["score"] >= best - VOCAB_TIE_POINTS]
+    return min(near, key=lambda k: (fits[k]["size"], not fits[k]["both"]))

@@ -1,7 +1,10 @@
 """The decision rules of edge_xsent.decisions on tiny tables (the sweep's and the debias rank's
 rules are also exercised end to end in test_default_sweep.py and test_debias_rank.py)."""
 
-from edge_xsent.decisions import debias_rank, failed_constraints, general_default, smallest_near_best, teacher_loss
+import pytest
+
+from edge_xsent.decisions import (debias_rank, failed_constraints, general_default, smallest_near_best, teacher_loss,
+                                 vocabulary)
 
 
 def test_teacher_loss_prefers_cos_unless_another_is_clearly_better():
@@ -31,3 +34,24 @@ def test_general_default_tie_goes_to_the_smaller_file_and_none_passing_keeps_not
     assert general_default({"a": row(60.0, mb=8.0), "b": row(59.8, mb=5.0)}) == "b"
     assert general_default({"a": row(60.0, mb=8.0), "b": row(59.6, mb=5.0)}) == "a"
     assert general_default({"a": row(60.0, software=90.0)}) is None
+
+
+def _vocab(size, score, both=True, mb=5.0):
+    return {"size": size, "score": score, "both": both, "int8_mb": mb}
+
+
+def test_vocabulary_takes_the_smallest_near_the_best_and_prefers_both_domains_at_equal_size():
+    rows = {"sw16k": _vocab(16000, 70.0, both=False), "both8k": _vocab(8000, 69.0),
+            "both16k": _vocab(16000, 70.2), "both32k": _vocab(32000, 70.4, mb=9.0)}
+    assert vocabulary(rows) == "both16k"  # 8k is 1.4 behind; 16k ties 32k; both beats sw at 16k
+    rows["both8k"] = _vocab(8000, 70.0)
+    assert vocabulary(rows) == "both8k"
+    rows = {"sw16k": _vocab(16000, 72.0, both=False), "both16k": _vocab(16000, 70.0)}
+    assert vocabulary(rows) == "sw16k"  # 2 points better: the software tokenizer stays
+
+
+def test_vocabulary_drops_sizes_over_the_int8_limit():
+    rows = {"both16k": _vocab(16000, 60.0), "both64k": _vocab(64000, 80.0, mb=17.0)}
+    assert vocabulary(rows) == "both16k"
+    with pytest.raises(ValueError, match="int8 limit"):
+        vocabulary({"both64k": _vocab(64000, 80.0, mb=17.0)})
