@@ -1,4 +1,4 @@
-"""Fill android_demo/web/ with a model bundle, the onnxruntime-web runtime and the shared
+"""Fill android_demo/web/ with a model bundle, the onnxruntime-web runtime, tokenizers.js and the shared
 test vectors (text -> token ids -> embedding from Python's onnxruntime), so that a static
 file server is all the demo needs.
 
@@ -15,7 +15,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
-VENDOR_FILES = ["ort.wasm.min.js", "ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs"]
+VENDOR_FILES = [*(f"onnxruntime-web/dist/{n}" for n in ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm",
+                                                            "ort-wasm-simd-threaded.mjs")),
+                "@huggingface/tokenizers/dist/tokenizers.min.mjs"]
 CASES = [
     "Save the current document", "Enregistrer le document actuel", "Das aktuelle Dokument speichern",
     "Guardar el documento actual", "Salva il documento corrente", "Ça marche très bien 🙂🙂 !",
@@ -32,20 +34,20 @@ def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_mod
     sys.path.insert(0, str(HERE.parent))
     from edge_xsent import Encoder
 
-    for name in ("onnx/model_int8.onnx", "tokenizer.json", "config.json"):
+    for name in ("onnx/model_int8.onnx", "tokenizer.json", "tokenizer_config.json", "config.json"):
         if not (bundle / name).exists():
             raise SystemExit(f"{bundle / name} missing: export with `edge-xsent export MODEL --int8`")
     model_dir = web / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(bundle / "onnx/model_int8.onnx", model_dir / "model_int8.onnx")
     shutil.copy2(bundle / "tokenizer.json", model_dir / "tokenizer.json")
+    shutil.copy2(bundle / "tokenizer_config.json", model_dir / "tokenizer_config.json")
     shutil.copy2(bundle / "config.json", model_dir / "config.json")
-    dist = node_modules / "onnxruntime-web" / "dist"
-    for name in VENDOR_FILES if vendor else []:
-        if not (dist / name).exists():
-            raise SystemExit(f"{dist / name} missing: run `npm ci` in android_demo/")
+    for src in VENDOR_FILES if vendor else []:
+        if not (node_modules / src).exists():
+            raise SystemExit(f"{node_modules / src} missing: run `npm ci` in android_demo/")
         (web / "vendor").mkdir(parents=True, exist_ok=True)
-        shutil.copy2(dist / name, web / "vendor" / name)
+        shutil.copy2(node_modules / src, web / "vendor" / Path(src).name)
     enc = Encoder.load(bundle, backend="onnx", precision="int8", threads=1)
     import warnings
 
@@ -63,4 +65,4 @@ if __name__ == "__main__":
     ap.add_argument("bundle", type=Path)
     args = ap.parse_args()
     v = prepare(args.bundle)
-    print(f"web/model/: int8 model, tokenizer, {len(v['cases'])} test vectors; web/vendor/: onnxruntime-web")
+    print(f"web/model/: int8 model, tokenizer, {len(v['cases'])} test vectors; web/vendor/: onnxruntime-web, tokenizers.js")

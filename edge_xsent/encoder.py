@@ -68,7 +68,7 @@ def _onnx_backend(path: Path, threads: int | None, precision: str, session_optio
                                 disabled_optimizers=list(disabled_optimizers))
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return sess.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        return sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
 
     return run
 

@@ -32,20 +32,25 @@ from .bundle import (CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PAR
                      read_training, write_manifest)
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
-from .model import DualEncoder
+from .model import DualEncoder, mean_pool
 from .tokenizer import Tokenizer
 
 
 
 class SentenceEmbedder(nn.Module):
-    """What ships: ids + mask -> mean-pooled sentence vectors (B, C), no generative head."""
+    """What ships: ids + mask -> sentence vectors (B, C), no generative head. With `tokens`, also
+    the token states (B, T, C) whose masked mean is that vector (language subspace removed from
+    each token): the `last_hidden_state` that optimum and transformers.js pool themselves."""
 
-    def __init__(self, model: DualEncoder):
+    def __init__(self, model: DualEncoder, tokens: bool = False):
         super().__init__()
         self.model = model
+        self.tokens = tokens
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids, attention_mask)
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+        states = self.model.remove_language(self.model.encode_tokens(input_ids, attention_mask))
+        vectors = mean_pool(states, attention_mask)
+        return (vectors, states) if self.tokens else vectors
 
 
 def example_inputs(tok: Tokenizer, max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -72,31 +77,52 @@ def quiet():
                 l.setLevel(lv)
 
 
-def export_onnx(embedder: SentenceEmbedder, example: tuple[torch.Tensor, torch.Tensor], path: Path) -> None:
+def export_onnx(model: DualEncoder, example: tuple[torch.Tensor, torch.Tensor], path: Path) -> None:
+    """Inputs input_ids, attention_mask; outputs sentence_embedding and last_hidden_state."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    batch, seq = torch.export.Dim("batch", min=1, max=4096), torch.export.Dim("sequence", min=1,
-                                                                               max=embedder.model.cfg.max_len)
+    embedder = SentenceEmbedder(model, tokens=True).eval()
+    batch, seq = torch.export.Dim("batch", min=1, max=4096), torch.export.Dim("sequence", min=1, max=model.cfg.max_len)
     with quiet():
         program = torch.onnx.export(
             embedder, example, dynamo=True, input_names=["input_ids", "attention_mask"],
-            output_names=["sentence_embedding"],
+            output_names=["sentence_embedding", "last_hidden_state"],
             dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
             external_data=False, verbose=False)
     program.save(str(path))
 
 
-def quantize_int8(src: Path, dst: Path) -> dict:
+def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = ()) -> dict:
+    """`keep_fp32`: node names left unquantised (`projection_nodes`)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weight_type": "QInt8", "per_channel": True,
-                "op_types": ["MatMul", "Gather"], "reduce_range": False}
+                "op_types": ["MatMul", "Gather"], "reduce_range": False, "fp32_nodes": list(keep_fp32)}
     with quiet():
         # DefaultTensorType: fused graphs carry contrib ops whose output types the quantiser cannot infer.
         quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul", "Gather"],
+                         op_types_to_quantize=["MatMul", "Gather"], nodes_to_exclude=list(keep_fp32),
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return settings
+
+
+def projection_nodes(path: Path, model: DualEncoder) -> list[str]:
+    """The MatMuls that remove the language subspace. Tiny, and int8 would blur the subspace they
+    remove (quantising the projection cost cosine 0.9925 against fp32): they stay fp32."""
+    import onnx
+    from onnx import numpy_helper
+
+    if not model.cfg.lang_subspace:
+        return []
+    basis = model.lang_basis.numpy()
+    graph = onnx.load(str(path)).graph
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+
+    def is_basis(name: str) -> bool:
+        a = consts.get(name)
+        return a is not None and (np.array_equal(a, basis) or np.array_equal(a, basis.T))
+
+    return [n.name for n in graph.node if n.op_type == "MatMul" and any(is_basis(i) for i in n.input)]
 
 
 def fuse_for_ort(path: Path) -> dict:
@@ -191,21 +217,20 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         pruned = prune_vocabulary(model_dir, keep_vocab, tmp / ".pruned") if keep_vocab is not None else None
         model_dir = tmp / ".pruned" if pruned else model_dir
         model, tok, config = load_model(model_dir)
-        embedder = SentenceEmbedder(model).eval()
         example = example_inputs(tok, model.cfg.max_len)
         for src in model_files(model_dir):  # the model folder as saved, Hugging Face files included
             (tmp / src.relative_to(model_dir)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, tmp / src.relative_to(model_dir))
         if pruned:
             shutil.rmtree(model_dir)
-        export_onnx(embedder, example, tmp / ONNX_FP32)
+        export_onnx(model, example, tmp / ONNX_FP32)
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
         if int8:
-            quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8)
+            quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8, projection_nodes(tmp / ONNX_FP32, model))
         if int4:
             quant["int4"] = quantize_int4(tmp / ONNX_FP32, tmp / ONNX_INT4)
         if torchscript:
-            export_torchscript(embedder, example, tmp / TS_FROZEN, tmp / TS_LITE)
+            export_torchscript(SentenceEmbedder(model).eval(), example, tmp / TS_FROZEN, tmp / TS_LITE)
 
         if not check_parity:
             write_manifest(tmp, {"quantization": quant, "parity": None})

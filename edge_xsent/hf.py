@@ -9,19 +9,30 @@ What BERT has and we lack is written as zeros (token-type embeddings, the pooler
 fused q/k/v projection is split. The language projection (debias.py) is a linear map, so it
 becomes a sentence-transformers `Dense` (weight I - B^T B, no bias) after the pooling.
 
-What cannot match: a batch made only of empty texts is (B, 0) for BertModel, which fails;
-edge-xsent returns zero vectors for it.
+The exported ONNX graphs (export.py) have a second output, `last_hidden_state`: the token
+states with the language subspace removed from each, whose masked mean is the sentence vector,
+so optimum's ORTModelForFeatureExtraction and transformers.js' feature-extraction pipeline
+(mean pooling) give the vectors too. `sentence_transformer` and `ort_encode` load the folder in
+those stacks, and name the extra to install when the stack is missing.
+
+What cannot match: a text with no tokens (empty, whitespace only) is a zero vector in
+edge-xsent; BertModel fails on a batch made only of such texts, and the ONNX graph rejects one
+alone (zero length; transformers.js pools it to NaN inside a batch).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import bundle
 from .config import PAD_ID, UNK_ID, EncoderConfig
+from .errors import UserError
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
     from .tokenizer import Tokenizer
@@ -162,9 +173,70 @@ def write_hf_files(folder: Path, cfg: EncoderConfig, tok: "Tokenizer", lang_basi
     from safetensors.torch import save_file
 
     folder = Path(folder)
-    (folder / "tokenizer.json").write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
+    (folder / bundle.FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
     for name, content in sentence_transformers_files(cfg, lang_basis is not None).items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(json.dumps(content, indent=2) + "\n")
     if lang_basis is not None:
         save_file({"linear.weight": projection(lang_basis).contiguous()}, str(folder / DENSE_WEIGHTS))
+
+
+# --- loading a folder in the Hugging Face stacks ---
+EXTRAS = {"sentence_transformers": "hf", "transformers": "hf", "optimum.onnxruntime": "optimum"}
+
+
+def require(module: str):
+    """Import one of the Hugging Face stacks, or say which edge-xsent extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise UserError(f"{module} is not installed ({e}); it comes with the `{EXTRAS[module]}` extra: "
+                        f"pip install \"edge-xsent[{EXTRAS[module]}]\"") from e
+
+
+def sentence_transformer(folder: str | Path, device: str = "cpu"):
+    """The folder as a sentence-transformers model: Transformer -> mean Pooling (-> Dense)."""
+    return require("sentence_transformers").SentenceTransformer(str(folder), device=device)
+
+
+def transformers_encode(folder: str | Path, texts: list[str]) -> "np.ndarray":
+    """What a transformers user writes: AutoTokenizer + AutoModel, mean pooling over the
+    attention mask, then the folder's projection (2_Dense) when it has one."""
+    import torch
+
+    transformers = require("transformers")
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+    model = transformers.AutoModel.from_pretrained(str(folder)).eval()
+    batch = tok(texts, padding=True, truncation=True, return_tensors="pt")
+    with torch.no_grad():
+        states = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    dense = Path(folder) / DENSE_WEIGHTS
+    if dense.exists():
+        from safetensors.torch import load_file
+
+        pooled = pooled @ load_file(str(dense))["linear.weight"].T
+    return pooled.numpy()
+
+
+def ort_encode(folder: str | Path, texts: list[str], precision: str = "int8") -> "np.ndarray":
+    """Vectors from optimum's ORTModelForFeatureExtraction on the bundle's ONNX file, mean-pooled
+    as its users do; one text a time, since int8's dynamic activation scales see the whole batch.
+    A text with no tokens is a zero vector, as in edge-xsent."""
+    import numpy as np
+
+    ort = require("optimum.onnxruntime")
+    auto = require("transformers").AutoTokenizer.from_pretrained(str(folder))
+    onnx_file = Path(bundle.ONNX_INT8 if precision == "int8" else bundle.ONNX_FP32)
+    if not (Path(folder) / onnx_file).exists():
+        raise UserError(f"{Path(folder) / onnx_file}: missing; export the folder with `edge-xsent export {folder} --int8`")
+    model = ort.ORTModelForFeatureExtraction.from_pretrained(str(folder), subfolder=str(onnx_file.parent),
+                                                             file_name=onnx_file.name)
+    out = np.zeros((len(texts), model.config.hidden_size), dtype=np.float32)
+    for i, text in enumerate(texts):
+        batch = auto([text], truncation=True, return_tensors="np")
+        if batch["input_ids"].shape[1]:
+            states = model(**batch).last_hidden_state
+            out[i] = np.asarray(states, dtype=np.float32)[0].mean(0)  # one text: every token is real
+    return out

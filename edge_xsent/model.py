@@ -91,10 +91,14 @@ class DualEncoder(nn.Module):
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Sentence vectors (B, C): masked mean of the last layer over real tokens, minus their
         component in the language subspace when the model has one."""
-        pooled = mean_pool(self.encode_tokens(ids, mask), mask)
-        if self.cfg.lang_subspace:
-            pooled = pooled - (pooled @ self.lang_basis.T) @ self.lang_basis
-        return pooled
+        return self.remove_language(mean_pool(self.encode_tokens(ids, mask), mask))
+
+    def remove_language(self, h: torch.Tensor) -> torch.Tensor:
+        """(..., C) -> minus its component in the language subspace (identity when there is none).
+        Linear, so removing it from each token and then pooling gives the same sentence vector."""
+        if not self.cfg.lang_subspace:
+            return h
+        return h - (h @ self.lang_basis.T) @ self.lang_basis
 
     def generative_logits(self, h: torch.Tensor, lang: torch.Tensor | None = None) -> torch.Tensor:
         """(..., C) sentence or token states -> (..., V) vocabulary logits (tied output embedding)."""

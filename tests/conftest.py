@@ -59,3 +59,23 @@ def tiny_bundle(tiny_model, tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle") / "bundle"
     parity = export_bundle(tiny_model, out, parity_pairs=80)
     return out, parity
+
+
+@pytest.fixture(scope="session")
+def tiny_debiased(tiny_model, tmp_path_factory) -> Path:
+    """The tiny model with its language subspace removed (rank 1): the projection is not identity."""
+    from edge_xsent.debias import debias_model
+
+    out = tmp_path_factory.mktemp("deb") / "m"
+    debias_model(tiny_model, "sample", out, rank=1, per_lang=200)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_debiased_bundle(tiny_debiased, tmp_path_factory) -> Path:
+    """The debiased tiny model exported with --int8 (no TorchScript)."""
+    from edge_xsent.export import export_bundle
+
+    out = tmp_path_factory.mktemp("debb") / "bundle"
+    export_bundle(tiny_debiased, out, torchscript=False, parity_pairs=80)
+    return out

@@ -13,7 +13,7 @@ import torch
 
 from edge_xsent import Encoder
 from edge_xsent.bundle import FILES, load_model
-from edge_xsent.hf import from_bert, projection, to_bert
+from edge_xsent.hf import from_bert, projection, to_bert, transformers_encode
 from edge_xsent.model import DualEncoder, EncoderConfig
 from edge_xsent.tokenizer import Tokenizer
 
@@ -116,43 +116,17 @@ def test_tokenizers_gives_sentencepiece_ids(folder, tiny_model):
     assert not mismatched, mismatched[:5]
 
 
-def bert_vectors(folder: Path, texts: list[str]) -> np.ndarray:
-    """What a transformers user writes: AutoModel + the documented mean pooling and projection."""
-    transformers = pytest.importorskip("transformers")
-    tok = transformers.AutoTokenizer.from_pretrained(folder)
-    model = transformers.AutoModel.from_pretrained(folder).eval()
-    batch = tok(texts, padding=True, truncation=True, return_tensors="pt")
-    with torch.no_grad():
-        states = model(**batch).last_hidden_state
-    mask = batch["attention_mask"].unsqueeze(-1).float()
-    pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-    dense = folder / "2_Dense/model.safetensors"
-    if dense.exists():
-        from safetensors.torch import load_file
-
-        pooled = pooled @ load_file(str(dense))["linear.weight"].T
-    return pooled.numpy()
-
-
-@pytest.fixture(scope="module")
-def debiased_tiny(tiny_model, tmp_path_factory):
-    from edge_xsent.debias import debias_model
-
-    out = tmp_path_factory.mktemp("deb") / "m"
-    debias_model(tiny_model, "sample", out, rank=1, per_lang=200)
-    return out
-
-
-def test_automodel_gives_the_encoder_vectors(debiased_tiny):
+def test_automodel_gives_the_encoder_vectors(tiny_debiased):
+    pytest.importorskip("transformers")
     texts = sample_sentences(64) + [t for t in EDGE_CASES if t.strip()][:20]
-    ours = Encoder.load(debiased_tiny, backend="torch").encode(texts, normalize=False)
-    assert min_cosine(bert_vectors(debiased_tiny, texts), ours) >= 0.99999
+    ours = Encoder.load(tiny_debiased, backend="torch").encode(texts, normalize=False)
+    assert min_cosine(transformers_encode(tiny_debiased, texts), ours) >= 0.99999
 
 
 @pytest.mark.parametrize("which", ["tiny", "tiny-debiased", "bundle"])
-def test_sentence_transformers_gives_the_encoder_vectors(which, tiny_model, debiased_tiny, tiny_bundle):
+def test_sentence_transformers_gives_the_encoder_vectors(which, tiny_model, tiny_debiased, tiny_bundle):
     st = pytest.importorskip("sentence_transformers")
-    folder = {"tiny": tiny_model, "tiny-debiased": debiased_tiny, "bundle": tiny_bundle[0]}[which]
+    folder = {"tiny": tiny_model, "tiny-debiased": tiny_debiased, "bundle": tiny_bundle[0]}[which]
     texts = sample_sentences(64) + EDGE_CASES
     ours = Encoder.load(folder, backend="torch").encode(texts, normalize=False)
     theirs = st.SentenceTransformer(str(folder), device="cpu").encode(texts)

@@ -1,17 +1,16 @@
-// Sentence embeddings on the device: tokenizer + int8 ONNX model (onnxruntime-web, WASM)
-// + L2 normalisation. Mean pooling is inside the model graph.
-import { UnigramTokenizer } from "./tokenizer.js";
+// Sentence embeddings on the device: tokenizer (Hugging Face tokenizers.js, reading the bundle's
+// tokenizer.json) + int8 ONNX model (onnxruntime-web, WASM) + L2 normalisation. Mean pooling
+// is inside the model graph.
+import { Tokenizer } from "./vendor/tokenizers.min.mjs";
 
 export class Embedder {
   static async load(base = "model/") {
-    const [tokJson, config] = await Promise.all([
-      fetch(base + "tokenizer.json").then((r) => r.json()),
-      fetch(base + "config.json").then((r) => r.json()),
-    ]);
+    const [tokJson, tokConfig, config] = await Promise.all(
+      ["tokenizer.json", "tokenizer_config.json", "config.json"].map((f) => fetch(base + f).then((r) => r.json())));
     ort.env.wasm.numThreads = 1; // threads need COOP/COEP headers, which a plain static host lacks
     ort.env.wasm.wasmPaths = new URL("vendor/", location.href).href;
     const session = await ort.InferenceSession.create(base + "model_int8.onnx", { executionProviders: ["wasm"] });
-    return new Embedder(new UnigramTokenizer(tokJson), session, config);
+    return new Embedder(new Tokenizer(tokJson, tokConfig), session, config);
   }
 
   constructor(tokenizer, session, config) {
@@ -22,7 +21,7 @@ export class Embedder {
   }
 
   tokenize(text) {
-    return this.tokenizer.encode(text).slice(0, this.maxLen);
+    return this.tokenizer.encode(text, { add_special_tokens: false }).ids.slice(0, this.maxLen);
   }
 
   // One sentence -> Float32Array(dim), unit length (zeros for empty text).
@@ -35,7 +34,7 @@ export class Embedder {
       input_ids: new ort.Tensor("int64", data, [1, ids.length]),
       attention_mask: new ort.Tensor("int64", mask, [1, ids.length]),
     };
-    const out = (await this.session.run(feeds)).sentence_embedding.data;
+    const out = (await this.session.run(feeds, ["sentence_embedding"])).sentence_embedding.data;
     let norm = 0;
     for (const x of out) norm += x * x;
     norm = Math.sqrt(norm) || 1;

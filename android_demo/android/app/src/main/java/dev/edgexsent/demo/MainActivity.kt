@@ -57,7 +57,7 @@ class MainActivity : Activity() {
         val shape = longArrayOf(1, ids.size.toLong())
         OnnxTensor.createTensor(env, LongBuffer.wrap(ids), shape).use { idT ->
             OnnxTensor.createTensor(env, LongBuffer.wrap(LongArray(ids.size) { 1L }), shape).use { maskT ->
-                session.run(mapOf("input_ids" to idT, "attention_mask" to maskT)).use { out ->
+                session.run(mapOf("input_ids" to idT, "attention_mask" to maskT), setOf("sentence_embedding")).use { out ->
                     @Suppress("UNCHECKED_CAST")
                     val v = (out[0].value as Array<FloatArray>)[0]
                     return Vectors.l2Normalize(v)

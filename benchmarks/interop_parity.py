@@ -1,0 +1,116 @@
+"""The four Hugging Face stacks against edge-xsent on one exported folder (issue 19's table).
+
+    python benchmarks/interop_parity.py [FOLDER]   # default: the shipped default model
+
+Texts: the shared tokenizer edge-case suite + 300 sentences of the sample corpus's test split.
+Per stack: token ids equal to SentencePiece's (where the stack exposes them) and the min and
+mean cosine of its vectors against `Encoder.load(FOLDER)`'s (torch for the PyTorch stacks;
+the same ONNX file, one text a time, for the ONNX stacks). Texts without tokens are left out of
+the cosines (edge-xsent: zero vectors; see the README's "What differs"). optimum runs in
+.venv-optimum and transformers.js with Node, as in tests/test_interop.py (.ci/run sets both up).
+Writes benchmarks/results/interop-parity.{json,md}.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from edge_xsent import Encoder  # noqa: E402
+from edge_xsent.atomic import atomic_write  # noqa: E402
+from edge_xsent.hf import require, sentence_transformer, transformers_encode  # noqa: E402
+from edge_xsent.tokenizer import Tokenizer  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+DEFAULT = ROOT / "edge_xsent" / "resources" / "default-model"
+EDGE_CASES = ROOT / "tests" / "data" / "tokenizer_edge_cases.json"
+
+
+def texts(n: int = 300) -> list[str]:
+    import random
+
+    lines = (ROOT / "edge_xsent/resources/sample-corpus/test.tsv").read_text(encoding="utf-8").splitlines()
+    sample = [t for line in lines for t in line.split("\t")[3:5]]
+    return json.loads(EDGE_CASES.read_text())["cases"] + random.Random(0).sample(sample, n)
+
+
+def cosines(theirs: np.ndarray, ours: np.ndarray) -> dict:
+    keep = np.linalg.norm(ours, axis=1) > 0
+    a, b = theirs[keep], ours[keep]
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "texts": int(keep.sum())}
+
+
+def external(cmd: list[str], folder: Path, sample: list[str], precision: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "texts.json"
+        path.write_text(json.dumps(sample, ensure_ascii=False), encoding="utf-8")
+        res = subprocess.run([*cmd, str(folder), str(path), precision], cwd=ROOT, capture_output=True, text=True)
+    if res.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-2000:]}")
+    out = json.loads(res.stdout)
+    dim = len(next(v for v in out["vectors"] if v is not None))
+    out["vectors"] = np.array([v if v is not None else [0.0] * dim for v in out["vectors"]], dtype=np.float32)
+    return out
+
+
+def measure(folder: Path) -> dict:
+    sample = texts()
+    sp_ids = Tokenizer.load(folder / "tokenizer.model").encode(sample)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*were truncated")
+        torch_vecs = Encoder.load(folder, backend="torch").encode(sample, normalize=False)
+        onnx_vecs = {p: Encoder.load(folder, backend="onnx", precision=p).encode(sample, normalize=False, batch_size=1)
+                     for p in ("fp32", "int8")}
+    auto = require("transformers").AutoTokenizer.from_pretrained(str(folder))
+    hf_ids = sum(auto(t, add_special_tokens=False)["input_ids"] == ids for t, ids in zip(sample, sp_ids))
+    rows = {
+        "sentence-transformers (PyTorch)": {**cosines(sentence_transformer(folder).encode(sample), torch_vecs),
+                                            "ids_equal": hf_ids},
+        "transformers AutoModel + pooling + Dense": {**cosines(transformers_encode(folder, sample), torch_vecs),
+                                                     "ids_equal": hf_ids},
+    }
+    stacks = {"optimum ORTModelForFeatureExtraction": [str(ROOT / ".venv-optimum/bin/python"), "interop/optimum_vectors.py"],
+              "transformers.js pipeline (Node)": ["node", "interop/transformers_js.mjs"]}
+    for name, cmd in stacks.items():
+        for precision in ("fp32", "int8"):
+            out = external(cmd, folder, sample, precision)
+            rows[f"{name}, {precision}"] = {**cosines(out["vectors"], onnx_vecs[precision]),
+                                            "ids_equal": sum(a == b for a, b in zip(out["ids"], sp_ids))}
+    return {"folder": str(folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder), "texts": len(sample),
+            "date": time.strftime("%Y-%m-%d"), "rows": rows}
+
+
+def table(result: dict) -> str:
+    lines = ["| stack | token ids equal SentencePiece's | min cosine | mean cosine |", "|---|---|---|---|"]
+    for name, r in result["rows"].items():
+        lines.append(f"| {name} | {r['ids_equal']} / {result['texts']} | {r['min_cosine']:.7f} | {r['mean_cosine']:.7f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    folder = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else DEFAULT
+    result = measure(folder)
+    text = (f"# The bundle in four stacks\n\n`python benchmarks/interop_parity.py {result['folder']}`, {result['date']}: "
+            f"{result['texts']} texts (the tokenizer edge-case suite + 300 sample sentences); cosines against "
+            "`Encoder.load()` (torch for the PyTorch stacks; the same ONNX file one text a time for the ONNX stacks), "
+            "texts without tokens left out.\n\n" + table(result) + "\n")
+    with atomic_write(RESULTS / "interop-parity.md") as f:
+        f.write(text)
+    with atomic_write(RESULTS / "interop-parity.json") as f:
+        json.dump(result, f, indent=1)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
