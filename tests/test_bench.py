@@ -15,7 +15,7 @@ def test_bench_harness_tiny(tmp_path, tiny_model):
                       models={1: str(tiny_model)}, peers=peers)
     res = run(cfg, progress=lambda m: None)
     # A trained 1-layer model was given: its depth gets a P@1; the 2-layer variant is cost only.
-    assert [q["layers"] for q in res["quality"]] == [1] and 0 < res["quality"][0]["xsr_p1_int8"] <= 1
+    assert [q["layers"] for q in res["quality"]] == [1] and 0.1 < res["quality"][0]["xsr_p1_int8"] <= 1  # chance: 1 in hundreds
     assert {r["layers"]: r["trained"] for r in res["inference"]} == {1: True, 2: False}
     assert [p["peer"] for p in res["peers"]] == (["USE multilingual v3"] if peers else [])
     assert [r["layers"] for r in res["training"]] == [1, 2]

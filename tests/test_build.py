@@ -79,6 +79,8 @@ def test_build_end_to_end(fake_cache, tmp_path):
     assert b["dropped_by_filter"]["too_short"] >= 1
     assert b["duplicates_removed"] == 1  # the same message in coreutils and LibreOffice
     assert b["accelerator_marks_stripped"] == 1
+    # gettext's pairs come from coreutils' .mo only (LibreOffice's UI is lo-ui); lo-help's from one page
+    assert b["origins_per_source"]["gettext"] == 1 and b["origins_per_source"]["lo-help"] == 1
 
     rows = {s: list(read_corpus_split(out / f"{s}.tsv")) for s in SPLITS}
     assert sum(map(len, rows.values())) == sum(stats["total"].values())

@@ -100,6 +100,7 @@ class CorpusWriter:
         self.seen: set[bytes] = set()
         self.raw: Counter = Counter()
         self.kept: Counter = Counter()
+        self.origins: dict[str, set[str]] = {}  # source -> the packages/files its kept pairs came from
         self.duplicates = self.classify_dropped = 0
         self.files = {s: open(folder / f"{s}.tsv", "w", encoding="utf-8") for s in SPLITS}
         for f in self.files.values():
@@ -123,6 +124,7 @@ class CorpusWriter:
             return
         write_pair(self.files[split], Pair("en", raw.lang, en, xx, raw.source, domain))
         self.kept[(raw.source, raw.lang, split)] += 1
+        self.origins.setdefault(raw.source, set()).add(raw.origin)
 
     def _duplicate(self, lang: str, key: str, xx: str, domain: str) -> bool:
         pair = hashlib.blake2b(f"{lang}\t{key}\t{xx.casefold()}".encode(), digest_size=16).digest()
@@ -154,6 +156,8 @@ class CorpusWriter:
             "duplicates_removed": self.duplicates,
             "held_out_for_classification": self.classify_dropped,
             "kept": {f"{s}/{l}/{sp}": n for (s, l, sp), n in sorted(self.kept.items())},
+            # how broad each source is: a source whose pairs come from a handful of files is narrow
+            "origins_per_source": {s: len(o) for s, o in sorted(self.origins.items())},
         }
 
 

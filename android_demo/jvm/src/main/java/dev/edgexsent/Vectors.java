@@ -1,22 +1,8 @@
 package dev.edgexsent;
 
-/** Pooling and similarity, as in edge_xsent (masked mean over real tokens, L2, cosine). */
+/** Similarity as in edge_xsent (L2 normalisation, cosine); mean pooling is inside the ONNX graph. */
 public final class Vectors {
   private Vectors() {}
-
-  /** Mean of the token states whose mask is 1: states [T][C], mask [T]. Empty -> zeros. */
-  public static float[] meanPool(float[][] states, long[] mask) {
-    int c = states.length == 0 ? 0 : states[0].length;
-    float[] out = new float[c];
-    int count = 0;
-    for (int t = 0; t < states.length; t++) {
-      if (mask[t] == 0) continue;
-      count++;
-      for (int j = 0; j < c; j++) out[j] += states[t][j];
-    }
-    for (int j = 0; j < c; j++) out[j] /= Math.max(count, 1);
-    return out;
-  }
 
   public static float[] l2Normalize(float[] v) {
     double s = 0;

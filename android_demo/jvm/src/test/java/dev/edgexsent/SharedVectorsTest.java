@@ -66,13 +66,6 @@ class SharedVectorsTest {
   }
 
   @Test
-  void meanPoolIgnoresPadding() {
-    float[][] states = {{1, 2}, {3, 4}, {100, 100}};
-    assertArrayEquals(new float[] {2, 3}, Vectors.meanPool(states, new long[] {1, 1, 0}), 1e-6f);
-    assertArrayEquals(new float[] {0, 0}, Vectors.meanPool(states, new long[] {0, 0, 0}), 1e-6f);
-  }
-
-  @Test
   void normalizationMatchesPythonRules() {
     assertEquals("a b c", UnigramTokenizer.normalize("  a \t b\n\u00a0c  "));
     assertEquals("file Full", UnigramTokenizer.normalize("\ufb01le \uff26\uff55\uff4c\uff4c"));
