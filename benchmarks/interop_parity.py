@@ -1,6 +1,7 @@
 """The four Hugging Face stacks against edge-xsent on one exported folder (issue 19's table).
 
-    python benchmarks/interop_parity.py [FOLDER]   # default: the shipped default model
+    python benchmarks/interop_parity.py [FOLDER]   # default: the shipped default model (int8 ONNX only)
+    python benchmarks/interop_parity.py runs/general-default/bundle   # its full export: fp32 ONNX too
 
 Texts: the shared tokenizer edge-case suite + 300 sentences of the sample corpus's test split.
 Per stack: token ids equal to SentencePiece's (where the stack exposes them) and the min and
@@ -28,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from edge_xsent import Encoder  # noqa: E402
 from edge_xsent.atomic import atomic_write  # noqa: E402
+from edge_xsent.bundle import ONNX_FP32, ONNX_INT8  # noqa: E402
 from edge_xsent.hf import require, sentence_transformer, transformers_encode  # noqa: E402
 from edge_xsent.tokenizer import Tokenizer  # noqa: E402
 
@@ -71,7 +73,7 @@ def measure(folder: Path) -> dict:
         warnings.filterwarnings("ignore", message=".*were truncated")
         torch_vecs = Encoder.load(folder, backend="torch").encode(sample, normalize=False)
         onnx_vecs = {p: Encoder.load(folder, backend="onnx", precision=p).encode(sample, normalize=False, batch_size=1)
-                     for p in ("fp32", "int8")}
+                     for p, f in (("fp32", ONNX_FP32), ("int8", ONNX_INT8)) if (folder / f).exists()}  # the package ships int8 only
     auto = require("transformers").AutoTokenizer.from_pretrained(str(folder))
     hf_ids = sum(auto(t, add_special_tokens=False)["input_ids"] == ids for t, ids in zip(sample, sp_ids))
     rows = {
@@ -83,7 +85,7 @@ def measure(folder: Path) -> dict:
     stacks = {"optimum ORTModelForFeatureExtraction": [str(ROOT / ".venv-optimum/bin/python"), "interop/optimum_vectors.py"],
               "transformers.js pipeline (Node)": ["node", "interop/transformers_js.mjs"]}
     for name, cmd in stacks.items():
-        for precision in ("fp32", "int8"):
+        for precision in onnx_vecs:
             out = external(cmd, folder, sample, precision)
             rows[f"{name}, {precision}"] = {**cosines(out["vectors"], onnx_vecs[precision]),
                                             "ids_equal": sum(a == b for a, b in zip(out["ids"], sp_ids))}
