@@ -34,6 +34,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*were truncated:UserWarning")
 OPTIMUM_PYTHON = Path(os.environ.get("EDGE_XSENT_OPTIMUM_PYTHON", ROOT / ".venv-optimum/bin/python"))
 TRANSFORMERS_JS = ROOT / "interop/node_modules/@huggingface/transformers"
 FP32_MIN, INT8_MIN = 0.99999, 0.9995  # issue 19's parity bars
+DEFAULT = ROOT / "edge_xsent/resources/default-model"
+CASES = [("tiny", "fp32"), ("tiny", "int8"), ("default", "int8")]  # the package ships the default's int8 graph only
 
 
 def texts() -> list[str]:
@@ -86,27 +88,29 @@ def write_texts(tmp_path: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.skipif(not OPTIMUM_PYTHON.exists() and not os.environ.get("CI"),
                     reason="needs the `optimum` extra in .venv-optimum (see .ci/run)")
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_optimum_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, precision):
-    res = subprocess.run([str(OPTIMUM_PYTHON), "interop/optimum_vectors.py", str(tiny_debiased_bundle),
+@pytest.mark.parametrize("which,precision", CASES)
+def test_optimum_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which, precision):
+    folder = tiny_debiased_bundle if which == "tiny" else DEFAULT
+    res = subprocess.run([str(OPTIMUM_PYTHON), "interop/optimum_vectors.py", str(folder),
                           str(write_texts(tmp_path)), precision], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout)
     assert out["transformers"].startswith("4.")  # optimum's own transformers, not the hf extra's
-    compare(tiny_debiased_bundle, out, precision)
+    compare(folder, out, precision)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("node") and TRANSFORMERS_JS.exists()) and not os.environ.get("CI"),
                     reason="needs node and `npm ci` in interop/")
-@pytest.mark.parametrize("precision", ["fp32", "int8"])
-def test_transformers_js_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, precision):
-    res = subprocess.run(["node", "interop/transformers_js.mjs", str(tiny_debiased_bundle), str(write_texts(tmp_path)),
-                          precision], cwd=ROOT, capture_output=True, text=True)
+@pytest.mark.parametrize("which,precision", CASES)
+def test_transformers_js_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which, precision):
+    folder = tiny_debiased_bundle if which == "tiny" else DEFAULT
+    res = subprocess.run(["node", "interop/transformers_js.mjs", str(folder), str(write_texts(tmp_path)), precision],
+                         cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout)
     assert [i for i, v in enumerate(out["vectors"]) if v is None] == [i for i, ids in enumerate(out["ids"]) if not ids]
-    compare(tiny_debiased_bundle, out, precision)
+    compare(folder, out, precision)
 
 
 def test_missing_stack_names_its_extra(monkeypatch):
