@@ -226,9 +226,12 @@ def ort_encode(folder: str | Path, texts: list[str], precision: str = "int8") ->
     A text with no tokens is a zero vector, as in edge-xsent."""
     import numpy as np
 
+    files = {"fp32": bundle.ONNX_FP32, "int8": bundle.ONNX_INT8}
+    if precision not in files:
+        raise UserError(f"precision {precision!r}: use one of {', '.join(files)}")
     ort = require("optimum.onnxruntime")
     auto = require("transformers").AutoTokenizer.from_pretrained(str(folder))
-    onnx_file = Path(bundle.ONNX_INT8 if precision == "int8" else bundle.ONNX_FP32)
+    onnx_file = Path(files[precision])
     if not (Path(folder) / onnx_file).exists():
         raise UserError(f"{Path(folder) / onnx_file}: missing; export the folder with `edge-xsent export {folder} --int8`")
     model = ort.ORTModelForFeatureExtraction.from_pretrained(str(folder), subfolder=str(onnx_file.parent),

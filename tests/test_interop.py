@@ -116,6 +116,9 @@ def test_transformers_js_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_pat
 def test_missing_stack_names_its_extra(monkeypatch):
     from edge_xsent import hf
 
+    with pytest.raises(UserError, match="precision 'int4'"):
+        hf.ort_encode(DEFAULT, ["Hello"], "int4")
+
     monkeypatch.setitem(sys.modules, "optimum.onnxruntime", None)  # import fails as if not installed
     with pytest.raises(UserError, match=r'pip install "edge-xsent\[optimum\]"'):
         hf.ort_encode(ROOT / "edge_xsent/resources/default-model", ["Hello"])
