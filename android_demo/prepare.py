@@ -15,6 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
+MODEL_FILES = ["onnx/model_int8.onnx", "tokenizer.json", "tokenizer_config.json", "config.json"]  # -> web/model/
 VENDOR_FILES = [*(f"onnxruntime-web/dist/{n}" for n in ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm",
                                                             "ort-wasm-simd-threaded.mjs")),
                 "@huggingface/tokenizers/dist/tokenizers.min.mjs"]
@@ -34,15 +35,13 @@ def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_mod
     sys.path.insert(0, str(HERE.parent))
     from edge_xsent import Encoder
 
-    for name in ("onnx/model_int8.onnx", "tokenizer.json", "tokenizer_config.json", "config.json"):
+    for name in MODEL_FILES:
         if not (bundle / name).exists():
             raise SystemExit(f"{bundle / name} missing: export with `edge-xsent export MODEL --int8`")
     model_dir = web / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(bundle / "onnx/model_int8.onnx", model_dir / "model_int8.onnx")
-    shutil.copy2(bundle / "tokenizer.json", model_dir / "tokenizer.json")
-    shutil.copy2(bundle / "tokenizer_config.json", model_dir / "tokenizer_config.json")
-    shutil.copy2(bundle / "config.json", model_dir / "config.json")
+    for name in MODEL_FILES:
+        shutil.copy2(bundle / name, model_dir / Path(name).name)
     for src in VENDOR_FILES if vendor else []:
         if not (node_modules / src).exists():
             raise SystemExit(f"{node_modules / src} missing: run `npm ci` in android_demo/")
