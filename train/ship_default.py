@@ -156,7 +156,9 @@ def data_line(tc: dict, training: dict, others: list[str]) -> str:
     return (f"- Data: `edge-xsent data build --langs {','.join(others)}` ({training['train_pairs']:,d} train pairs): "
             f"software localisation ({software}) and general text from the localisation of {', '.join(general)} "
             "(Debian packages; see the corpus's PROVENANCE.md), plus monolingual fortunes and WordNet examples "
-            "for the teacher. No Bible, Quran or UDHR text.")
+            "for the teacher. Reserved texts: no source reads Bible or Quran text or the UDHR, and general-domain "
+            "lines quoting them are dropped; the software side keeps Debian's descriptions of Bible- and "
+            "Quran-software packages (no verses).")
 
 
 def teacher_clause(tc: dict) -> str:
