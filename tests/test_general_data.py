@@ -118,6 +118,8 @@ def test_general_rules():
     assert mentions_reserved_text("As the Bible says, be kind.") and mentions_reserved_text("see John 3:16 here")
     assert mentions_reserved_text("Всеобщая", "universal declaration of human rights")
     assert not mentions_reserved_text("The dwarves mine gold in the hills.")
+    assert mentions_reserved_text("Он читал Библию.") and mentions_reserved_text("текст библии")
+    assert not mentions_reserved_text("Откройте библиотеку.") and not mentions_reserved_text("Библиография")
 
 
 def test_template_cap_frames_and_shingles():

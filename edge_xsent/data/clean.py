@@ -132,9 +132,10 @@ class Cleaner:
 # %name% and {{plural:...}}, Cataclysm's <npcname> is markup already.
 GAME_PLACEHOLDER = re.compile(r"%\d|%[A-Za-z_][\w.]*%|\{\{|\}\}|\b[a-z]+_[a-z_]+\b")
 # Reserved for independent evaluation (DATA.md): scripture and the UDHR never enter a corpus,
-# not even quoted inside a game line or a fortune.
+# not even quoted inside a game line or a fortune. Russian: the Bible's forms (Библия, Библии, ...),
+# not the "библио-" words that share its stem (библиотека "library", библиография).
 RESERVED = re.compile(
-    r"\b(?:bible|biblia|bibel|bijbel|библи\w*|quran|qur'an|koran|coran|corano|koranu?|коран\w*|psalms?|psalm\w*"
+    r"\b(?:bible|biblia|bibel|bijbel|библи(?!о)\w*|quran|qur'an|koran|coran|corano|koranu?|коран\w*|psalms?|psalm\w*"
     r"|gospel|evangelium|universal declaration of human rights)\b"
     r"|\b(?:genesis|exodus|matthew|mark|luke|john|romans|proverbs|isaiah|sura|surah)\s+\d+:\d+",
     re.I,
