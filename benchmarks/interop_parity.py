@@ -1,7 +1,7 @@
 """The four Hugging Face stacks against edge-xsent on one exported folder (issue 19's table).
 
     python benchmarks/interop_parity.py [FOLDER]   # default: the shipped default model (int8 ONNX only)
-    python benchmarks/interop_parity.py runs/general-default/bundle   # its full export: fp32 ONNX too
+    python benchmarks/interop_parity.py runs/general-scratch-32k/bundle   # the default's full export: fp32 ONNX too
 
 Texts: the shared tokenizer edge-case suite + 300 sentences of the sample corpus's test split.
 Per stack: token ids equal to SentencePiece's (where the stack exposes them) and the min and

