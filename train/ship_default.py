@@ -81,13 +81,14 @@ def why_this_vocabulary(results: Path, vocab_size: int) -> list[str]:
     rows = vocab["rows"]
     return ["The vocabulary was chosen afterwards for both domains: `train/vocab-sweep.sh` trained the same "
             "2 x 256 model for 600 steps with tokenizers trained on corpus-g (software and general text) at each size, "
-            "beside the software-only 16k tokenizer shipped until then (vocab-sw16k), and scored P@1 on the valid splits (`benchmarks/results/vocab-sweep.md`):", "",
+            "beside the software-only 16k tokenizer shipped until then (vocab-sw16k), and scored P@1 on the valid "
+            "splits (`benchmarks/results/vocab-sweep.md`):", "",
             "| run | pieces | general valid | software valid | score | int8 MB (est.) |", "|---|---|---|---|---|---|",
             *[f"| {k} | {r['size']:,d} | {r['general_valid']:.1f} | {r['software_valid']:.1f} | {r['score']:.1f} | "
               f"{r['int8_mb']:.1f} |" for k, r in rows.items()], "",
             f"The rule fixed before those runs (`train/vocab-both-domains.md`: the smallest vocabulary within "
-            f"{VOCAB_TIE_POINTS:g} points of the best score, under the {INT8_MAX_MB:g} MB int8 limit) chose {vocab['picked']}: this model's {vocab_size:,d} "
-            "pieces.", ""]
+            f"{VOCAB_TIE_POINTS:g} points of the best score, under the {INT8_MAX_MB:g} MB int8 limit) chose "
+            f"{vocab['picked']}: this model's {vocab_size:,d} pieces.", ""]
 
 
 def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
