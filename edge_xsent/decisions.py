@@ -84,3 +84,23 @@ def vocabulary(rows: dict[str, dict]) -> str:
     best = max(r["score"] for r in fits.values())
     near = [k for k, r in fits.items() if r["score"] >= best - VOCAB_TIE_POINTS]
     return min(near, key=lambda k: (fits[k]["size"], not fits[k]["both"]))
+
+
+# benchmarks/int8_variants.py: how the int8 model is quantised (issue 18's parity finding).
+INT8_BASELINE = "s8"  # signed 8-bit weights, full range: the way bundles were quantised until then
+INT8_P1_MAX_LOSS = 0.3  # general and software P@1 each at most this far below the baseline's
+INT8_SPEED_MIN_SHARE = 0.9  # sentences/s at 1 thread against the baseline's, side by side in one run
+INT8_COSINE_TIE = 0.0002  # within this of the best worst-runtime cosine, the faster variant wins
+
+
+def int8_variant(rows: dict[str, dict]) -> str:
+    """{variant: {"worst_cosine": the lowest mean cosine to fp32 over the runtimes measured,
+    "general", "software" (P@1 points), "sentences_per_s"}} -> the variant to ship: the best
+    worst-runtime cosine among those that keep P@1 and speed; the baseline if none does."""
+    base = rows[INT8_BASELINE]
+    keeps = {k: r for k, r in rows.items()
+             if r["general"] >= base["general"] - INT8_P1_MAX_LOSS and r["software"] >= base["software"] - INT8_P1_MAX_LOSS
+             and r["sentences_per_s"] >= INT8_SPEED_MIN_SHARE * base["sentences_per_s"]} | {INT8_BASELINE: base}
+    best = max(r["worst_cosine"] for r in keeps.values())
+    near = [k for k, r in keeps.items() if r["worst_cosine"] >= best - INT8_COSINE_TIE]
+    return max(near, key=lambda k: keeps[k]["sentences_per_s"])

@@ -93,16 +93,22 @@ def export_onnx(model: DualEncoder, example: tuple[torch.Tensor, torch.Tensor], 
     program.save(str(path))
 
 
-def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = ()) -> dict:
-    """`keep_fp32`: node names left unquantised (`projection_nodes`)."""
+def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), reduce_range: bool = False,
+                  unsigned_weights: bool = False) -> dict:
+    """`keep_fp32`: node names left unquantised (`projection_nodes`). `reduce_range`: 7-bit
+    weights, so that x86 CPUs without VNNI (AVX2, AVX-512 before VNNI) cannot saturate the
+    16-bit sums of their u8 x s8 kernel (VPMADDUBSW); `unsigned_weights`: u8 weights, whose
+    u8 x u8 kernel does not saturate either. `benchmarks/int8_variants.py` measures the three."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weight_type": "QInt8", "per_channel": True,
-                "op_types": ["MatMul", "Gather"], "reduce_range": False, "fp32_nodes": list(keep_fp32)}
+    weight_type = QuantType.QUInt8 if unsigned_weights else QuantType.QInt8
+    settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weight_type": weight_type.name,
+                "per_channel": True, "op_types": ["MatMul", "Gather"], "reduce_range": reduce_range,
+                "fp32_nodes": list(keep_fp32)}
     with quiet():
         # DefaultTensorType: fused graphs carry contrib ops whose output types the quantiser cannot infer.
-        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
+        quantize_dynamic(str(src), str(dst), weight_type=weight_type, per_channel=True, reduce_range=reduce_range,
                          op_types_to_quantize=["MatMul", "Gather"], nodes_to_exclude=list(keep_fp32),
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return settings

@@ -3,8 +3,8 @@ rules are also exercised end to end in test_default_sweep.py and test_debias_ran
 
 import pytest
 
-from edge_xsent.decisions import (debias_rank, failed_constraints, general_default, smallest_near_best, teacher_loss,
-                                 vocabulary)
+from edge_xsent.decisions import (debias_rank, failed_constraints, general_default, int8_variant, smallest_near_best,
+                                 teacher_loss, vocabulary)
 
 
 def test_teacher_loss_prefers_cos_unless_another_is_clearly_better():
@@ -55,3 +55,17 @@ def test_vocabulary_drops_sizes_over_the_int8_limit():
     assert vocabulary(rows) == "both16k"
     with pytest.raises(ValueError, match="int8 limit"):
         vocabulary({"both64k": _vocab(64000, 80.0, mb=17.0)})
+
+
+def int8_row(cos: float, general: float = 88.5, software: float = 96.7, speed: float = 1000.0) -> dict:
+    return {"worst_cosine": cos, "general": general, "software": software, "sentences_per_s": speed}
+
+
+def test_int8_variant_takes_the_most_faithful_that_keeps_quality_and_speed():
+    rows = {"s8": int8_row(0.9969), "s8-7bit": int8_row(0.9995, speed=950), "u8": int8_row(0.9997, speed=700)}
+    assert int8_variant(rows) == "s8-7bit"  # u8 is closer to fp32 but runs at 70% of the baseline's speed
+    rows["u8"] = int8_row(0.9996, speed=990)
+    assert int8_variant(rows) == "u8"  # within the cosine tie of s8-7bit, and faster
+    rows["u8"] = int8_row(0.9999, general=88.1)
+    assert int8_variant(rows) == "s8-7bit"  # loses 0.4 general P@1
+    assert int8_variant({"s8": int8_row(0.9969), "u8": int8_row(0.9999, software=96.0)}) == "s8"  # nothing else keeps quality

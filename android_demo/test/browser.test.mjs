@@ -2,52 +2,19 @@
 // local static server, checks the shared test vectors, types two sentences, reads their
 // similarity, times embeddings, takes a screenshot, and fails on any console error.
 //   node test/browser.test.mjs [--root web/] [--screenshot out.png] [--results out.json] [--expect-related]
-import { createServer } from "node:http";
-import { readFile, writeFile } from "node:fs/promises";
-import { extname, join, normalize, resolve } from "node:path";
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, devices } from "playwright-core";
+import { openDemo } from "./demo_page.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const root = resolve(process.argv.includes("--root") ? process.argv[process.argv.indexOf("--root") + 1] : join(here, "..", "web"));
 const arg = (name, dflt) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : dflt; };
-const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json",
-                ".wasm": "application/wasm", ".onnx": "application/octet-stream", ".svg": "image/svg+xml",
-                ".webmanifest": "application/manifest+json" };
 
-// Static files only, never outside web/.
-const server = createServer(async (req, res) => {
-  const path = normalize(decodeURIComponent(new URL(req.url, "http://x").pathname)).replace(/^(\.\.[/\\])+/, "");
-  const file = join(root, path.endsWith("/") ? path + "index.html" : path);
-  if (!file.startsWith(root)) { res.writeHead(403).end(); return; }
-  try {
-    const body = await readFile(file);
-    res.writeHead(200, { "content-type": TYPES[extname(file)] || "application/octet-stream" }).end(body);
-  } catch { res.writeHead(404).end(); }
-});
-await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-const url = `http://127.0.0.1:${server.address().port}/index.html`;
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-         "--no-first-run", "--disable-component-update", "--disable-sync"],
-});
-const errors = [];
 let failed = false;
 const check = (ok, msg) => { console.log(`${ok ? "ok  " : "FAIL"} ${msg}`); if (!ok) failed = true; };
+const { page, errors, close } = await openDemo(root);
 try {
-  const context = await browser.newContext({ ...devices["Pixel 7"] });
-  const page = await context.newPage();
-  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
-  page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(url);
-  try {
-    await page.waitForSelector("#status[data-ready='1']", { timeout: 120000 });
-  } catch (e) {
-    throw new Error(`the app did not get ready: status "${await page.textContent("#status")}", console: ${errors.join(" | ")}`);
-  }
-
   const results = await page.evaluate(() => window.runTestVectors());
   for (const r of results) {
     check(r.idsEqual, `token ids equal Python's for ${JSON.stringify(r.text.slice(0, 40))}`);
@@ -83,8 +50,7 @@ try {
   const out = arg("--results");
   if (out) await writeFile(out, JSON.stringify({ vectors: results, related, unrelated, median_ms: median, times_ms: times }));
 } finally {
-  await browser.close();
-  server.close();
+  await close();
 }
 if (failed) { console.log("browser test failed"); process.exit(1); }
 console.log("browser test passed");

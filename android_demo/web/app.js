@@ -49,6 +49,13 @@ window.runTestVectors = async () => {
   return results;
 };
 
+// Used by benchmarks: this device's embeddings of any texts, for comparison with other runtimes.
+window.embedTexts = async (texts) => {
+  const out = [];
+  for (const t of texts) out.push(Array.from(await embedder.embed(t)));
+  return out;
+};
+
 window.timeEmbedding = async (text, n) => {
   await embedder.embed(text);
   const times = [];

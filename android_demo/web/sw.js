@@ -1,5 +1,5 @@
 // Offline after the first visit: cache-first for the app shell, the model and the runtime.
-const CACHE = "edge-xsent-v2";
+const CACHE = "edge-xsent-v3";
 self.addEventListener("install", (e) => e.waitUntil(caches.open(CACHE).then((c) => c.addAll([
   "./", "index.html", "app.js", "embedder.js", "vendor/tokenizers.min.mjs", "manifest.webmanifest", "icon.svg",
 ]))));
