@@ -5,8 +5,8 @@ the first run).
     python benchmarks/int8_variants.py [BUNDLE] [--data corpus-g]
     # BUNDLE: a full export (onnx/model.onnx and the fp32 weights); default: the default's run
 
-Variants: s8 (signed 8-bit weights, full range: bundles until then), s8-7bit (`reduce_range`) and
-u8 (unsigned weights). Runtimes: Python onnxruntime on this CPU at batch 32 (`encode`'s default)
+Variants (`export.INT8_WEIGHTS`): s8 (signed 8-bit weights, full range: bundles until then),
+s8-7bit (`reduce_range`) and u8 (unsigned weights). Runtimes: Python onnxruntime on this CPU at batch 32 (`encode`'s default)
 and at batch 1, and onnxruntime-web (WASM) in headless Chromium through the demo page
 (`android_demo/test/embed.mjs`), one text a time. Per variant and runtime: the mean and min cosine
 to fp32 PyTorch on the tokenizer edge-case suite + 300 general + 300 software test sentences;
@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "android_demo"))
 
 from edge_xsent import Encoder  # noqa: E402
 from edge_xsent.atomic import atomic_write  # noqa: E402
-from edge_xsent.bundle import ONNX_FP32, ONNX_INT8, load_model  # noqa: E402
+from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_manifest  # noqa: E402
+from edge_xsent.config import INT8_WEIGHTS  # noqa: E402
 from edge_xsent.data.corpus import read_corpus_split  # noqa: E402
 from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant  # noqa: E402
 from edge_xsent.evaluate import average, xsr  # noqa: E402
@@ -45,16 +46,17 @@ from edge_xsent.export import projection_nodes, quantize_int8  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 EDGE_CASES = ROOT / "tests" / "data" / "tokenizer_edge_cases.json"
-VARIANTS = {"s8": {}, "s8-7bit": {"reduce_range": True}, "u8": {"unsigned_weights": True}}
 DOMAINS = ("general", "software")
 ROUNDS, SPEED_TEXTS = 5, 2000
 
 
-def variant_folder(bundle: Path, out: Path, options: dict) -> dict:
-    """The bundle's files with its int8 model replaced by this variant's (TorchScript left out)."""
-    shutil.copytree(bundle, out, ignore=shutil.ignore_patterns("torchscript", "model_int8.onnx"))
+def variant_folder(bundle: Path, out: Path, weights: str) -> dict:
+    """A bundle: the files of `bundle` with its int8 model replaced by this variant's (TorchScript left out)."""
+    shutil.copytree(bundle, out, ignore=shutil.ignore_patterns("torchscript", "model_int8.onnx", MANIFEST))
     model, _, _ = load_model(bundle)
-    return quantize_int8(bundle / ONNX_FP32, out / ONNX_INT8, projection_nodes(bundle / ONNX_FP32, model), **options)
+    settings = quantize_int8(bundle / ONNX_FP32, out / ONNX_INT8, projection_nodes(bundle / ONNX_FP32, model), weights)
+    write_manifest(out, {"quantization": {"int8": settings}})
+    return settings
 
 
 def texts(data: Path, per_domain: int = 300) -> list[str]:
@@ -92,7 +94,7 @@ def browser_vectors(folder: Path, sample: list[str], tmp: Path) -> np.ndarray:
 def parity(folders: dict[str, Path], sample: list[str], ref: np.ndarray, tmp: Path) -> dict[str, dict]:
     out = {}
     for name, folder in folders.items():
-        enc = Encoder.load(folder, backend="onnx", precision="int8", verify=False)
+        enc = Encoder.load(folder, backend="onnx", precision="int8")
         out[name] = {"python batch 32": cosines(enc.encode(sample), ref),
                      "python batch 1": cosines(enc.encode(sample, batch_size=1), ref),
                      "browser (WASM)": cosines(browser_vectors(folder, sample, tmp), ref)}
@@ -103,7 +105,7 @@ def retrieval(folders: dict[str, Path], data: Path) -> dict[str, dict]:
     pairs = {d: list(read_corpus_split(data / "test.tsv", d)) for d in DOMAINS}
     out = {}
     for name, folder in folders.items():
-        enc = Encoder.load(folder, backend="onnx", precision="int8", verify=False)
+        enc = Encoder.load(folder, backend="onnx", precision="int8")
         out[name] = {d: 100 * average(xsr(pairs[d], lambda s: enc.encode(list(s)))) for d in DOMAINS}
         print(f"{name}: P@1 general {out[name]['general']:.2f}, software {out[name]['software']:.2f}", flush=True)
     return out
@@ -111,7 +113,7 @@ def retrieval(folders: dict[str, Path], data: Path) -> dict[str, dict]:
 
 def speed(folders: dict[str, Path], sample: list[str]) -> dict[str, float]:
     """Median sentences/s at 1 thread, the variants taking turns in each round."""
-    encoders = {k: Encoder.load(f, backend="onnx", precision="int8", threads=1, verify=False) for k, f in folders.items()}
+    encoders = {k: Encoder.load(f, backend="onnx", precision="int8", threads=1) for k, f in folders.items()}
     for enc in encoders.values():
         enc.encode(sample[:256])
     rates: dict[str, list[float]] = {k: [] for k in encoders}
@@ -124,8 +126,8 @@ def speed(folders: dict[str, Path], sample: list[str]) -> dict[str, float]:
 
 
 def measure(bundle: Path, data: Path, tmp: Path) -> dict:
-    folders = {name: tmp / name for name in VARIANTS}
-    settings = {name: variant_folder(bundle, folders[name], opts) for name, opts in VARIANTS.items()}
+    folders = {name: tmp / name for name in INT8_WEIGHTS}
+    settings = {name: variant_folder(bundle, folders[name], name) for name in INT8_WEIGHTS}
     sample = texts(data)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*were truncated")
@@ -137,12 +139,16 @@ def measure(bundle: Path, data: Path, tmp: Path) -> dict:
     rows = {name: {"settings": settings[name], "cosine": cos[name], **p1[name],
                    "worst_cosine": min(c["mean"] for c in cos[name].values()),
                    "sentences_per_s": rates[name], "int8_mb": (folders[name] / ONNX_INT8).stat().st_size / 2**20}
-            for name in VARIANTS}
+            for name in INT8_WEIGHTS}
     import onnxruntime
 
-    return {"bundle": str(bundle.relative_to(ROOT) if bundle.is_relative_to(ROOT) else bundle),
-            "data": str(data), "texts": len(sample), "date": time.strftime("%Y-%m-%d"),
+    return {"bundle": shown(bundle), "data": shown(data), "texts": len(sample), "date": time.strftime("%Y-%m-%d"),
             "onnxruntime": onnxruntime.__version__, "cpu": cpu_name(), "rows": rows, "choice": int8_variant(rows)}
+
+
+def shown(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
 
 
 def cpu_name() -> str:

@@ -15,6 +15,7 @@ import warnings
 
 warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
+from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS
 from .errors import UserError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
@@ -215,6 +216,9 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Bundle folder (default: MODEL-bundle).")
 @click.option("--int8/--no-int8", default=True, show_default=True, help="Also write the dynamic int8 ONNX model.")
+@click.option("--int8-weights", type=click.Choice(list(INT8_WEIGHTS)), default=DEFAULT_INT8_WEIGHTS, show_default=True,
+              help="int8 weight storage: s8, s8-7bit (reduce_range: no saturation on x86 CPUs without VNNI) or u8 "
+                   "(benchmarks/int8_variants.py compares them).")
 @click.option("--torchscript/--no-torchscript", default=True, show_default=True)
 @click.option("--min-cosine", default=0.99, show_default=True, help="Fail if int8's mean cosine vs fp32 is lower.")
 @click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
@@ -223,7 +227,7 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @user_errors
-def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from):
+def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
 
     \b
@@ -237,7 +241,7 @@ def export_cmd(model_path, out, int8, torchscript, min_cosine, parity_data, fuse
     out = out or model_path.with_name(model_path.name + "-bundle")
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
-                           parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep)
+                           parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights)
     if "pruned" in parity:
         click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}")

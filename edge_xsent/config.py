@@ -16,6 +16,12 @@ from .errors import UserError
 PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.tokenizer)
 SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
 DISTILL_LOSSES = ("cos", "mse", "nce")  # edge_xsent.objectives.distill_loss
+# How int8 weights are stored: (onnxruntime QuantType name, reduce_range). On x86 CPUs without VNNI
+# (AVX2; AVX-512 before VNNI) onnxruntime multiplies u8 activations by s8 weights with VPMADDUBSW,
+# whose 16-bit sums can saturate; 7-bit weights (s8-7bit) leave them room, and u8 weights take a
+# u8 x u8 kernel that does not saturate. `benchmarks/int8_variants.py` measures the three.
+INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUInt8", False)}
+DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (results/int8-variants.md)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from . import __version__
 from .atomic import atomic_dir
 from .bundle import (CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
                      read_training, write_manifest)
+from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
 from .model import DualEncoder, mean_pool
@@ -93,19 +94,17 @@ def export_onnx(model: DualEncoder, example: tuple[torch.Tensor, torch.Tensor], 
     program.save(str(path))
 
 
-def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), reduce_range: bool = False,
-                  unsigned_weights: bool = False) -> dict:
-    """`keep_fp32`: node names left unquantised (`projection_nodes`). `reduce_range`: 7-bit
-    weights, so that x86 CPUs without VNNI (AVX2, AVX-512 before VNNI) cannot saturate the
-    16-bit sums of their u8 x s8 kernel (VPMADDUBSW); `unsigned_weights`: u8 weights, whose
-    u8 x u8 kernel does not saturate either. `benchmarks/int8_variants.py` measures the three."""
+def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str = DEFAULT_INT8_WEIGHTS) -> dict:
+    """`keep_fp32`: node names left unquantised (`projection_nodes`); `weights`: a key of INT8_WEIGHTS."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    weight_type = QuantType.QUInt8 if unsigned_weights else QuantType.QInt8
-    settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weight_type": weight_type.name,
-                "per_channel": True, "op_types": ["MatMul", "Gather"], "reduce_range": reduce_range,
-                "fp32_nodes": list(keep_fp32)}
+    if weights not in INT8_WEIGHTS:
+        raise UserError(f"unknown int8 weights {weights!r}; choose from {', '.join(INT8_WEIGHTS)}")
+    weight_type, reduce_range = QuantType[INT8_WEIGHTS[weights][0]], INT8_WEIGHTS[weights][1]
+    settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weights": weights,
+                "weight_type": weight_type.name, "per_channel": True, "op_types": ["MatMul", "Gather"],
+                "reduce_range": reduce_range, "fp32_nodes": list(keep_fp32)}
     with quiet():
         # DefaultTensorType: fused graphs carry contrib ops whose output types the quantiser cannot infer.
         quantize_dynamic(str(src), str(dst), weight_type=weight_type, per_channel=True, reduce_range=reduce_range,
@@ -217,11 +216,11 @@ def model_files(folder: Path) -> list[Path]:
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
                   check_parity: bool = True, fuse: bool = False, int4: bool = False,
-                  keep_vocab: list[str] | None = None) -> dict | None:
+                  keep_vocab: list[str] | None = None, int8_weights: str = DEFAULT_INT8_WEIGHTS) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
     `keep_vocab`: prune the vocabulary to the pieces these texts use (inside the bundle's
-    temporary folder, so nothing is left behind). `check_parity=False` only for cost
-    benchmarks of untrained weights."""
+    temporary folder, so nothing is left behind). `int8_weights`: a key of INT8_WEIGHTS.
+    `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
     t0 = time.time()
     with atomic_dir(out) as tmp:
@@ -237,7 +236,8 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         export_onnx(model, example, tmp / ONNX_FP32)
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
         if int8:
-            quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8, projection_nodes(tmp / ONNX_FP32, model))
+            quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8, projection_nodes(tmp / ONNX_FP32, model),
+                                          int8_weights)
         if int4:
             quant["int4"] = quantize_int4(tmp / ONNX_FP32, tmp / ONNX_INT4)
         if torchscript:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import ROOT
@@ -39,6 +40,33 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
     assert -1 <= out["related"] <= 1 and out["related"] != out["unrelated"]  # the tiny model is too weak to rank them
     assert len(out["times_ms"]) == 50
     assert (tmp_path / "shot.png").stat().st_size > 20_000
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
+def test_page_embeddings_for_benchmarks(tiny_bundle, tmp_path):
+    """android_demo/test/embed.mjs returns the page's own vectors, in input order, zeros for a text
+    without tokens; they agree with Python's onnxruntime on the same int8 file."""
+    from edge_xsent import Encoder
+
+    bundle, _ = tiny_bundle
+    web = tmp_path / "web"
+    shutil.copytree(DEMO / "web", web, ignore=shutil.ignore_patterns("model", "vendor"))
+    sys.path.insert(0, str(DEMO))
+    from prepare import prepare
+
+    prepare(bundle, web=web)
+    texts = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂"]
+    (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+    res = subprocess.run(["node", "test/embed.mjs", "--root", str(web), "--texts", str(tmp_path / "texts.json"),
+                          "--out", str(tmp_path / "v.json")], cwd=DEMO, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    got = np.array(json.loads((tmp_path / "v.json").read_text())["vectors"], dtype=np.float32)
+    ref = Encoder.load(bundle, backend="onnx", precision="int8", threads=1).encode(texts, batch_size=1)
+    assert got.shape == ref.shape and not got[1].any()
+    assert ((got * ref).sum(1)[[0, 2, 3]] > 0.999).all()
+    bad = subprocess.run(["node", "test/embed.mjs", "--root", str(web)], cwd=DEMO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "missing --texts" in bad.stderr
 
 
 @pytest.mark.slow

@@ -199,6 +199,39 @@ def test_fused_and_int4_exports(tiny_model, tmp_path):
     assert v.shape == (len(SENTENCES), Encoder.load(tmp_path / "b").dim)
 
 
+def matmul_weights(path) -> list[np.ndarray]:
+    """The quantised weights of the MatMuls (the embedding Gathers are stored as u8 in every variant)."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(path)).graph
+    names = {n.input[1] for n in graph.node if n.op_type == "MatMulInteger"}
+    return [numpy_helper.to_array(i) for i in graph.initializer if i.name in names]
+
+
+def test_int8_weight_variants(tiny_bundle, tiny_model, tmp_path):
+    """s8 uses the full signed range, s8-7bit stays within 7 bits, u8 stores unsigned weights; the
+    choice reaches the manifest, and an unknown name is refused."""
+    from edge_xsent.export import quantize_int8
+
+    out, _ = tiny_bundle
+    got = {}
+    for weights in ("s8", "s8-7bit", "u8"):
+        settings = quantize_int8(out / ONNX_FP32, tmp_path / f"{weights}.onnx", weights=weights)
+        got[weights] = matmul_weights(tmp_path / f"{weights}.onnx")
+        assert settings["weights"] == weights and settings["reduce_range"] == (weights == "s8-7bit")
+    assert all(len(w) == 4 for w in got.values())  # the tiny model: 1 layer x (QKV, out, FFN in, FFN out)
+    assert all(w.dtype == np.int8 for w in got["s8"] + got["s8-7bit"]) and all(w.dtype == np.uint8 for w in got["u8"])
+    assert max(np.abs(w.astype(int)).max() for w in got["s8"]) == 127
+    assert max(np.abs(w.astype(int)).max() for w in got["s8-7bit"]) <= 64
+    with pytest.raises(UserError, match="unknown int8 weights 'int7'; choose from s8, s8-7bit, u8"):
+        quantize_int8(out / ONNX_FP32, tmp_path / "x.onnx", weights="int7")
+    export_bundle(tiny_model, tmp_path / "b", torchscript=False, parity_pairs=20, int8_weights="s8-7bit")
+    manifest = json.loads((tmp_path / "b" / MANIFEST).read_text())
+    assert manifest["quantization"]["int8"]["weights"] == "s8-7bit" and manifest["quantization"]["int8"]["reduce_range"]
+    assert manifest["parity"]["formats"]["onnx-int8"]["cosine_mean"] >= 0.99
+
+
 def test_default_model_loads_offline_and_works():
     """`Encoder.load()` with no argument: the int8 model shipped inside the package."""
     from edge_xsent.encoder import DEFAULT_MODEL
