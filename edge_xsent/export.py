@@ -5,8 +5,9 @@ Bundle layout (a superset of the model folder, so every backend loads from one p
     config.json, model.safetensors, tokenizer.model, tokenizer.json, training.json
     onnx/model.onnx            fp32, dynamic batch and sequence axes; outputs sentence_embedding
                                and last_hidden_state (token states that mean-pool to it)
-    onnx/model_int8.onnx       dynamic int8: MatMul and the embedding Gather, per channel (the
-                               language projection's two MatMuls stay fp32)
+    onnx/model_int8.onnx       dynamic int8: MatMul and the embedding Gather, per channel, weights
+                               stored as config.INT8_WEIGHTS says (the language projection's two
+                               MatMuls stay fp32)
     torchscript/model.pt       traced + frozen (torch.jit.load)
     torchscript/model.ptl      lite-interpreter file
     parity.json                cosine of each format vs fp32 PyTorch, retrieval P@1 per format

@@ -29,6 +29,7 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     int8 = xsr(test, lambda s: int8_enc.encode(list(s)), max_queries=100)
     (results / "xsr-tiny.json").write_text(json.dumps(fp32))
     (results / "xsr-tiny-int8.json").write_text(json.dumps(int8))
+    (results / "int8-variants.json").write_text(json.dumps({"choice": "s8-7bit"}))  # benchmarks/int8_variants.py's pick
 
     out = tmp_path / "shipped"
     done = subprocess.run([sys.executable, str(ROOT / "train/ship_default.py"), str(run), "--recipe",
@@ -40,6 +41,7 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     assert f"**{100 * average(fp32):.1f}**" in card and f"**{100 * average(int8):.1f}**" in card
     assert "not chosen by a sweep" in card  # no default_sweep.json among these results
     assert "minutes of training wall time" in card
+    assert "int8 weights `s8-7bit`, the storage `benchmarks/int8_variants.py` chose" in card  # the export's default
     shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert "onnx/model_int8.onnx" in shipped and "model.safetensors" in shipped  # small fp32 weights ship too
     assert {"edge_xsent.safetensors", "modules.json", "tokenizer_config.json", "1_Pooling/config.json"} <= set(shipped)

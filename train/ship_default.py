@@ -144,8 +144,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
           f"{100 * int8[k]['p1_cosine']:.1f} / {100 * int8[k]['p1_margin']:.1f} |" for k in fp32],
         f"| **average** | **{100 * average(fp32):.1f}** / {100 * average(fp32, 'p1_margin'):.1f} | "
         f"**{100 * average(int8):.1f}** / {100 * average(int8, 'p1_margin'):.1f} |", "",
-        f"int8 against fp32 on the sample's test sentences: mean cosine {parity['formats']['onnx-int8']['cosine_mean']:.5f}, "
-        f"minimum {parity['formats']['onnx-int8']['cosine_min']:.5f}.", "",
+        int8_parity_line(bundle, parity, results), "",
         *debias_section(training, results / f"xsr-{run.name}-raw.json", fp32,
                         results / f"xsr-{run.name}-raw-mixed.json", results / f"xsr-{run.name}-int8-mixed.json"),
     ]
@@ -314,6 +313,17 @@ def goal_pairs(results: dict) -> tuple[dict, dict]:
     """Split XSR results into the goal's pairs (en<->GOAL_LANGS) and any others."""
     goal = {k: v for k, v in results.items() if set(k.split("->")) - {"en"} <= set(GOAL_LANGS)}
     return goal, {k: v for k, v in results.items() if k not in goal}
+
+
+def int8_parity_line(bundle: Path, parity: dict, results: Path) -> str:
+    """How the int8 weights are stored (the export's manifest) and how far int8 sits from fp32."""
+    weights = json.loads((bundle / "manifest.json").read_text())["quantization"]["int8"].get("weights", "s8")
+    chosen = json.loads((results / "int8-variants.json").read_text()) if (results / "int8-variants.json").exists() else {}
+    why = (f", the storage `benchmarks/int8_variants.py` chose (its table: `benchmarks/results/int8-variants.md`)"
+           if chosen.get("choice") == weights else "")
+    f = parity["formats"]["onnx-int8"]
+    return (f"int8 weights `{weights}`{why}. int8 against fp32 on the sample's test sentences: mean cosine "
+            f"{f['cosine_mean']:.5f}, minimum {f['cosine_min']:.5f}.")
 
 
 def against_baselines(name: str, langs: list[str], results: Path, int8: dict, cls: dict | None,
