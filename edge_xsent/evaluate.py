@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from .errors import UserError
 from .text import normalize
 
 Embed = Callable[[Sequence[str]], np.ndarray]  # list of str -> (n, dim) L2-normalised float32
+T = TypeVar("T")
 
 
 @dataclass
@@ -78,6 +79,15 @@ def retrieve(q: np.ndarray, c: np.ndarray, gold: np.ndarray, q_text: list[str], 
     return score(*top1(q, c, k, block), gold, c_text)
 
 
+def by_language_pair(pairs: Sequence[Pair], value: Callable[[int, Pair], T]) -> list[tuple[tuple[str, str], list[T]]]:
+    """`value(i, pair)` for every pair in corpus order, grouped by (lang_a, lang_b), groups sorted:
+    the one order in which every evaluation walks the language pairs (and draws its queries)."""
+    groups: dict[tuple[str, str], list[T]] = defaultdict(list)
+    for i, p in enumerate(pairs):
+        groups[(p.lang_a, p.lang_b)].append(value(i, p))
+    return sorted(groups.items())
+
+
 def cap_pairs(pairs: Sequence[Pair], per_pair: int, seed: int = 0) -> list[Pair]:
     """At most `per_pair` pairs of each language pair, drawn with a fixed seed, in corpus order.
 
@@ -86,11 +96,8 @@ def cap_pairs(pairs: Sequence[Pair], per_pair: int, seed: int = 0) -> list[Pair]
     encoders within one cap, never across caps."""
     if per_pair < 1:
         raise UserError(f"--max-pairs {per_pair}: use a positive number of pairs per language pair")
-    by_pair: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for i, p in enumerate(pairs):
-        by_pair[(p.lang_a, p.lang_b)].append(i)
     rng = np.random.default_rng(seed)
-    keep = [i for _, idx in sorted(by_pair.items())
+    keep = [i for _, idx in by_language_pair(pairs, lambda i, p: i)
             for i in (rng.choice(idx, size=per_pair, replace=False) if len(idx) > per_pair else idx)]
     return [pairs[i] for i in sorted(keep)]
 
@@ -102,12 +109,9 @@ def xsr(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000, distractor
     Candidates are all target sentences of the pair's set (and the distractors of that
     language); queries are `max_queries` source sentences drawn with a fixed seed.
     """
-    by_pair: dict[tuple[str, str], list[Pair]] = defaultdict(list)
-    for p in pairs:
-        by_pair[(p.lang_a, p.lang_b)].append(p)
     results: dict[str, dict] = {}
     rng = np.random.default_rng(seed)
-    for (la, lb), items in sorted(by_pair.items()):
+    for (la, lb), items in by_language_pair(pairs, lambda i, p: p):
         a_text, b_text = [p.a for p in items], [p.b for p in items]
         ea, eb = embed(a_text), embed(b_text)
         qi = np.sort(rng.choice(len(items), size=min(max_queries, len(items)), replace=False))
@@ -141,9 +145,7 @@ def xsr_mixed(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000,
             pool_lang.append(lang)
         return index[key]
 
-    by_pair: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-    for p in pairs:
-        by_pair[(p.lang_a, p.lang_b)].append((add(p.lang_a, p.a), add(p.lang_b, p.b)))
+    by_pair = by_language_pair(pairs, lambda i, p: (add(p.lang_a, p.a), add(p.lang_b, p.b)))
     for lang, texts in (distractors or {}).items():
         for t in texts:
             add(lang, t)
@@ -151,7 +153,7 @@ def xsr_mixed(pairs: Sequence[Pair], embed: Embed, max_queries: int = 2000,
     langs = np.array(pool_lang)
     rng = np.random.default_rng(seed)
     results: dict[str, dict] = {}
-    for (la, lb), ids in sorted(by_pair.items()):
+    for (la, lb), ids in by_pair:
         ids_arr = np.array(ids)
         qi = np.sort(rng.choice(len(ids_arr), size=min(max_queries, len(ids_arr)), replace=False))
         for src, tgt, q_ids, gold in ((la, lb, ids_arr[qi, 0], ids_arr[qi, 1]), (lb, la, ids_arr[qi, 1], ids_arr[qi, 0])):
