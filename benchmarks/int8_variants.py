@@ -64,7 +64,9 @@ def texts(data: Path, per_domain: int = 300) -> list[str]:
     out = json.loads(EDGE_CASES.read_text())["cases"]
     for domain in DOMAINS:
         pairs = list(read_corpus_split(data / "test.tsv", domain))
-        out += [t for p in rng.sample(pairs, per_domain // 2) for t in (p.a, p.b)]
+        if not pairs:
+            raise SystemExit(f"{data}/test.tsv has no {domain} pairs: pass a corpus built with both domains (--data)")
+        out += [t for p in rng.sample(pairs, min(per_domain // 2, len(pairs))) for t in (p.a, p.b)]
     return out
 
 
@@ -135,7 +137,7 @@ def measure(bundle: Path, data: Path, tmp: Path) -> dict:
         cos = parity(folders, sample, ref, tmp)
         p1 = retrieval(folders, data)
         speed_sample = [t for p in read_corpus_split(data / "test.tsv") for t in (p.a, p.b)]
-        rates = speed(folders, random.Random(1).sample(speed_sample, SPEED_TEXTS))
+        rates = speed(folders, random.Random(1).sample(speed_sample, min(SPEED_TEXTS, len(speed_sample))))
     rows = {name: {"settings": settings[name], "cosine": cos[name], **p1[name],
                    "worst_cosine": min(c["mean"] for c in cos[name].values()),
                    "sentences_per_s": rates[name], "int8_mb": (folders[name] / ONNX_INT8).stat().st_size / 2**20}
@@ -183,15 +185,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", type=Path, nargs="?", default=ROOT / "runs/general-scratch-32k/bundle")
     ap.add_argument("--data", type=Path, default=ROOT / "corpus-g", help="corpus folder with both domains' test split")
+    ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()
     if not (args.bundle / ONNX_FP32).exists():
         raise SystemExit(f"{args.bundle / ONNX_FP32} missing: pass a full export (`edge-xsent export MODEL --int8`)")
     with tempfile.TemporaryDirectory() as tmp:
         res = measure(args.bundle.resolve(), args.data, Path(tmp))
     text = report(res)
-    with atomic_write(RESULTS / "int8-variants.md") as f:
+    with atomic_write(args.results / "int8-variants.md") as f:
         f.write(text)
-    with atomic_write(RESULTS / "int8-variants.json") as f:
+    with atomic_write(args.results / "int8-variants.json") as f:
         json.dump(res, f, indent=1)
     print(text)
 
