@@ -59,6 +59,13 @@ def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_mod
     return vectors
 
 
+def prepare_copy(bundle: Path, web: Path) -> dict:
+    """A fresh copy of the app at `web` (the shell without web/'s model and vendor files), filled
+    with `bundle`: for tests and benchmarks that must not touch android_demo/web/."""
+    shutil.copytree(WEB, web, ignore=shutil.ignore_patterns("model", "vendor"))
+    return prepare(bundle, web=web)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", type=Path)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -48,12 +47,11 @@ def python_medians(bundle: Path) -> tuple[float, float, int]:
 
 
 def browser_run(bundle: Path, results: Path) -> dict:
-    from prepare import prepare
+    from prepare import prepare_copy
 
     with tempfile.TemporaryDirectory() as tmp:
         web = Path(tmp) / "web"
-        shutil.copytree(ROOT / "android_demo/web", web, ignore=shutil.ignore_patterns("model", "vendor"))
-        prepare(bundle, web=web)
+        prepare_copy(bundle, web)
         out = Path(tmp) / "browser.json"
         done = subprocess.run(["node", "test/browser.test.mjs", "--root", str(web), "--results", str(out),
                                "--screenshot", str(results / "demo-screenshot.png"), "--expect-related"],

@@ -39,7 +39,7 @@ from edge_xsent import Encoder  # noqa: E402
 from edge_xsent.atomic import atomic_write  # noqa: E402
 from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_manifest  # noqa: E402
 from edge_xsent.config import INT8_WEIGHTS  # noqa: E402
-from edge_xsent.data.corpus import read_corpus_split  # noqa: E402
+from edge_xsent.data.corpus import Pair, read_corpus_split  # noqa: E402
 from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant  # noqa: E402
 from edge_xsent.evaluate import average, xsr  # noqa: E402
 from edge_xsent.export import projection_nodes, quantize_int8  # noqa: E402
@@ -50,23 +50,29 @@ DOMAINS = ("general", "software")
 ROUNDS, SPEED_TEXTS = 5, 2000
 
 
-def variant_folder(bundle: Path, out: Path, weights: str) -> dict:
+def variant_folder(bundle: Path, out: Path, weights: str, keep_fp32: list[str]) -> dict:
     """A bundle: the files of `bundle` with its int8 model replaced by this variant's (TorchScript left out)."""
     shutil.copytree(bundle, out, ignore=shutil.ignore_patterns("torchscript", "model_int8.onnx", MANIFEST))
-    model, _, _ = load_model(bundle)
-    settings = quantize_int8(bundle / ONNX_FP32, out / ONNX_INT8, projection_nodes(bundle / ONNX_FP32, model), weights)
+    settings = quantize_int8(bundle / ONNX_FP32, out / ONNX_INT8, keep_fp32, weights)
     write_manifest(out, {"quantization": {"int8": settings}})
     return settings
 
 
-def texts(data: Path, per_domain: int = 300) -> list[str]:
+def test_pairs(data: Path) -> tuple[list[Pair], dict[str, list[Pair]]]:
+    """The test split, read once: every pair in corpus order, and the pairs of each domain."""
+    pairs = list(read_corpus_split(data / "test.tsv"))
+    by_domain = {d: [p for p in pairs if p.domain == d] for d in DOMAINS}
+    for domain, items in by_domain.items():
+        if not items:
+            raise SystemExit(f"{data}/test.tsv has no {domain} pairs: pass a corpus built with both domains (--data)")
+    return pairs, by_domain
+
+
+def texts(pairs: dict[str, list[Pair]], per_domain: int = 300) -> list[str]:
     rng = random.Random(0)
     out = json.loads(EDGE_CASES.read_text())["cases"]
     for domain in DOMAINS:
-        pairs = list(read_corpus_split(data / "test.tsv", domain))
-        if not pairs:
-            raise SystemExit(f"{data}/test.tsv has no {domain} pairs: pass a corpus built with both domains (--data)")
-        out += [t for p in rng.sample(pairs, min(per_domain // 2, len(pairs))) for t in (p.a, p.b)]
+        out += [t for p in rng.sample(pairs[domain], min(per_domain // 2, len(pairs[domain]))) for t in (p.a, p.b)]
     return out
 
 
@@ -79,12 +85,11 @@ def cosines(vecs: np.ndarray, ref: np.ndarray) -> dict:
 
 
 def browser_vectors(folder: Path, sample: list[str], tmp: Path) -> np.ndarray:
-    from prepare import prepare
+    from prepare import prepare_copy
 
     web = tmp / "web"
     shutil.rmtree(web, ignore_errors=True)
-    shutil.copytree(ROOT / "android_demo/web", web, ignore=shutil.ignore_patterns("model", "vendor"))
-    prepare(folder, web=web)
+    prepare_copy(folder, web)
     (tmp / "texts.json").write_text(json.dumps(sample, ensure_ascii=False), encoding="utf-8")
     done = subprocess.run(["node", "test/embed.mjs", "--root", str(web), "--texts", str(tmp / "texts.json"),
                            "--out", str(tmp / "vectors.json")], cwd=ROOT / "android_demo", capture_output=True, text=True)
@@ -103,8 +108,7 @@ def parity(folders: dict[str, Path], sample: list[str], ref: np.ndarray, tmp: Pa
     return out
 
 
-def retrieval(folders: dict[str, Path], data: Path) -> dict[str, dict]:
-    pairs = {d: list(read_corpus_split(data / "test.tsv", d)) for d in DOMAINS}
+def retrieval(folders: dict[str, Path], pairs: dict[str, list[Pair]]) -> dict[str, dict]:
     out = {}
     for name, folder in folders.items():
         enc = Encoder.load(folder, backend="onnx", precision="int8")
@@ -129,14 +133,16 @@ def speed(folders: dict[str, Path], sample: list[str]) -> dict[str, float]:
 
 def measure(bundle: Path, data: Path, tmp: Path) -> dict:
     folders = {name: tmp / name for name in INT8_WEIGHTS}
-    settings = {name: variant_folder(bundle, folders[name], name) for name in INT8_WEIGHTS}
-    sample = texts(data)
+    keep_fp32 = projection_nodes(bundle / ONNX_FP32, load_model(bundle)[0])
+    settings = {name: variant_folder(bundle, folders[name], name, keep_fp32) for name in INT8_WEIGHTS}
+    all_pairs, pairs = test_pairs(data)
+    sample = texts(pairs)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*were truncated")
         ref = Encoder.load(bundle, backend="torch").encode(sample)
         cos = parity(folders, sample, ref, tmp)
-        p1 = retrieval(folders, data)
-        speed_sample = [t for p in read_corpus_split(data / "test.tsv") for t in (p.a, p.b)]
+        p1 = retrieval(folders, pairs)
+        speed_sample = [t for p in all_pairs for t in (p.a, p.b)]
         rates = speed(folders, random.Random(1).sample(speed_sample, min(SPEED_TEXTS, len(speed_sample))))
     rows = {name: {"settings": settings[name], "cosine": cos[name], **p1[name],
                    "worst_cosine": min(c["mean"] for c in cos[name].values()),

@@ -24,11 +24,10 @@ READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (DEMO / 
 def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
     bundle, _ = tiny_bundle
     web = tmp_path / "web"
-    shutil.copytree(DEMO / "web", web, ignore=shutil.ignore_patterns("model", "vendor"))
     sys.path.insert(0, str(DEMO))
-    from prepare import prepare
+    from prepare import prepare_copy
 
-    vectors = prepare(bundle, web=web)
+    vectors = prepare_copy(bundle, web)
     assert any(c["ids"] for c in vectors["cases"]) and any(not c["ids"] for c in vectors["cases"])
     res = subprocess.run(["node", str(DEMO / "test" / "browser.test.mjs"), "--root", str(web), "--screenshot",
                           str(tmp_path / "shot.png"), "--results", str(tmp_path / "r.json")],
@@ -51,11 +50,10 @@ def test_page_embeddings_for_benchmarks(tiny_bundle, tmp_path):
 
     bundle, _ = tiny_bundle
     web = tmp_path / "web"
-    shutil.copytree(DEMO / "web", web, ignore=shutil.ignore_patterns("model", "vendor"))
     sys.path.insert(0, str(DEMO))
-    from prepare import prepare
+    from prepare import prepare_copy
 
-    prepare(bundle, web=web)
+    prepare_copy(bundle, web)
     texts = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂"]
     (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
     res = subprocess.run(["node", "test/embed.mjs", "--root", str(web), "--texts", str(tmp_path / "texts.json"),

@@ -316,8 +316,12 @@ def goal_pairs(results: dict) -> tuple[dict, dict]:
 
 
 def int8_parity_line(bundle: Path, parity: dict, results: Path) -> str:
-    """How the int8 weights are stored (the export's manifest) and how far int8 sits from fp32."""
-    weights = json.loads((bundle / "manifest.json").read_text())["quantization"]["int8"].get("weights", "s8")
+    """How the int8 weights are stored (the export's manifest; bundles older than the choice say
+    nothing: INT8_BASELINE) and how far int8 sits from fp32."""
+    from edge_xsent.bundle import MANIFEST
+    from edge_xsent.decisions import INT8_BASELINE
+
+    weights = json.loads((bundle / MANIFEST).read_text())["quantization"]["int8"].get("weights", INT8_BASELINE)
     chosen = json.loads((results / "int8-variants.json").read_text()) if (results / "int8-variants.json").exists() else {}
     why = (f", the storage `benchmarks/int8_variants.py` chose (its table: `benchmarks/results/int8-variants.md`)"
            if chosen.get("choice") == weights else "")
