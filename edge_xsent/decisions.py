@@ -104,3 +104,40 @@ def int8_variant(rows: dict[str, dict]) -> str:
     best = max(r["worst_cosine"] for r in keeps.values())
     near = [k for k, r in keeps.items() if r["worst_cosine"] >= best - INT8_COSINE_TIE]
     return max(near, key=lambda k: keeps[k]["sentences_per_s"])
+
+
+# train/out-of-genre-default.md: the default chosen on genres it never trained on (issue 29).
+OOG_AGREEMENT_WEIGHT = 0.3  # the score: 0.7 x reserved-source P@1 + 0.3 x teacher neighbour agreement
+OOG_SOFTWARE_MIN_P1 = 95.0  # software test split, int8, mean of the 16 directions
+OOG_GENERAL_MIN_P1 = 87.4  # corpus-g general test split, int8, mean of the 16 directions
+OOG_INT8_MAX_MB = 16.0
+OOG_SPEED_MIN_RATIO = 1.5  # sentences/s against USE-m's, same sentences, 1 thread, one run
+OOG_TIE_POINTS = 0.5  # within this of the best score, the smaller int8 file wins
+
+
+def out_of_genre_score(retrieval: float, agreement: float) -> float:
+    """The out-of-genre score of `edge-xsent eval oog` (fractions in, fraction out)."""
+    return (1 - OOG_AGREEMENT_WEIGHT) * retrieval + OOG_AGREEMENT_WEIGHT * agreement
+
+
+def oog_failed_constraints(row: dict) -> list[str]:
+    """{"software", "general" (P@1 points), "int8_mb", "speed_ratio"} -> the constraints it misses."""
+    return [msg for ok, msg in [
+        (row["software"] >= OOG_SOFTWARE_MIN_P1, f"software P@1 {row['software']:.1f} < {OOG_SOFTWARE_MIN_P1:g}"),
+        (row["general"] >= OOG_GENERAL_MIN_P1, f"general P@1 {row['general']:.1f} < {OOG_GENERAL_MIN_P1:g}"),
+        (row["int8_mb"] <= OOG_INT8_MAX_MB, f"int8 {row['int8_mb']:.1f} MB > {OOG_INT8_MAX_MB:g} MB"),
+        (row["speed_ratio"] >= OOG_SPEED_MIN_RATIO,
+         f"{row['speed_ratio']:.2f}x USE-m's sentences/s < {OOG_SPEED_MIN_RATIO:g}x"),
+    ] if not ok]
+
+
+def oog_default(rows: dict[str, dict], current: str) -> str:
+    """{candidate: row with "score" (points) too} -> the one to ship: the best score among those that
+    pass every constraint, a tie within OOG_TIE_POINTS going to the smaller int8 file; `current`
+    (the model shipped now) when none passes."""
+    ok = {k: r for k, r in rows.items() if not oog_failed_constraints(r)}
+    if not ok:
+        return current
+    best = max(r["score"] for r in ok.values())
+    near = [k for k, r in ok.items() if r["score"] >= best - OOG_TIE_POINTS]
+    return min(near, key=lambda k: (ok[k]["int8_mb"], -ok[k]["score"]))

@@ -274,3 +274,68 @@ def format_side_by_side(scores: dict[str, dict[str, float]], info: dict[str, str
         cells = " ".join(f"{100 * v:7.1f}" for v in vals)
         lines.append(f"{name:{width}s} {info.get(name, ''):{iw}s} {cells} {100 * float(np.nanmean(vals)):6.1f}")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- out-of-genre benchmark
+
+def out_of_genre(pairs: Sequence[Pair], embed: Embed, max_pairs: int = 1000, max_queries: int = 1000,
+                 seed: int = 0) -> dict[str, dict]:
+    """Retrieval P@1 (cosine) on a reserved benchmark, per source and direction.
+
+    Each source is its own candidate pool (a sky-culture sentence competes with other star lore,
+    a research-report sentence with other reports), capped at `max_pairs` pairs per language pair
+    so that every encoder, the slow peers included, sees the same pools."""
+    results: dict[str, dict] = {}
+    for source in sorted({p.source for p in pairs}):
+        subset = cap_pairs([p for p in pairs if p.source == source], max_pairs, seed)
+        results[source] = {d: r["p1_cosine"] for d, r in xsr(subset, embed, max_queries, seed=seed).items()}
+    return results
+
+
+def neighbour_agreement(texts: Sequence[str], student: np.ndarray, teacher: np.ndarray, k: int = 10) -> float:
+    """Mean share of each text's k nearest neighbours (itself excluded) that student and teacher
+    agree on: how much of the teacher's sense of similarity the student keeps, with no translation."""
+    if len(texts) <= k:
+        raise UserError(f"neighbour agreement needs more than k={k} texts, got {len(texts)}")
+    overlap = 0.0
+    for s in range(0, len(texts), 512):
+        nn = []
+        for vecs in (student, teacher):
+            sims = vecs[s: s + 512] @ vecs.T
+            sims[np.arange(len(sims)), np.arange(s, s + len(sims))] = -np.inf  # not itself
+            nn.append(np.argpartition(-sims, k, axis=1)[:, :k])
+        overlap += sum(len(set(a) & set(b)) for a, b in zip(*nn))
+    return overlap / (k * len(texts))
+
+
+def agreement_texts(pairs: Sequence[Pair], per_lang: int = 1000, seed: int = 0) -> dict[str, list[str]]:
+    """Distinct sentences of each language of a benchmark (both sides of its pairs), a seeded sample."""
+    by_lang: dict[str, dict[str, str]] = defaultdict(dict)
+    for p in pairs:
+        for lang, text in ((p.lang_a, p.a), (p.lang_b, p.b)):
+            by_lang[lang].setdefault(normalize(text).casefold(), text)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for lang, texts in sorted(by_lang.items()):
+        items = sorted(texts.values())
+        take = sorted(rng.choice(len(items), size=min(per_lang, len(items)), replace=False))
+        out[lang] = [items[i] for i in take]
+    return out
+
+
+def teacher_agreement(texts: dict[str, list[str]], embed: Embed, teacher: Embed, k: int = 10) -> dict[str, float]:
+    """neighbour_agreement per language (languages with too few texts are left out)."""
+    return {lang: neighbour_agreement(t, embed(t), teacher(t), k) for lang, t in texts.items() if len(t) > 5 * k}
+
+
+def format_out_of_genre(res: dict) -> str:
+    lines = []
+    for source, dirs in res["retrieval"].items():
+        lines.append(f"{source}: " + "  ".join(f"{d} {100 * v:.1f}" for d, v in dirs.items())
+                     + f"  | mean {100 * float(np.mean(list(dirs.values()))):.1f}")
+    if res.get("agreement"):
+        lines.append(f"teacher agreement (k={res['k']}): " + "  ".join(f"{l} {100 * v:.1f}" for l, v in res["agreement"].items()))
+    lines.append(f"reserved P@1 {100 * res['retrieval_mean']:.1f}"
+                 + (f", teacher agreement {100 * res['agreement_mean']:.1f}" if res.get("agreement") else "")
+                 + (f", score {100 * res['score']:.1f}" if res.get("score") is not None else ""))
+    return "\n".join(lines)

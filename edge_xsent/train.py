@@ -65,6 +65,11 @@ class TokenizedTexts:
 
 
 def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[Pair]:
+    from .data.reserved import is_reserved_folder
+
+    if is_reserved_folder(resolve(cfg.data)):  # the out-of-genre benchmark judges models; it never trains them
+        raise UserError(f"{cfg.data} is a reserved evaluation set (edge-xsent data reserved): train on a corpus "
+                        "built by `edge-xsent data build`")
     langs = tuple(cfg.langs.split(",")) if cfg.langs else None
     return list(itertools.islice(read_pairs(cfg.data, langs=langs, split=split), limit))
 

@@ -14,7 +14,7 @@ from tqdm import tqdm
 from ..atomic import atomic_dir
 from ..errors import UserError
 from ..text import normalize
-from . import debian
+from . import debian, reserved
 from . import sources as sources_
 from .clean import (Cleaner, CleanConfig, TemplateCap, has_markup, mentions_reserved_text,
                     mostly_non_letters)
@@ -92,8 +92,9 @@ class CorpusWriter:
     general pairs also on (language, English): one translation per sentence and language.
     """
 
-    def __init__(self, folder: Path, cfg: BuildConfig, held_out: set[str]):
-        self.cfg, self.held_out = cfg, held_out
+    def __init__(self, folder: Path, cfg: BuildConfig, held_out: set[str], reserved_keys: set[str] = frozenset()):
+        self.cfg, self.held_out, self.reserved_keys = cfg, held_out, reserved_keys
+        self.reserved_dropped = 0
         self.cleaners = {sources_.SOFTWARE: Cleaner(cfg.clean), sources_.GENERAL: Cleaner(cfg.clean, general=True)}
         self.templates = TemplateCap(cfg.template_cap)
         self.split: dict[str, str] = {}  # English key -> split
@@ -113,6 +114,9 @@ class CorpusWriter:
             return
         en, xx = cleaned
         key = _key(en)
+        if key in self.reserved_keys or _key(xx) in self.reserved_keys:  # a sentence of the out-of-genre benchmark
+            self.reserved_dropped += 1
+            return
         if self._duplicate(raw.lang, key, xx, domain):
             self.duplicates += 1
             return
@@ -155,6 +159,7 @@ class CorpusWriter:
             "accelerator_marks_stripped": sum(c.accelerators_stripped for c in self.cleaners.values()),
             "duplicates_removed": self.duplicates,
             "held_out_for_classification": self.classify_dropped,
+            "reserved_for_evaluation": self.reserved_dropped,
             "kept": {f"{s}/{l}/{sp}": n for (s, l, sp), n in sorted(self.kept.items())},
             # how broad each source is: a source whose pairs come from a handful of files is narrow
             "origins_per_source": {s: len(o) for s, o in sorted(self.origins.items())},
@@ -215,8 +220,13 @@ def build(out: Path, cfg: BuildConfig, cache_dir: Path, offline: bool = False, p
     has_ddtp = any(s.name == "ddtp" for s in chosen)
     classify_rows, held_out = classification_set(cache, cfg) if has_ddtp else ([], set())
     errors: list[str] = []
+    # Sentences of the reserved (out-of-genre) sources never enter a corpus, whichever package carries them.
+    reserved_keys = reserved.reserved_keys(cache, langs)
+    if not reserved_keys:
+        print("warning: the reserved evaluation sources (" + ", ".join(s.package for s in reserved.RESERVED_SOURCES.values())
+              + ") are not in the cache, so their sentences cannot be kept out of this corpus")
     with atomic_dir(out) as tmp:
-        writer = CorpusWriter(tmp, cfg, held_out)
+        writer = CorpusWriter(tmp, cfg, held_out, reserved_keys)
         try:
             for source in [s for s in chosen if s.kind == "parallel"]:
                 pairs = source.read(cache, langs, lambda e: errors.append(str(e)))
@@ -228,8 +238,8 @@ def build(out: Path, cfg: BuildConfig, cache_dir: Path, offline: bool = False, p
         if [l for l in langs if l not in found]:
             raise UserError(f"no source carries language(s) {[l for l in langs if l not in found]}: check the codes "
                             "(DDTP and LibreOffice use e.g. pt_BR, zh_CN)")
-        mono_kept = write_mono(tmp / "mono.tsv", cache, chosen, langs, writer.held_out_texts(), cfg.clean, errors,
-                               progress)
+        mono_kept = write_mono(tmp / "mono.tsv", cache, chosen, langs, writer.held_out_texts() | reserved_keys,
+                               cfg.clean, errors, progress)
         if classify_rows:
             with open(tmp / "classify.tsv", "w", encoding="utf-8") as f:
                 write_header(f, CLASSIFY_HEADER)

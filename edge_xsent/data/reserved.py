@@ -1,0 +1,210 @@
+"""Sources reserved for the out-of-genre benchmark: whole Debian sources of genres that no
+training source has, read only by `edge-xsent data reserved` and never by `data build`.
+
+  stellarium  star lore and ethnography: the sky-culture descriptions of stellarium-data
+              (one HTML page per culture and language, paragraphs aligned by order)
+  ufoai       narrative research reports and encyclopedia entries of UFO: Alien Invasion
+              (ufoai-misc, gettext; an entry's paragraphs aligned by order)
+
+Paragraphs are split into sentences where both sides have the same number of them, so the
+benchmark retrieves sentences, as users search; a paragraph whose sentence counts differ is
+kept whole if it is short enough. `data build` drops every training pair and monolingual
+text whose either side is a reserved sentence (`reserved_keys`), so a sentence shared by a
+training package and a reserved one is evaluation text only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..atomic import atomic_dir
+from ..errors import UserError
+from ..text import normalize
+from .clean import Cleaner
+from .corpus import CORPUS_HEADER, Pair, read_corpus_split, read_mono, write_header, write_pair
+from .debian import AptCache, RawPair
+from .formats import ErrorSink, skip_bad_file
+from .games import locale_matches, read_catalogue
+
+DOMAIN = "reserved"  # the domain column of a reserved benchmark's pairs
+MARKER = "RESERVED-FOR-EVALUATION"  # a file in the benchmark folder: training refuses such a folder
+MAX_PARAGRAPH_WORDS = 60  # a paragraph that cannot be split into aligned sentences is kept up to this length
+
+
+@dataclass(frozen=True)
+class ReservedSource:
+    name: str
+    genre: str
+    licence: str
+    package: str
+    read: Callable[..., Iterator[RawPair]]  # (cache, langs, on_error) -> pairs
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”»)]?\s+(?=[\"“«(¿¡]?[A-ZÀ-ÖØ-ÞĀ-ŽА-ЯЁ])")
+_TAG = re.compile(r"<[^>]+>")
+_FOOTNOTE = re.compile(r"<sup>.*?</sup>", re.S)
+
+
+def sentences(text: str) -> list[str]:
+    """A paragraph cut after ., !, ? or … where the next word starts with a capital."""
+    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+
+
+def align_paragraph(en: str, xx: str) -> list[tuple[str, str]]:
+    """Sentence pairs of two aligned paragraphs: by order where the counts match, else the
+    paragraph itself if it is short enough to be one query, else nothing."""
+    se, sx = sentences(en), sentences(xx)
+    if len(se) == len(sx):
+        return list(zip(se, sx))
+    return [(en, xx)] if len(en.split()) <= MAX_PARAGRAPH_WORDS else []
+
+
+def html_paragraphs(page: str) -> list[str]:
+    """The text of each <p> of a sky-culture page (footnote marks, images and tags dropped)."""
+    page = _FOOTNOTE.sub("", page)
+    out = []
+    for chunk in re.split(r"<p\b[^>]*>|</p>|<h\d\b[^>]*>.*?</h\d>|<table\b.*?</table>|<ul\b.*?</ul>", page, flags=re.S | re.I):
+        if chunk is None:
+            continue
+        text = " ".join(html.unescape(_TAG.sub(" ", chunk)).split())
+        if text:
+            out.append(text)
+    return out
+
+
+def read_stellarium(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
+    root = cache.package("stellarium-data")
+    if root is None:
+        return
+    for english in sorted((root / "usr/share/stellarium/skycultures").glob("*/description.en.utf8")):
+        en_pars = html_paragraphs(english.read_text(encoding="utf-8", errors="replace"))
+        for page in sorted(english.parent.glob("description.*.utf8")):
+            code = page.name.split(".")[1]
+            for lang in [l for l in langs if locale_matches(code, l)]:
+                xx_pars = html_paragraphs(page.read_text(encoding="utf-8", errors="replace"))
+                if len(xx_pars) != len(en_pars):  # a page that differs in structure: no safe alignment
+                    continue
+                for en, xx in zip(en_pars, xx_pars):
+                    for a, b in align_paragraph(en, xx):
+                        yield RawPair(lang, a, b, "stellarium", f"{english.parent.name}/{page.name}")
+
+
+def read_ufoai(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
+    root = cache.package("ufoai-misc")
+    if root is None:
+        return
+    i18n = root / "usr/share/games/ufoai/base/i18n"
+    for lang in langs:
+        for mo in sorted(i18n.glob("*/LC_MESSAGES/ufoai.mo")):
+            if not locale_matches(mo.parent.parent.name, lang):
+                continue
+            for en, xx in skip_bad_file(on_error, read_catalogue(mo)):
+                en_pars = [p for p in re.split(r"\n\s*\n", en) if p.strip()]
+                xx_pars = [p for p in re.split(r"\n\s*\n", xx) if p.strip()]
+                if len(en_pars) != len(xx_pars):
+                    continue
+                for pe, px in zip(en_pars, xx_pars):
+                    for a, b in align_paragraph(" ".join(pe.split()), " ".join(px.split())):
+                        yield RawPair(lang, a, b, "ufoai", f"ufoai-misc:{mo.parent.parent.name}")
+
+
+RESERVED_SOURCES: dict[str, ReservedSource] = {s.name: s for s in [
+    ReservedSource("stellarium", "star lore and ethnography (sky-culture descriptions)",
+                   "Stellarium sky cultures (stellarium-data): GPL-2+ (texts: each culture's own licence, "
+                   "see its info.ini).", "stellarium-data", read_stellarium),
+    ReservedSource("ufoai", "narrative research reports and encyclopedia entries (science fiction)",
+                   "UFO: Alien Invasion (ufoai-misc): GPL-2+.", "ufoai-misc", read_ufoai),
+]}
+
+
+def _key(text: str) -> str:
+    return normalize(text).casefold()
+
+
+def reserved_pairs(cache: AptCache, langs: list[str], errors: list[str] | None = None) -> Iterator[RawPair]:
+    """Every raw pair of every reserved source (before cleaning)."""
+    for source in RESERVED_SOURCES.values():
+        yield from source.read(cache, langs, (lambda e: errors.append(str(e))) if errors is not None else None)
+
+
+def reserved_keys(cache: AptCache, langs: list[str]) -> set[str]:
+    """Normalised, casefolded text of both sides of every reserved pair: what `data build`
+    must never write into a corpus. Empty (and nothing fetched) when apt has neither package."""
+    return {k for raw in reserved_pairs(cache, langs) for k in (_key(raw.en), _key(raw.xx))}
+
+
+def training_keys(folders: Iterable[Path]) -> set[str]:
+    """Both sides of every pair and every monolingual text of corpus folders: the reserved
+    benchmark drops what a model may have seen."""
+    keys: set[str] = set()
+    for folder in folders:
+        folder = Path(folder)
+        if not (folder / "train.tsv").exists():
+            raise UserError(f"--exclude {folder}: not a corpus folder (no train.tsv); build it with `edge-xsent data build`")
+        for split in ("train", "valid"):
+            for p in read_corpus_split(folder / f"{split}.tsv"):
+                keys.update((_key(p.a), _key(p.b)))
+        if (folder / "mono.tsv").exists():
+            keys.update(_key(t) for _, t, _ in read_mono(folder / "mono.tsv"))
+    return keys
+
+
+def build_reserved(out: Path, langs: list[str], cache: AptCache, exclude: Iterable[Path] = ()) -> dict:
+    """The out-of-genre benchmark folder: test.tsv (corpus format, domain `reserved`), stats.json,
+    PROVENANCE.md and the marker that keeps it out of training."""
+    seen_in_training = training_keys(exclude)
+    cleaner = Cleaner(general=True)
+    seen: set[tuple[str, str]] = set()
+    counts: Counter = Counter()
+    dropped = Counter()
+    errors: list[str] = []
+    with atomic_dir(out) as tmp:
+        with open(tmp / "test.tsv", "w", encoding="utf-8") as f:
+            write_header(f, CORPUS_HEADER)
+            for raw in reserved_pairs(cache, langs, errors):
+                cleaned = cleaner(raw.en, raw.xx)
+                if cleaned is None:
+                    continue
+                en, xx = cleaned
+                if (raw.lang, _key(en)) in seen:
+                    dropped["duplicate"] += 1
+                    continue
+                seen.add((raw.lang, _key(en)))
+                if _key(en) in seen_in_training or _key(xx) in seen_in_training:
+                    dropped["in_training_corpus"] += 1
+                    continue
+                write_pair(f, Pair("en", raw.lang, en, xx, raw.source, DOMAIN))
+                counts[(raw.source, raw.lang)] += 1
+        if not counts:
+            raise UserError("no reserved pairs for languages " + ", ".join(langs) + ": is apt able to fetch "
+                            + ", ".join(s.package for s in RESERVED_SOURCES.values()) + "?")
+        stats = {"reserved": True, "langs": langs,
+                 "pairs": {s: {l: n for (s2, l), n in sorted(counts.items()) if s2 == s} for s in RESERVED_SOURCES},
+                 "dropped": {**dropped, **{k: v for k, v in cleaner.dropped.items() if v}},
+                 "excluded_corpora": [str(p) for p in exclude], "unreadable_files": errors}
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
+        (tmp / MARKER).write_text("This folder is an evaluation set. `edge-xsent train` refuses it.\n")
+        (tmp / "PROVENANCE.md").write_text(provenance(stats))
+    return stats
+
+
+def provenance(stats: dict) -> str:
+    lines = ["# Out-of-genre benchmark (reserved sources)", "",
+             "Built by `edge-xsent data reserved` from Debian 12 packages. These sources are read by no",
+             "training build; `data build` drops any pair or text that is one of their sentences.", ""]
+    for s in RESERVED_SOURCES.values():
+        per = stats["pairs"].get(s.name, {})
+        lines.append(f"- **{s.name}** ({s.genre}): {s.licence} Pairs: "
+                     + (", ".join(f"en-{l} {n:,d}" for l, n in per.items()) or "none") + ".")
+    lines += ["", f"Dropped: {json.dumps(stats['dropped'])}.", ""]
+    return "\n".join(lines)
+
+
+def is_reserved_folder(folder: Path) -> bool:
+    return (Path(folder) / MARKER).exists()
