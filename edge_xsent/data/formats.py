@@ -254,3 +254,31 @@ def read_fortunes(path: Path) -> Iterator[str]:
             record.append(line.strip())
     if record:
         yield " ".join(record)
+
+
+_STRINGTABLE_KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def read_stringtable(path: Path) -> dict[str, str]:
+    """A FreeOrion string table: a language-name line, then entries of a KEY line followed by
+    a one-line value or a '''...''' block (several lines); '#' lines are comments."""
+    lines = _text(path).lstrip("\ufeff").splitlines()
+    out: dict[str, str] = {}
+    i = 1  # line 0 names the language
+    while i < len(lines):
+        key = lines[i].strip()
+        i += 1
+        if not key or key.startswith("#") or not _STRINGTABLE_KEY.match(key) or i >= len(lines):
+            continue
+        value = lines[i]
+        i += 1
+        if value.startswith("'''"):
+            block = [value[3:]]
+            while not block[-1].rstrip().endswith("'''"):
+                if i >= len(lines):
+                    raise FormatError(f"{path}: entry {key} opens ''' and never closes it")
+                block.append(lines[i])
+                i += 1
+            value = "\n".join(block).rstrip()[:-3]
+        out[key] = value
+    return out

@@ -3,6 +3,8 @@ training source has, read only by `edge-xsent data reserved` and never by `data 
 
   stellarium  star lore and ethnography: the sky-culture descriptions of stellarium-data
               (one HTML page per culture and language, paragraphs aligned by order)
+  tuxpaint    short everyday descriptions ("A yellow school bus."): Tux Paint's stamps
+              (tuxpaint-stamps-default), one English line and its translations per stamp
   ufoai       narrative research reports and encyclopedia entries of UFO: Alien Invasion
               (ufoai-misc, gettext; an entry's paragraphs aligned by order)
 
@@ -26,6 +28,7 @@ from typing import Callable, Iterable, Iterator
 from ..atomic import atomic_dir
 from ..errors import UserError
 from ..text import normalize
+from .align import align_paragraphs
 from .clean import Cleaner
 from .corpus import CORPUS_HEADER, Pair, read_corpus_split, read_mono, write_header, write_pair
 from .debian import AptCache, RawPair
@@ -33,8 +36,8 @@ from .formats import ErrorSink, skip_bad_file
 from .games import locale_matches, read_catalogue
 
 DOMAIN = "reserved"  # the domain column of a reserved benchmark's pairs
+MIN_ENTRY_WORDS = 20  # UFO:AI entries shorter than this are its interface, not its prose
 MARKER = "RESERVED-FOR-EVALUATION"  # a file in the benchmark folder: training refuses such a folder
-MAX_PARAGRAPH_WORDS = 60  # a paragraph that cannot be split into aligned sentences is kept up to this length
 
 
 @dataclass(frozen=True)
@@ -46,33 +49,14 @@ class ReservedSource:
     read: Callable[..., Iterator[RawPair]]  # (cache, langs, on_error) -> pairs
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”»)]?\s+(?=[\"“«(¿¡]?[A-ZÀ-ÖØ-ÞĀ-ŽА-ЯЁ])")
-_TAG = re.compile(r"<[^>]+>")
-_FOOTNOTE = re.compile(r"<sup>.*?</sup>", re.S)
-
-
-def sentences(text: str) -> list[str]:
-    """A paragraph cut after ., !, ? or … where the next word starts with a capital."""
-    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
-
-
-def align_paragraph(en: str, xx: str) -> list[tuple[str, str]]:
-    """Sentence pairs of two aligned paragraphs: by order where the counts match, else the
-    paragraph itself if it is short enough to be one query, else nothing."""
-    se, sx = sentences(en), sentences(xx)
-    if len(se) == len(sx):
-        return list(zip(se, sx))
-    return [(en, xx)] if len(en.split()) <= MAX_PARAGRAPH_WORDS else []
-
-
 def html_paragraphs(page: str) -> list[str]:
-    """The text of each <p> of a sky-culture page (footnote marks, images and tags dropped)."""
-    page = _FOOTNOTE.sub("", page)
+    """The text of each <p> of a sky-culture page (footnote marks and tags dropped). Nested
+    paragraphs (an image inside a <p>) are cut at the inner tag."""
+    page = re.sub(r"<sup>.*?</sup>", "", page, flags=re.S)
     out = []
-    for chunk in re.split(r"<p\b[^>]*>|</p>|<h\d\b[^>]*>.*?</h\d>|<table\b.*?</table>|<ul\b.*?</ul>", page, flags=re.S | re.I):
-        if chunk is None:
-            continue
-        text = " ".join(html.unescape(_TAG.sub(" ", chunk)).split())
+    for chunk in re.split(r"<p\b[^>]*>|</p>|<h\d\b[^>]*>.*?</h\d>|<table\b.*?</table>|<ul\b.*?</ul>", page,
+                          flags=re.S | re.I):
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", chunk)).split())
         if text:
             out.append(text)
     return out
@@ -88,11 +72,12 @@ def read_stellarium(cache: AptCache, langs: list[str], on_error: ErrorSink | Non
             code = page.name.split(".")[1]
             for lang in [l for l in langs if locale_matches(code, l)]:
                 xx_pars = html_paragraphs(page.read_text(encoding="utf-8", errors="replace"))
-                if len(xx_pars) != len(en_pars):  # a page that differs in structure: no safe alignment
-                    continue
-                for en, xx in zip(en_pars, xx_pars):
-                    for a, b in align_paragraph(en, xx):
-                        yield RawPair(lang, a, b, "stellarium", f"{english.parent.name}/{page.name}")
+                for a, b in align_paragraphs(en_pars, xx_pars):
+                    yield RawPair(lang, a, b, "stellarium", f"{english.parent.name}/{page.name}")
+
+
+def blank_line_paragraphs(text: str) -> list[str]:
+    return [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
 def read_ufoai(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
@@ -105,19 +90,34 @@ def read_ufoai(cache: AptCache, langs: list[str], on_error: ErrorSink | None = N
             if not locale_matches(mo.parent.parent.name, lang):
                 continue
             for en, xx in skip_bad_file(on_error, read_catalogue(mo)):
-                en_pars = [p for p in re.split(r"\n\s*\n", en) if p.strip()]
-                xx_pars = [p for p in re.split(r"\n\s*\n", xx) if p.strip()]
-                if len(en_pars) != len(xx_pars):
+                if len(en.split()) < MIN_ENTRY_WORDS:  # interface strings, not the reports
                     continue
-                for pe, px in zip(en_pars, xx_pars):
-                    for a, b in align_paragraph(" ".join(pe.split()), " ".join(px.split())):
-                        yield RawPair(lang, a, b, "ufoai", f"ufoai-misc:{mo.parent.parent.name}")
+                for a, b in align_paragraphs(blank_line_paragraphs(en), blank_line_paragraphs(xx)):
+                    yield RawPair(lang, a, b, "ufoai", f"ufoai-misc:{mo.parent.parent.name}")
+
+
+def read_tuxpaint(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
+    """Tux Paint's stamp descriptions: the English line first, then `<locale>.utf8=<text>` lines."""
+    root = cache.package("tuxpaint-stamps-default")
+    if root is None:
+        return
+    for path in sorted((root / "usr/share/tuxpaint/stamps").rglob("*.txt")):
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        if not lines or "=" in lines[0]:
+            continue
+        en = lines[0].strip()
+        for line in lines[1:]:
+            code, sep, text = line.partition(".utf8=")
+            for lang in [l for l in langs if sep and locale_matches(code.strip(), l)]:
+                yield RawPair(lang, en, text.strip().rstrip("|"), "tuxpaint", str(path.relative_to(root)))
 
 
 RESERVED_SOURCES: dict[str, ReservedSource] = {s.name: s for s in [
     ReservedSource("stellarium", "star lore and ethnography (sky-culture descriptions)",
                    "Stellarium sky cultures (stellarium-data): GPL-2+ (texts: each culture's own licence, "
                    "see its info.ini).", "stellarium-data", read_stellarium),
+    ReservedSource("tuxpaint", "short everyday descriptions of objects, animals and places",
+                   "Tux Paint stamps (tuxpaint-stamps-default): GPL-2+.", "tuxpaint-stamps-default", read_tuxpaint),
     ReservedSource("ufoai", "narrative research reports and encyclopedia entries (science fiction)",
                    "UFO: Alien Invasion (ufoai-misc): GPL-2+.", "ufoai-misc", read_ufoai),
 ]}

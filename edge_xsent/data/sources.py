@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from . import debian, games, mono
+from . import debian, games, genres, mono
 from .debian import _hyphen, _underscore
 
 SOFTWARE, GENERAL = "software", "general"
@@ -70,6 +70,12 @@ _SOURCES = [
            _fixed("freecol"), games.read_freecol),
     Source("ding", GENERAL, "parallel", "Ding German-English dictionary (trans-de-en), example sentences: GPL-2+.",
            lambda langs: ["trans-de-en"] if "de" in [_underscore(l) for l in langs] else [], games.read_ding),
+    # More genres (help for end users, an encyclopedia): read when named, e.g. --sources default,freeorion,gnome-help,
+    # so the corpus every recorded figure used (corpus-g, the default sources) stays the same.
+    Source("freeorion", GENERAL, "parallel", "FreeOrion string tables (freeorion-data): GPL-2 (text).",
+           _fixed("freeorion-data"), genres.read_freeorion, default=False),
+    Source("gnome-help", GENERAL, "parallel", "GNOME user help (gnome-user-docs): CC-BY-SA-3.0.",
+           _fixed("gnome-user-docs"), genres.read_gnome_help, default=False),
     Source("fortunes", GENERAL, "mono", "fortune cookie files (fortunes, fortunes-de/-es/-it/-pl/-ru/-br): each "
            "package's licence (public domain / BSD / GPL, DFSG-free).",
            lambda langs: [p for p, l in mono.FORTUNE_PACKAGES.items() if l in {"en", *map(_underscore, langs)}],
@@ -87,8 +93,14 @@ def select(names: Iterable[str] | None) -> list[Source]:
     """Sources by name, software first (their pairs claim a split before general text does),
     in declaration order. None means the default ones."""
     from ..errors import UserError
+    from .reserved import RESERVED_SOURCES
 
     names = DEFAULT_SOURCES if names is None else [n.strip() for n in names if n.strip()]
+    names = [m for n in names for m in (DEFAULT_SOURCES if n == "default" else [n])]  # "default,freeorion"
+    reserved = [n for n in names if n in RESERVED_SOURCES]
+    if reserved:
+        raise UserError(f"source(s) {reserved} are reserved for the out-of-genre benchmark and never train a model: "
+                        "build it with `edge-xsent data reserved`")
     unknown = [n for n in names if n not in SOURCES]
     if unknown:
         raise UserError(f"unknown source(s) {unknown}; choose from {', '.join(SOURCES)}")
