@@ -597,7 +597,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, ba
     _emit(encoders, results, format_out_of_genre,
           lambda r: {**{s: sum(d.values()) / len(d) for s, d in r["retrieval"].items()}, "P@1": r["retrieval_mean"],
                      **({"agree": r["agreement_mean"], "score": r["score"]} if r["agreement"] else {})},
-          "out of genre, side by side (P@1 per source, reserved P@1, teacher agreement, score)", as_json, md_path,
+          "out of genre (P@1 per source, reserved P@1, teacher agreement, score)", as_json, md_path,
           f"Out-of-genre benchmark, data `{data_path}`", _typed_command(), mean_column=False)
 
 

@@ -92,6 +92,19 @@ def _torchscript_backend(path: Path, threads: int | None) -> Backend:
     return run
 
 
+def _auto_backend(path: Path, precision: str | None) -> tuple[str, str | None]:
+    """What backend='auto' runs: the int8 ONNX model, else the fp32 weights; an asked precision is
+    honoured (fp32: the fp32 ONNX graph, else the fp32 PyTorch weights) or refused, never swapped."""
+    if precision is None:
+        return ("onnx", "int8") if (path / bundle.ONNX_INT8).exists() else ("torch", None)
+    if (path / ONNX_FILES[precision]).exists():
+        return "onnx", precision
+    if precision == "fp32" and (path / bundle.FILES["weights"]).exists():
+        return "torch", None
+    raise UserError(f"{path} has no {precision} model ({ONNX_FILES[precision]}): export one with "
+                    f"`edge-xsent export {path} --out BUNDLE`" + (" --int4" if precision == "int4" else ""))
+
+
 def backend_name(backend: str, precision: str | None = None) -> str:
     """The one name of a runnable format, used by `Encoder`, the bench and the export's parity
     report alike: torch, torchscript, onnx-fp32, onnx-int8, onnx-int4."""
@@ -143,7 +156,10 @@ class Encoder:
         config = bundle.read_config(path)
         tok = Tokenizer.load(path / bundle.FILES["tokenizer"])
         if backend == "auto":
-            backend, precision = ("onnx", "int8") if (path / bundle.ONNX_INT8).exists() else ("torch", None)
+            backend, precision = _auto_backend(path, precision)
+        elif backend != "onnx" and precision not in (None, "fp32"):
+            raise UserError(f"backend={backend!r} runs fp32 weights; precision={precision!r} needs backend='onnx' "
+                            "(or 'auto')")
         if backend == "torch":
             if not (path / bundle.FILES["weights"]).exists():
                 raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) for backend='torch': "

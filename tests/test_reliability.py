@@ -77,3 +77,20 @@ def test_garbage_folder_is_a_clear_error(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(UserError, match="not an edge-xsent model folder.*found notes.txt"):
         Encoder.load(tmp_path)
+
+
+def test_a_precision_is_honoured_or_refused_never_swapped(tiny_model, tiny_bundle):
+    """Issue 31, row 3 and part of row 13: --precision fp32 used to run int8 and say onnx-int8."""
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    assert Encoder.load(precision="fp32").backend == "torch"  # the shipped folder: fp32 weights, no fp32 ONNX
+    assert Encoder.load(tiny_bundle[0], precision="fp32").backend == "onnx-fp32"
+    assert Encoder.load(precision="int8").backend == "onnx-int8"
+    with pytest.raises(UserError, match="precision='int8' needs backend='onnx'"):
+        Encoder.load(backend="torch", precision="int8")
+    with pytest.raises(UserError, match="has no int8 model"):
+        Encoder.load(tiny_model, precision="int8")
+    res = CliRunner().invoke(main, ["eval", "xsr", "--precision", "fp32", "--queries", "20", "--max-pairs", "20"])
+    assert res.exit_code == 0 and "edge-xsent torch" in res.output and "onnx-int8" not in res.output

@@ -92,12 +92,13 @@ def test_a_reserved_source_is_never_a_training_source():
 
 def test_build_drops_reserved_sentences_from_pairs_and_mono(reserved_cache, tmp_path):
     out = tmp_path / "corpus"
-    stats = build(out, BuildConfig(langs=["fr"], sources=["wesnoth", "fortunes"], valid_frac=0.0, test_frac=0.0,
+    stats = build(out, BuildConfig(langs=["fr"], sources=["wesnoth", "fortunes", "default"], valid_frac=0.0, test_frac=0.0,
                                    general_test_frac=0.0), reserved_cache, offline=True, progress=False)
     texts = {t for s in SPLITS for p in read_corpus_split(out / f"{s}.tsv") for t in (p.a, p.b)}
     assert "The old bridge across the river has fallen into ruin." in texts
     assert SHARED not in texts and SHARED_FR not in texts
     assert stats["build"]["reserved_for_evaluation"] == 1
+    assert "wesnoth" in stats["build"]["config"]["sources"] and "default" not in stats["build"]["config"]["sources"]
     mono = {t for _, t, _ in read_mono(out / "mono.tsv")}
     assert "A fool and his money are soon parted." in mono and SHARED not in mono
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 import time
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 import numpy as np
 from tqdm import tqdm
@@ -210,6 +210,7 @@ def mono_ok(text: str, cfg: CleanConfig) -> bool:
 def build(out: Path, cfg: BuildConfig, cache_dir: Path, offline: bool = False, progress: bool = True) -> dict:
     langs = debian.check_lang_codes(cfg.langs)
     chosen = sources_.select(cfg.sources)
+    cfg = replace(cfg, sources=[s.name for s in chosen])  # "default,freeorion" recorded as the names it stands for
     t0 = time.time()
     cache = debian.AptCache(cache_dir, offline=offline)
     cache.update(langs)
