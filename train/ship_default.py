@@ -97,7 +97,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     from edge_xsent.train import training_minutes
 
     cfg = json.loads((bundle / "config.json").read_text())
-    general = general_sections(run.name, results)  # [] unless the run has general-domain results
+    general = oog_sections(run.name, results) + general_sections(run.name, results)  # [] without general results
     m, training = cfg["model"], read_training(bundle)
     tc = training["train_config"]
     parity = json.loads((bundle / "parity.json").read_text())
@@ -228,18 +228,10 @@ def general_sections(name: str, results: Path) -> list[str]:
     general = load(f"xsr-{name}-int8-general.json")
     peers = load("xsr-general-peers.json") or {}
     usem = next((v for k, v in peers.items() if k.startswith("USE")), None)
-    pick = d.general_default(rows)
-    out = ["## Everyday text, and the rule that chose this model", "",
-           "The rule, written before the run (`train/general-default.md`): among the candidates, scored as shipped "
-           f"(debiased, int8) on corpus-g's test splits, those with software P@1 >= {d.SOFTWARE_MIN_P1:g}, an int8 file "
-           f"<= {d.INT8_MAX_MB:g} MB and >= {d.SPEED_MIN_RATIO:g}x USE-m's sentences/s (same sentences, 1 thread, one "
-           f"run: `bench-*.json`) qualify; the best general P@1 ships (a tie within {d.GENERAL_TIE_POINTS:g} goes to the "
-           "smaller file); if none qualifies, the model shipped before stays.", "",
-           "| candidate | general P@1 | software P@1 | int8 MB | x USE-m sent/s | constraints |", "|---|---|---|---|---|---|",
-           *[f"| {k}{' (shipped before)' if k == prev else ''} | {r['general']:.1f} | {r['software']:.1f} | "
-             f"{r['int8_mb']:.1f} | {r['speed_ratio']:.2f} | {'; '.join(d.failed_constraints(r)) or 'pass'} |"
-             for k, r in rows.items()], "",
-           f"Chosen by the rule: **{pick or 'none (the default stays)'}**."]
+    if oog_rows(name, results)[0]:  # chosen by the out-of-genre rule (oog_sections): general text is a constraint
+        out = ["## General text (games, dictionary) of the training sources' test split", ""]
+    else:
+        out = general_rule_lines(rows, prev)
     if usem:
         gap = 100 * average(usem) - rows[name]["general"]
         out += ["", f"General test split, P@1 (cosine, %, {max(r['n_queries'] for r in general.values()):,d} queries per "
@@ -256,6 +248,84 @@ def general_sections(name: str, results: Path) -> list[str]:
                 "`benchmarks/results/general-ablation.md` shows where it comes from: at equal steps the teacher is worth "
                 "about 9 points on general text, a warm start keeps software text, and everything a 2-layer 256-wide "
                 "student learns here costs CPU hours that a GPU would turn into minutes (issue 18, item 6)."]
+    return out + [""]
+
+
+def general_rule_lines(rows: dict, prev: str | None) -> list[str]:
+    """train/general-default.md's rule and its table (the rule of the defaults chosen before the out-of-genre one)."""
+    from edge_xsent import decisions as d
+
+    pick = d.general_default(rows)
+    return ["## Everyday text, and the rule that chose this model", "",
+            "The rule, written before the run (`train/general-default.md`): among the candidates, scored as shipped "
+            f"(debiased, int8) on corpus-g's test splits, those with software P@1 >= {d.SOFTWARE_MIN_P1:g}, an int8 file "
+            f"<= {d.INT8_MAX_MB:g} MB and >= {d.SPEED_MIN_RATIO:g}x USE-m's sentences/s (same sentences, 1 thread, one "
+            f"run: `bench-*.json`) qualify; the best general P@1 ships (a tie within {d.GENERAL_TIE_POINTS:g} goes to the "
+            "smaller file); if none qualifies, the model shipped before stays.", "",
+            "| candidate | general P@1 | software P@1 | int8 MB | x USE-m sent/s | constraints |", "|---|---|---|---|---|---|",
+            *[f"| {k}{' (shipped before)' if k == prev else ''} | {r['general']:.1f} | {r['software']:.1f} | "
+              f"{r['int8_mb']:.1f} | {r['speed_ratio']:.2f} | {'; '.join(d.failed_constraints(r)) or 'pass'} |"
+              for k, r in rows.items()], "",
+            f"Chosen by the rule: **{pick or 'none (the default stays)'}**."]
+
+
+def oog_rows(name: str, results: Path) -> tuple[dict, str | None]:
+    """train/out-of-genre-default.md's table ({candidate: row}) and the model shipped before; empty when
+    the run has no out-of-genre result (`oog-NAME.json`)."""
+    load = lambda f: json.loads((results / f).read_text()) if (results / f).exists() else None  # noqa: E731
+    rows, prev = general_rows(name, results)
+    if load(f"oog-{name}.json") is None or not rows:
+        return {}, None
+    for key, f in [(name, f"oog-{name}.json"), (prev, f"oog-{prev}-on-{name}.json")]:
+        if key in rows:
+            if load(f) is None:
+                sys.exit(f"{results / f}: missing; train/make_default.sh writes it (edge-xsent eval oog)")
+            rows[key] = {**rows[key], "score": 100 * load(f)["score"], "oog": load(f)}
+    return rows, prev
+
+
+def oog_sections(name: str, results: Path) -> list[str]:
+    """The out-of-genre benchmark beside the model shipped before, USE-m and e5-small, and the rule that chose."""
+    from edge_xsent import decisions as d
+
+    rows, prev = oog_rows(name, results)
+    if not rows:
+        return []
+    pick = d.oog_default(rows, prev or name)
+    ours = rows[name]["oog"]
+    peers = json.loads((results / "oog-peers.json").read_text()) if (results / "oog-peers.json").exists() else {}
+    usem = next((v for k, v in peers.items() if k.startswith("USE")), None)
+    sources = list(ours["retrieval"])
+    mean = lambda r, s: 100 * sum(r["retrieval"][s].values()) / len(r["retrieval"][s])  # noqa: E731
+    out = ["## On genres it was not trained on", "",
+           "`edge-xsent eval oog --data oog`: sentences from whole Debian sources that no training build reads "
+           "(star lore, short everyday descriptions, science-fiction reports; `edge-xsent data reserved`), retrieved "
+           "among sentences of the same source (cosine P@1, both directions), and the share of each sentence's 10 "
+           "nearest neighbours that the model and USE-m agree on, in every language. Score = "
+           f"{1 - d.OOG_AGREEMENT_WEIGHT:g} x P@1 + {d.OOG_AGREEMENT_WEIGHT:g} x agreement.", "",
+           "| encoder | " + " | ".join(sources) + " | reserved P@1 | teacher agreement | score |",
+           "|---|" + "---|" * (len(sources) + 3)]
+    table = {f"{name} (int8)": ours, **({f"{prev} (shipped before)": rows[prev]["oog"]} if prev in rows else {}),
+             **({"USE-m v3 (the teacher)": usem} if usem else {})}
+    out += [f"| {k} | " + " | ".join(f"{mean(r, s):.1f}" for s in sources)
+            + f" | {100 * r['retrieval_mean']:.1f} | {100 * r['agreement_mean']:.1f} | {100 * r['score']:.1f} |"
+            for k, r in table.items()]
+    out += ["", "The rule, written before the runs (`train/out-of-genre-default.md`): candidates scored as shipped "
+            f"(debiased, int8) with software P@1 >= {d.OOG_SOFTWARE_MIN_P1:g} and general P@1 >= "
+            f"{d.OOG_GENERAL_MIN_P1:g} on corpus-g's test splits, an int8 file <= {d.OOG_INT8_MAX_MB:g} MB and >= "
+            f"{d.OOG_SPEED_MIN_RATIO:g}x USE-m's sentences/s qualify; the best score ships (within "
+            f"{d.OOG_TIE_POINTS:g}, the smaller file); if none qualifies, the model shipped before stays.", "",
+            "| candidate | score | general P@1 | software P@1 | int8 MB | x USE-m sent/s | constraints |",
+            "|---|---|---|---|---|---|---|",
+            *[f"| {k}{' (shipped before)' if k == prev else ''} | {r['score']:.1f} | {r['general']:.1f} | "
+              f"{r['software']:.1f} | {r['int8_mb']:.1f} | {r['speed_ratio']:.2f} | "
+              f"{'; '.join(d.oog_failed_constraints(r)) or 'pass'} |" for k, r in rows.items()], "",
+            f"Chosen by the rule: **{pick}**."]
+    if usem:
+        gap = 100 * (usem["retrieval_mean"] - ours["retrieval_mean"])
+        out += ["", f"Goal: reserved P@1 within 10 points of USE-m's. Measured distance: {gap:.1f} points "
+                f"({'reached' if gap <= 10 else 'not reached'}); multilingual-e5-small on a 200-pair sample: "
+                "`benchmarks/results/oog-peers-sample.md`."]
     return out + [""]
 
 
@@ -427,7 +497,11 @@ def main() -> None:
 
     bundle = args.run / "bundle"
     manifest = verify(bundle)
-    rows, _ = general_rows(args.run.name, args.results)
+    rows, prev = oog_rows(args.run.name, args.results)
+    if rows and (pick := decisions.oog_default(rows, prev or "the current default")) != args.run.name:
+        sys.exit(f"not shipped: the rule of train/out-of-genre-default.md keeps {pick} "
+                 f"({'; '.join(decisions.oog_failed_constraints(rows[args.run.name])) or 'a lower score'})")
+    rows, _ = ({}, None) if rows else general_rows(args.run.name, args.results)
     if rows and (pick := decisions.general_default(rows)) != args.run.name:
         sys.exit(f"not shipped: the rule of train/general-default.md keeps {pick or 'the current default'} "
                  f"({'; '.join(decisions.failed_constraints(rows[args.run.name])) or 'lower general P@1'})")
