@@ -296,7 +296,7 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
-@click.option("--batch-size", default=32, show_default=True)
+@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
 @click.option("--threads", type=int, default=None, help="CPU threads for inference.")
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
 @user_errors
@@ -309,7 +309,13 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
       echo "Ouvrir le fichier" | edge-xsent encode --model runs/tiny/bundle --out v.npy --backend torch
     """
     from .encoder import Encoder, encode_file
+    from .mine import refuse_overwriting_input
 
+    if str(out) == "-" or out.is_dir():
+        raise click.BadParameter(f"{out} is {'stdout' if str(out) == '-' else 'a folder'}; give a .npy file name",
+                                 param_hint="--out")
+    if str(input_path) != "-":
+        refuse_overwriting_input(out, [input_path])
     enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
     source = sys.stdin if str(input_path) == "-" else input_path
     n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize)
@@ -394,9 +400,10 @@ def compare_cmd(sentences, model_path):
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
               help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--mode", type=click.Choice(["forward", "backward", "intersect", "max"]), default="intersect", show_default=True)
-@click.option("--threshold", default=1.05, show_default=True, help="Minimum ratio-margin score.")
-@click.option("--k", default=4, show_default=True, help="Neighbours in the margin's denominators.")
-@click.option("--batch-size", default=64, show_default=True)
+@click.option("--threshold", default=1.05, show_default=True, callback=lambda ctx, p, v: _finite(v, "--threshold"),
+              help="Minimum ratio-margin score.")
+@click.option("--k", default=4, show_default=True, type=click.IntRange(min=1), help="Neighbours in the margin's denominators.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @user_errors
 def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
     """Mine translation pairs from two monolingual files (one sentence per line).
@@ -413,6 +420,14 @@ def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
     n = mine_files(src, tgt, out, lambda s: enc.encode(list(s), batch_size=batch_size), mode=mode, k=k,
                    threshold=threshold)
     click.echo(f"{n} pairs (mode {mode}, margin >= {threshold}) -> {out}", err=True)
+
+
+def _finite(value: float, name: str) -> float:
+    import math
+
+    if not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number; give a finite score such as 1.05", param_hint=name)
+    return value
 
 
 def _write_md(path: Path, title: str, table: str, command: str) -> None:
@@ -436,7 +451,8 @@ def eval_group() -> None:
 @click.option("--domain", type=click.Choice(["software", "general"]), default=None,
               help="Score one domain of a corpus folder: software localisation or general text (default: all pairs).")
 @click.option("--langs", default=None, help="Languages of a TSV / Moses input, e.g. en,fr.")
-@click.option("--queries", default=2000, show_default=True, help="Queries per direction (the paper: 2,000).")
+@click.option("--queries", default=2000, show_default=True, type=click.IntRange(min=1),
+              help="Queries per direction (the paper: 2,000).")
 @click.option("--max-pairs", type=int, default=None,
               help="Score at most this many pairs per language pair (a fixed-seed sample, so fewer candidates too): "
                    "for peers too slow for a whole test split, e.g. --max-pairs 500 --peers e5-small.")
@@ -445,7 +461,7 @@ def eval_group() -> None:
 @click.option("--pool", type=click.Choice(["pair", "mixed"]), default="pair", show_default=True,
               help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
                    "query's own language (multilingual search: the translation must beat same-language sentences).")
-@click.option("--batch-size", default=64, show_default=True)
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
 @click.option("--json", "as_json", is_flag=True)
@@ -555,7 +571,7 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
               help="Leave out a source's language pair with fewer pairs (a tiny pool makes P@1 trivial).")
 @click.option("--agreement/--no-agreement", default=True, show_default=True,
               help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
-@click.option("--batch-size", default=64, show_default=True)
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
 @click.option("--json", "as_json", is_flag=True)

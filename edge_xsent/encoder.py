@@ -12,6 +12,7 @@ restored. Checksums are verified at load. Never touches the network.
 from __future__ import annotations
 
 import itertools
+import numbers
 import warnings
 from pathlib import Path
 from typing import IO, Callable, Iterator, Sequence
@@ -182,10 +183,17 @@ class Encoder:
         return [x[: self.max_len] for x in ids]
 
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32, normalize: bool = True,
-               show_progress: bool = False) -> np.ndarray:
-        """str -> (dim,); list of str -> (n, dim) float32, in input order."""
-        if batch_size < 1:
-            raise UserError(f"batch_size must be >= 1, got {batch_size}")
+               show_progress: bool = False, **unknown) -> np.ndarray:
+        """str -> (dim,); list of str -> (n, dim) float32, in input order. An empty text (nothing
+        left after normalisation) embeds to the zero vector: cosine 0 with everything."""
+        if unknown:
+            raise UserError(f"encode() got unknown argument(s) {', '.join(sorted(unknown))}; valid: sentences, "
+                            "batch_size, normalize, show_progress")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+            raise UserError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        for name, flag in (("normalize", normalize), ("show_progress", show_progress)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise UserError(f"{name} must be True or False, got {flag!r}")
         single = isinstance(sentences, str)
         items = [sentences] if single else _check_items(sentences)
         out = np.zeros((len(items), self.dim), dtype=np.float32)
@@ -213,6 +221,10 @@ class Encoder:
 def _check_items(sentences) -> list[str]:
     if isinstance(sentences, (bytes, bytearray)):
         raise UserError("encode() takes str or a list of str, got bytes: decode it first, e.g. text.decode('utf-8')")
+    if isinstance(sentences, dict):
+        raise UserError("encode() got a dict: pass list(d.values()) or list(d.keys()), whichever holds the text")
+    if isinstance(sentences, (set, frozenset)):
+        raise UserError("encode() got a set, which has no order to match vectors to: pass sorted(s) or a list")
     try:
         items = list(sentences)
     except TypeError as e:
@@ -256,4 +268,15 @@ def _lines(source: str | Path | IO[str]) -> Iterator[str]:
         from .data.corpus import read_lines
 
         return (line for _, line in read_lines(Path(source)))
-    return (line.rstrip("\r\n") for line in source)
+    return _stream_lines(source)
+
+
+def _stream_lines(source: IO[str]) -> Iterator[str]:
+    """Lines of an open text stream (stdin): a leading BOM dropped, undecodable bytes a clear error."""
+    n = 0
+    try:
+        for n, line in enumerate(source, 1):
+            line = line.rstrip("\r\n")
+            yield line.removeprefix("\ufeff") if n == 1 else line
+    except UnicodeDecodeError as e:
+        raise UserError(f"input line {n + 1}: not valid UTF-8 ({e.reason}); re-encode the text as UTF-8") from e

@@ -109,6 +109,19 @@ def mine(src_lines: Iterable[str], tgt: Sequence[str], embed: Embed, mode: str =
     return out
 
 
+def tsv_field(text: str) -> str:
+    """A sentence as one TSV column: its tabs (and any line break) as spaces, as the model read it."""
+    return " ".join(text.replace("\t", " ").splitlines())
+
+
+def refuse_overwriting_input(out: Path, inputs: Iterable[Path]) -> None:
+    from .errors import UserError
+
+    for path in inputs:
+        if Path(path).exists() and Path(out).exists() and Path(out).resolve() == Path(path).resolve():
+            raise UserError(f"--out {out} is also an input: writing it would destroy the input; choose another name")
+
+
 def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "intersect", k: int = 4,
                threshold: float = 1.05) -> int:
     """Mine two text files (one sentence per line) into a TSV of score, source, target, written
@@ -117,11 +130,12 @@ def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "inter
     from .atomic import atomic_write
     from .data.corpus import read_lines
 
+    refuse_overwriting_input(out, [src, tgt])
     targets = [line for _, line in read_lines(tgt)]
     found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
     wanted = {i for _, i, _ in found}
     src_text = {n - 1: line for n, line in read_lines(src) if n - 1 in wanted}
     with atomic_write(out) as f:
         for score, i, j in found:
-            f.write(f"{score:.4f}\t{src_text[i]}\t{targets[j]}\n")
+            f.write(f"{score:.4f}\t{tsv_field(src_text[i])}\t{tsv_field(targets[j])}\n")
     return len(found)

@@ -5,6 +5,7 @@ import pickle
 import shutil
 
 import pytest
+import numpy as np
 import torch
 
 from edge_xsent import Encoder
@@ -94,3 +95,86 @@ def test_a_precision_is_honoured_or_refused_never_swapped(tiny_model, tiny_bundl
         Encoder.load(tiny_model, precision="int8")
     res = CliRunner().invoke(main, ["eval", "xsr", "--precision", "fp32", "--queries", "20", "--max-pairs", "20"])
     assert res.exit_code == 0 and "edge-xsent torch" in res.output and "onnx-int8" not in res.output
+
+
+# ----------------------------------------------------------------------------- what a careless user tried
+
+def _cli(*args, input=None):
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    return CliRunner().invoke(main, list(args), input=input)
+
+
+def test_an_output_never_overwrites_an_input(tmp_path):
+    src, tgt = tmp_path / "a.txt", tmp_path / "b.txt"
+    src.write_text("Open the file\nSave the file\n")
+    tgt.write_text("Ouvrir le fichier\nEnregistrer le fichier\n")
+    for args in (["encode", "--input", str(src), "--out", str(src)],
+                 ["mine", str(src), str(tgt), "--out", str(tgt)]):
+        res = _cli(*args)
+        assert res.exit_code == 1 and "is also an input" in res.output and res.exception.__class__ is SystemExit
+    assert tgt.read_text() == "Ouvrir le fichier\nEnregistrer le fichier\n" and src.read_text().startswith("Open")
+
+
+def test_a_bom_is_not_text(tmp_path):
+    plain, bom = tmp_path / "plain.txt", tmp_path / "bom.txt"
+    plain.write_text("Save the current document\n", encoding="utf-8")
+    bom.write_text("\ufeffSave the current document\n", encoding="utf-8")
+    for path in (plain, bom):
+        assert _cli("encode", "--input", str(path), "--out", str(path.with_suffix(".npy"))).exit_code == 0
+    assert np.array_equal(np.load(plain.with_suffix(".npy")), np.load(bom.with_suffix(".npy")))
+    res = _cli("encode", "--out", str(tmp_path / "stdin.npy"), input="\ufeffSave the current document\n")
+    assert res.exit_code == 0 and np.array_equal(np.load(tmp_path / "stdin.npy"), np.load(plain.with_suffix(".npy")))
+
+
+def test_mine_writes_three_columns_whatever_the_text(tmp_path):
+    src, tgt, out = tmp_path / "en.txt", tmp_path / "fr.txt", tmp_path / "pairs.tsv"
+    src.write_text("\ufeffOpen\tthe file now\nClose the window\nPrint the page\n")
+    tgt.write_text("Ouvrir le fichier maintenant\nFermer la fenêtre\nImprimer la page\n")
+    res = _cli("mine", str(src), str(tgt), "--out", str(out), "--threshold", "0")
+    assert res.exit_code == 0, res.output
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows and all(len(r) == 3 for r in rows)
+    assert any(r[1] == "Open the file now" for r in rows)  # no BOM, the tab a space
+
+
+def test_invalid_utf8_on_stdin_is_a_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    res = CliRunner().invoke(main, ["encode", "--out", str(tmp_path / "v.npy")], input=b"ok line\n\xff\xfe bad\n")
+    assert res.exit_code == 1 and "not valid UTF-8" in res.output and not isinstance(res.exception, TypeError)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["encode", "--out", "-"], "stdout"),
+    (["encode", "--out", "."], "a folder"),
+    (["mine", "a", "b", "--out", "p.tsv", "--k", "0"], "--k"),
+    (["mine", "a", "b", "--out", "p.tsv", "--k", "-1"], "--k"),
+    (["mine", "a", "b", "--out", "p.tsv", "--threshold", "nan"], "not a number"),
+    (["eval", "xsr", "--queries", "0"], "--queries"),
+    (["eval", "xsr", "--queries", "-3"], "--queries"),
+    (["encode", "--out", "v.npy", "--batch-size", "0"], "--batch-size"),
+])
+def test_bad_flag_values_are_usage_errors(args, message):
+    res = _cli(*args)
+    assert res.exit_code == 2 and message in res.output and isinstance(res.exception, SystemExit)
+
+
+def test_encode_checks_its_arguments():
+    enc = Encoder.load()
+    with pytest.raises(UserError, match="normalize must be True or False"):
+        enc.encode(["a"], normalize="no")
+    with pytest.raises(UserError, match="got a dict"):
+        enc.encode({"a": 1})
+    with pytest.raises(UserError, match="got a set"):
+        enc.encode({"a", "b"})
+    with pytest.raises(UserError, match="unknown argument.*convert_to_numpy.*valid: sentences"):
+        enc.encode(["a"], convert_to_numpy=True)
+    with pytest.raises(UserError, match="batch_size must be an int"):
+        enc.encode(["a"], batch_size=2.5)
+    v = enc.encode(["", "   ", "Save the document"])
+    assert not v[0].any() and not v[1].any() and abs(np.linalg.norm(v[2]) - 1) < 1e-5  # empty text: the zero vector

@@ -65,7 +65,8 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
         with open_binary(path) as f:
             for n, raw in enumerate(f, 1):
-                yield n, raw.decode("utf-8").rstrip("\r\n")
+                line = raw.decode("utf-8").rstrip("\r\n")
+                yield n, (line.removeprefix("\ufeff") if n == 1 else line)  # a BOM (Windows editors) is not text
     except UnicodeDecodeError as e:
         raise UserError(f"{path}:{n}: not valid UTF-8 ({e.reason} at byte {e.start}); re-encode the file as UTF-8") from e
     except (OSError, EOFError, lzma.LZMAError) as e:
