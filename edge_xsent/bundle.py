@@ -96,27 +96,43 @@ def verify(folder: Path, expected: list[str] | None = None) -> dict:
         manifest = json.loads(mpath.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{mpath}: corrupt manifest ({e})") from e
+    if not isinstance(manifest, dict):
+        raise UserError(f"{mpath}: corrupt manifest (a JSON object expected, found {type(manifest).__name__})")
     check_version(manifest, mpath)
-    for name in expected or []:
-        if name not in manifest.get("files", {}):
-            raise UserError(f"{folder}: the manifest lists no {name}")
-    for name, info in manifest.get("files", {}).items():
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        raise UserError(f"{mpath}: corrupt manifest (field 'files' must map file names to checksums)")
+    require_listed(manifest, expected or [], folder)
+    for name, info in files.items():
         path = folder / name
+        if not isinstance(info, dict) or not isinstance(info.get("bytes"), int) or not isinstance(info.get("sha256"), str):
+            raise UserError(f"{mpath}: corrupt manifest (file {name!r} needs 'bytes' and 'sha256')")
         if not path.resolve().is_relative_to(folder.resolve()):
             raise UserError(f"{mpath}: file {name!r} points outside the model folder")
         if not path.exists():
             raise UserError(f"{path}: missing (listed in the manifest); the model folder is incomplete")
+        if not path.is_file():  # a FIFO or device would hang or feed the reader anything
+            raise UserError(f"{path}: not a regular file; a model folder holds only files")
         if path.stat().st_size != info["bytes"] or sha256(path) != info["sha256"]:
             raise UserError(f"{path}: checksum mismatch, the file is corrupt or was changed after saving; "
                             "re-export or re-download the model")
     return manifest
 
 
+def require_listed(manifest: dict, names: list[str], folder: Path) -> None:
+    """Every file a loader is about to read must be in the manifest (so its checksum was checked)."""
+    for name in names:
+        if name not in manifest.get("files", {}):
+            raise UserError(f"{folder}: the manifest lists no {name}, so it cannot be checked; re-export the model")
+
+
 def check_version(meta: dict, where: Path) -> None:
-    if meta.get("format") != FORMAT:
-        raise UserError(f"{where}: not an edge-xsent model (format {meta.get('format')!r})")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise UserError(f"{where}: not an edge-xsent model (format {meta.get('format') if isinstance(meta, dict) else None!r})")
     v = meta.get("format_version")
-    if not isinstance(v, int) or v > FORMAT_VERSION:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise UserError(f"{where}: format_version {v!r} is not a whole number; the file is corrupt")
+    if v > FORMAT_VERSION:
         raise UserError(f"{where}: model format version {v} is newer than this edge-xsent supports "
                         f"({FORMAT_VERSION}); upgrade with `pip install -U edge-xsent`")
 
@@ -173,6 +189,14 @@ def read_config(folder: Path) -> dict:
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: corrupt JSON ({e})") from e
     check_version(config, path)
+    from .config import EncoderConfig
+
+    if not isinstance(config.get("model"), dict):
+        raise UserError(f"{path}: field 'model' (the encoder's settings) is missing or not an object; the file is corrupt")
+    try:
+        EncoderConfig.from_dict(config["model"])
+    except (UserError, TypeError) as e:
+        raise UserError(f"{path}: {e}") from None
     return config
 
 
@@ -186,7 +210,11 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
     config = read_config(folder)
     model = DualEncoder(EncoderConfig.from_dict(config["model"]))
     state = read_state(folder, config)
-    missing, unexpected = model.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:  # shapes differ: config.json's d_model, max_len or vocab_size is not the weights'
+        first = str(e).split("\n")[1].strip() if "\n" in str(e) else str(e)
+        raise UserError(f"{folder / FILES['config']}: its sizes do not match the weights ({first})") from None
     if missing or unexpected:
         raise UserError(f"{folder / FILES['weights']}: weights do not match config.json "
                         f"(missing {missing[:3]}, unexpected {unexpected[:3]})")

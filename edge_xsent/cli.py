@@ -261,8 +261,10 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.option("--int4", is_flag=True, help="Also write 4-bit weights (onnx/model_int4.onnx).")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
+@click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")
 @user_errors
-def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from):
+def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from,
+               force):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
 
     \b
@@ -276,7 +278,8 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     out = out or model_path.with_name(model_path.name + "-bundle")
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
-                           parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights)
+                           parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights,
+                           force=force)
     if "pruned" in parity:
         click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}")

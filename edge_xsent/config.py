@@ -40,6 +40,10 @@ class EncoderConfig:
     mask_id: int = MASK_ID
 
     def __post_init__(self) -> None:
+        for name in ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"model config: {name} must be a whole number >= 1, got {value!r}")
         if self.d_model % self.n_heads:
             raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if not 1 <= self.n_layers <= 24:

@@ -152,8 +152,7 @@ class Encoder:
         if precision not in (None, "fp32", "int8", "int4"):
             raise UserError(f"unknown precision {precision!r}; choose fp32, int8 or int4")
         path = bundle.resolve_model_dir(path)
-        if verify:
-            bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]])
+        manifest = bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]]) if verify else None
         config = bundle.read_config(path)
         tok = Tokenizer.load(path / bundle.FILES["tokenizer"])
         if backend == "auto":
@@ -161,6 +160,10 @@ class Encoder:
         elif backend != "onnx" and precision not in (None, "fp32"):
             raise UserError(f"backend={backend!r} runs fp32 weights; precision={precision!r} needs backend='onnx' "
                             "(or 'auto')")
+        weights = {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN,
+                   "onnx": ONNX_FILES[precision or "int8"]}[backend]
+        if manifest is not None and (path / weights).exists():
+            bundle.require_listed(manifest, [weights], path)  # an unlisted file was never checked
         if backend == "torch":
             if not (path / bundle.FILES["weights"]).exists():
                 raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) for backend='torch': "
@@ -172,8 +175,7 @@ class Encoder:
             run = _torchscript_backend(path, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
         name = backend_name(backend, precision)
-        weights = {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN, "onnx": ONNX_FILES[precision]}
-        return cls(run, tok, config, path, name, path / weights[backend])
+        return cls(run, tok, config, path, name, path / weights)
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         ids = self.tokenizer.encode(sentences)

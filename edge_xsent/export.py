@@ -31,7 +31,7 @@ import torch.nn as nn
 
 from . import __version__
 from .atomic import atomic_dir
-from .bundle import (CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
+from .bundle import (CARD, FILES, FORMAT, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
                      read_training, write_manifest)
 from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS
 from .data.corpus import Pair, read_pairs
@@ -214,15 +214,47 @@ def model_files(folder: Path) -> list[Path]:
     return [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
 
 
+def is_bundle(folder: Path) -> bool:
+    """An edge-xsent bundle: a manifest of this format that lists an exported graph."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    return (manifest.get("format") == FORMAT and isinstance(files, dict)
+            and any(f.startswith(("onnx/", "torchscript/")) for f in files))
+
+
+def check_target(model_dir: Path, out: Path, force: bool) -> None:
+    """What an export may replace: nothing but a previous bundle, and that only with `force`. A
+    folder of the user's, a training run or the model being exported is never overwritten."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(f"--out {out} is a file; give the name of a new folder")
+    if model_dir.resolve() == out.resolve() or model_dir.resolve().is_relative_to(out.resolve()):
+        raise UserError(f"--out {out} holds the model being exported; choose a new folder")
+    if not any(out.iterdir()):
+        return
+    if not is_bundle(out):
+        raise UserError(f"--out {out} exists and is not an edge-xsent bundle: exporting would delete its files; "
+                        "choose a new folder")
+    if not force:
+        raise UserError(f"--out {out} is a bundle already: pass --force to replace it")
+
+
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
                   check_parity: bool = True, fuse: bool = False, int4: bool = False,
-                  keep_vocab: list[str] | None = None, int8_weights: str = DEFAULT_INT8_WEIGHTS) -> dict | None:
+                  keep_vocab: list[str] | None = None, int8_weights: str = DEFAULT_INT8_WEIGHTS,
+                  force: bool = False) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
+    `out` may be new or empty, or a bundle already when `force` (never another folder: see check_target).
     `keep_vocab`: prune the vocabulary to the pieces these texts use (inside the bundle's
     temporary folder, so nothing is left behind). `int8_weights`: a key of INT8_WEIGHTS.
     `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
+    check_target(model_dir, out, force)
     t0 = time.time()
     with atomic_dir(out) as tmp:
         pruned = prune_vocabulary(model_dir, keep_vocab, tmp / ".pruned") if keep_vocab is not None else None

@@ -178,3 +178,133 @@ def test_encode_checks_its_arguments():
         enc.encode(["a"], batch_size=2.5)
     v = enc.encode(["", "   ", "Save the document"])
     assert not v[0].any() and not v[1].any() and abs(np.linalg.norm(v[2]) - 1) < 1e-5  # empty text: the zero vector
+
+
+def _copy(src, tmp_path, name="m"):
+    dst = tmp_path / name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _rewrite_manifest(folder, change):
+    manifest = json.loads((folder / MANIFEST).read_text())
+    change(manifest)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_every_loaded_file_is_listed_and_regular(tiny_bundle, tmp_path):
+    import os
+
+    b = _copy(tiny_bundle[0], tmp_path)
+    _rewrite_manifest(b, lambda m: m["files"].pop("onnx/model_int8.onnx"))
+    with pytest.raises(UserError, match="lists no onnx/model_int8.onnx"):
+        Encoder.load(b)
+    b = _copy(tiny_bundle[0], tmp_path, "fifo")
+    (b / "tokenizer.model").unlink()
+    os.mkfifo(b / "tokenizer.model")
+    _rewrite_manifest(b, lambda m: m["files"]["tokenizer.model"].update(bytes=0))
+    with pytest.raises(UserError, match="not a regular file"):
+        Encoder.load(b)  # returns at once: the FIFO is never opened
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["files"]["config.json"].pop("bytes"), "needs 'bytes' and 'sha256'"),
+    (lambda m: m.update(files=["config.json"]), "field 'files'"),
+    (lambda m: m.update(format_version="2"), "format_version '2' is not a whole number"),
+])
+def test_a_malformed_manifest_is_one_clear_error(tiny_model, tmp_path, change, message):
+    m = _copy(tiny_model, tmp_path)
+    _rewrite_manifest(m, change)
+    with pytest.raises(UserError, match=message):
+        Encoder.load(m)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c.pop("model"), "field 'model'"),
+    (lambda c: c["model"].update(n_heads=0), "n_heads must be a whole number >= 1"),
+    (lambda c: c["model"].update(d_model=64, n_heads=4), "sizes do not match the weights"),
+])
+def test_a_malformed_config_is_one_clear_error(tiny_model, tmp_path, change, message):
+    from edge_xsent.bundle import write_manifest
+
+    m = _copy(tiny_model, tmp_path)
+    config = json.loads((m / "config.json").read_text())
+    change(config)
+    (m / "config.json").write_text(json.dumps(config))
+    write_manifest(m)  # a consistent manifest: the config itself is what is wrong
+    with pytest.raises(UserError, match=message):
+        Encoder.load(m, backend="torch")
+
+
+def test_export_never_replaces_a_folder_that_is_not_a_bundle(tiny_model, tiny_bundle, tmp_path):
+    from edge_xsent.export import export_bundle
+
+    mine = tmp_path / "my-folder"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    for out, message in [(mine, "not an edge-xsent bundle"), (tiny_model, "holds the model being exported"),
+                         (tiny_model.parent, "holds the model being exported")]:
+        with pytest.raises(UserError, match=message):
+            export_bundle(tiny_model, out, torchscript=False, parity_pairs=20)
+    assert (mine / "notes.txt").read_text() == "mine"
+    b = _copy(tiny_bundle[0], tmp_path, "bundle")
+    with pytest.raises(UserError, match="pass --force"):
+        export_bundle(tiny_model, b, torchscript=False, parity_pairs=20)
+    export_bundle(tiny_model, b, torchscript=False, parity_pairs=20, force=True)
+    assert not (b / "torchscript").exists()  # replaced by the new export
+
+
+def test_atomic_dir_swaps_without_a_gap_and_cleans_up_after_killed_writers(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    target = tmp_path / "bundle"
+    with atomic_dir(target) as tmp:
+        (tmp / "v").write_text("0")
+    seen_missing, stop = [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            if not target.exists():
+                seen_missing.append(1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    for i in range(1, 30):
+        with atomic_dir(target) as tmp:
+            (tmp / "v").write_text(str(i))
+    stop.set()
+    watcher.join()
+    assert not seen_missing and (target / "v").read_text() == "29"
+    # a writer killed mid-build leaves its temporary folder; the next writer removes it
+    code = ("import os, sys; from edge_xsent.atomic import atomic_dir\n"
+            "with atomic_dir(sys.argv[1]) as t:\n    (t / 'half').write_text('x'); os._exit(9)")
+    assert subprocess.run([sys.executable, "-c", code, str(target)]).returncode == 9
+    assert len(list(tmp_path.glob(".bundle.*.tmp"))) == 1
+    with atomic_dir(target) as tmp:
+        (tmp / "v").write_text("30")
+    assert not list(tmp_path.glob(".bundle.*.tmp")) and (target / "v").read_text() == "30"
+
+
+def test_two_writers_at_once_both_succeed(tmp_path):
+    import threading
+
+    target, errors = tmp_path / "bundle", []
+
+    def write(tag):
+        try:
+            for i in range(15):
+                with atomic_dir(target) as tmp:
+                    (tmp / "who").write_text(f"{tag}{i}")
+        except Exception as e:  # noqa: BLE001 - the test reports any failure
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and (target / "who").read_text() in ("a14", "b14")
+    assert not list(tmp_path.glob(".bundle.*"))
