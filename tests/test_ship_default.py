@@ -38,6 +38,7 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     assert done.returncode == 0, done.stderr
     card = (out / "README.md").read_text()
     assert "Recipe `train/tiny-cpu.toml`" in card
+    assert json.loads((out / "manifest.json").read_text())["recipe"] == "train/tiny-cpu.toml"  # make_default's default
     assert f"**{100 * average(fp32):.1f}**" in card and f"**{100 * average(int8):.1f}**" in card
     assert "not chosen by a sweep" in card  # no default_sweep.json among these results
     assert "minutes of training wall time" in card

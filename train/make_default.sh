@@ -3,13 +3,16 @@
 # card comes from a command below. Resumable: rerun after an interruption (training
 # continues from its last checkpoint; a debiased model, a bundle and each result written
 # after the bundle are kept, the rest is redone).
-# Usage: train/make_default.sh [RECIPE]          (default train/general-default.toml, ~1.5 h on 2 cores)
+# Usage: train/make_default.sh [RECIPE]          (default: the shipped model's recipe; ~1.5 h on 2 cores)
 #        EVAL_DATA=corpus-g train/make_default.sh train/oog-genres-cos.toml   (trained on corpus-g2, judged on corpus-g)
 # A corpus with general-domain text (corpus-g) is scored per domain: the software split as before
 # (the main tables) and the general split, each beside the model shipped until now and USE-m, and
 # the speed against USE-m is measured in one run: the rule of train/general-default.md.
 set -euo pipefail
-recipe=${1:-train/general-default.toml}
+# no argument: the recipe of the model shipped now (recorded in its manifest by ship_default.py)
+shipped_recipe=$(python -c 'import json, sys; print(json.load(open(sys.argv[1])).get("recipe", "train/general-scratch-32k.toml"))' \
+  edge_xsent/resources/default-model/manifest.json)
+recipe=${1:-$shipped_recipe}
 # the run folder and the corpus the recipe trains on, read (and the recipe checked) by the config's own loader
 run=$(python -c 'import sys; from edge_xsent.config import TrainConfig; print(TrainConfig.from_toml(sys.argv[1]).out)' "$recipe")
 name=$(basename "$run")

@@ -511,6 +511,7 @@ def main() -> None:
             shutil.copy2(bundle / rel, tmp / rel)
         (tmp / "README.md").write_text(card(args.run, bundle, args.results, args.recipe, args.note))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
+        extra["recipe"] = args.recipe  # what `train/make_default.sh` with no argument rebuilds
         write_manifest(tmp, extra)
     print(f"wrote {args.out}/ ({sum(p.stat().st_size for p in args.out.rglob('*') if p.is_file()) / 2**20:.1f} MB); "
           f"{MANIFEST} verified: {len(verify(args.out)['files'])} files")
