@@ -93,6 +93,9 @@ class TrainConfig:
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
     threads: int | None = None  # CPU threads (torch.set_num_threads)
     init: str | None = None  # start from this trained model folder (its tokenizer and weights)
+    distance_weight: float = 0.0  # T-LASER's distance constraint beside align and sim (objectives.distance_loss)
+    distance_margin: float = 0.5  # its margin alpha (the paper: 0.5)
+    distance_negatives: int = 20  # unrelated partners sampled per pair (the paper's Ns: 20)
     teacher: str | None = None  # distil a peer encoder (usem3, e5-small) into the student
     teacher_weight: float = 1.0
     teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
@@ -111,6 +114,8 @@ class TrainConfig:
             raise UserError("max_steps must be at least 1")
         if self.teacher_loss not in DISTILL_LOSSES:
             raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(DISTILL_LOSSES)}")
+        if self.distance_weight and not 1 <= self.distance_negatives:
+            raise UserError("distance_negatives must be at least 1 when distance_weight is set")
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
 

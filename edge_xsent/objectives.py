@@ -119,6 +119,28 @@ def sim_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return -torch.log(c).sum(-1).mean()
 
 
+def distance_loss(u: torch.Tensor, v: torch.Tensor, negatives: torch.Tensor, margin: float = 0.5,
+                  neg_weight: float = 0.5, eps: float = 1e-6) -> torch.Tensor:
+    """T-LASER's distance constraint (eq. 7-10): pull each pair together and keep every sampled
+    unrelated pair at least `margin` further apart than it, in both directions. Distances are
+    divided by the batch's mean vector norm, so the loss cannot be lowered by shrinking vectors.
+    `negatives` (B, Ns) holds, per row i, the indices j != i of its unrelated partners; the
+    paper's lambda = beta / 2 is `neg_weight` = 0.5 here, beta being the objective's weight."""
+    u, v = u.float(), v.float()
+    vnorm = torch.cat([u, v]).norm(dim=-1).mean() + eps
+    dp = (u - v).norm(dim=-1) / vnorm  # (B,)
+    d_ab = (u[:, None, :] - v[negatives]).norm(dim=-1) / vnorm  # (B, Ns): u_i to unrelated v_j
+    d_ba = (v[:, None, :] - u[negatives]).norm(dim=-1) / vnorm
+    delta = F.relu(margin - (d_ab - dp[:, None])) + F.relu(margin - (d_ba - dp[:, None]))
+    return dp.mean() + neg_weight * delta.mean(dim=1).mean()
+
+
+def sample_negatives(batch: int, n: int, gen: torch.Generator) -> torch.Tensor:
+    """(batch, n) indices, row i drawn uniformly from the other rows (never i itself)."""
+    r = torch.randint(0, batch - 1, (batch, n), generator=gen)
+    return r + (r >= torch.arange(batch)[:, None]).long()
+
+
 def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", temperature: float = 0.05) -> torch.Tensor:
     """Student (projected, (B, D)) towards teacher (B, D) vectors of unit length.
 

@@ -217,6 +217,10 @@ class Objective(nn.Module):
         if cfg.sim_weight:
             losses["sim"] = obj.sim_loss(u, v)
             total = total + cfg.sim_weight * losses["sim"]
+        if cfg.distance_weight:
+            negatives = obj.sample_negatives(u.shape[0], cfg.distance_negatives, gen).to(u.device)
+            losses["distance"] = obj.distance_loss(u, v, negatives, cfg.distance_margin)
+            total = total + cfg.distance_weight * losses["distance"]
         if self.teacher_proj is not None:
             losses["teacher"] = self.distill(u, v, batch)
             total = total + cfg.teacher_weight * losses["teacher"]

@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -103,3 +104,37 @@ def test_losses_have_gradients():
     v = torch.randn(4, 8, requires_grad=True)
     (obj.align_loss(u, v) + obj.sim_loss(u, v)).backward()
     assert u.grad.abs().sum() > 0 and v.grad.abs().sum() > 0
+
+
+def test_distance_loss_by_hand_and_its_properties():
+    """T-LASER eq. 7-10 on two pairs whose distances are easy to compute."""
+    u = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    v = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    neg = torch.tensor([[1], [0]])
+    # identical pairs: dp = 0; unrelated distance sqrt(2) / mean norm 1 = 1.414 > margin 0.5: nothing to push
+    assert obj.distance_loss(u, v, neg, margin=0.5).item() == pytest.approx(0.0, abs=1e-6)
+    # a margin beyond the unrelated distance: each direction pays margin - sqrt(2)
+    expected = 0.5 * 2 * (2.0 - math.sqrt(2))
+    assert obj.distance_loss(u, v, neg, margin=2.0).item() == pytest.approx(expected, rel=1e-5)
+    # scale-free: shrinking every vector changes nothing
+    w = torch.randn(6, 4)
+    x = torch.randn(6, 4)
+    n = obj.sample_negatives(6, 3, torch.Generator().manual_seed(0))
+    assert obj.distance_loss(w, x, n).item() == pytest.approx(obj.distance_loss(0.01 * w, 0.01 * x, n).item(), rel=1e-4)
+    assert not (n == torch.arange(6)[:, None]).any() and n.min() >= 0 and n.max() <= 5  # never itself
+    # the gradient pulls a pair together
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]], requires_grad=True)
+    b = torch.tensor([[0.8, 0.3], [0.0, 1.0]])
+    obj.distance_loss(a, b, neg).backward()
+    assert a.grad[0, 1] < 0  # moving a_0 towards b_0's second coordinate lowers the loss
+
+
+def test_training_with_the_distance_loss(tmp_path):
+    from conftest import tiny_config
+    from edge_xsent.train import train
+
+    summary = train(tiny_config(tmp_path / "run", max_steps=6, eval_every=6, checkpoint_every=6, distance_weight=0.25),
+                    progress=False)
+    assert summary["steps"] == 6
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert any("distance" in row for row in log)
