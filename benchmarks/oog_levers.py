@@ -1,0 +1,92 @@
+"""The out-of-genre levers table: each lever a recipe in train/, scored by the result files that
+`train/make_default.sh RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
+
+    python benchmarks/oog_levers.py            # -> benchmarks/results/oog-levers.md
+
+Columns: `edge-xsent eval oog --data oog` per reserved source, reserved P@1, teacher agreement and
+the score of train/out-of-genre-default.md, then corpus-g's general and software test P@1 (int8,
+16 directions), the rule's constraints. A lever whose results are missing is listed as not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from edge_xsent.atomic import atomic_write
+from edge_xsent.evaluate import average
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = "general-scratch-32k"  # the default the levers are measured against
+LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
+    SHIPPED: ("train/general-scratch-32k.toml",
+              "the shipped default: corpus-g, paper + 2 x nce to USE-m, 32 monolingual texts a step, 7,000 steps"),
+    "oog-genres-cos": ("train/oog-genres-cos.toml",
+                       "+ FreeOrion and GNOME help (corpus-g2), cos to USE-m x 4, 64 monolingual texts a step; "
+                       "3,500 more steps warm from the shipped default"),
+}
+
+
+def result_files(name: str, judged_by: str) -> dict[str, str]:
+    """The files make_default.sh writes for a run, or for the shipped model beside run `judged_by`."""
+    if name == judged_by:
+        return {"oog": f"oog-{name}.json", "general": f"xsr-{name}-int8-general.json", "software": f"xsr-{name}-int8.json"}
+    return {"oog": f"oog-{name}-on-{judged_by}.json", "general": f"xsr-{name}-int8-on-{judged_by}-general.json",
+            "software": f"xsr-{name}-int8-on-{judged_by}.json"}
+
+
+def row(name: str, results: Path) -> dict | None:
+    """The lever's figures, from its own run's files or (the shipped model) any run's that scored it."""
+    judges = [name] if name != SHIPPED else [n for n in LEVERS if n != SHIPPED]
+    for judge in judges:
+        files = {k: results / f for k, f in result_files(name, judge).items()}
+        if all(p.exists() for p in files.values()):
+            data = {k: json.loads(p.read_text()) for k, p in files.items()}
+            return {"oog": data["oog"], "general": 100 * average(data["general"]),
+                    "software": 100 * average(data["software"])}
+    return None
+
+
+def table(results: Path) -> str:
+    rows = {name: row(name, results) for name in LEVERS}
+    sources = next((list(r["oog"]["retrieval"]) for r in rows.values() if r), [])
+    peers = json.loads((results / "oog-peers.json").read_text()) if (results / "oog-peers.json").exists() else {}
+    usem = next((v for k, v in peers.items() if k.startswith("USE")), None)
+    mean = lambda r, s: 100 * sum(r["retrieval"][s].values()) / len(r["retrieval"][s])  # noqa: E731
+    lines = ["| run (recipe) | lever | " + " | ".join(sources) + " | reserved P@1 | agreement | score | general | software |",
+             "|---|---|" + "---|" * (len(sources) + 5)]
+    for name, r in rows.items():
+        recipe, lever = LEVERS[name]
+        if r is None:
+            lines.append(f"| {name} (`{recipe}`) | {lever} | not run |" + " |" * (len(sources) + 4))
+            continue
+        o = r["oog"]
+        lines.append(f"| {name} (`{recipe}`) | {lever} | " + " | ".join(f"{mean(o, s):.1f}" for s in sources)
+                     + f" | {100 * o['retrieval_mean']:.1f} | {100 * o['agreement_mean']:.1f} | {100 * o['score']:.1f}"
+                     f" | {r['general']:.1f} | {r['software']:.1f} |")
+    if usem:
+        lines.append("| USE-m v3 (the teacher) | | " + " | ".join(f"{mean(usem, s):.1f}" for s in sources)
+                     + f" | {100 * usem['retrieval_mean']:.1f} | {100 * usem['agreement_mean']:.1f} | "
+                     f"{100 * usem['score']:.1f} | | |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--out", type=Path, default=None, help="markdown file (default: RESULTS/oog-levers.md)")
+    args = ap.parse_args()
+    text = table(args.results)
+    out = args.out or args.results / "oog-levers.md"
+    with atomic_write(out) as f:
+        f.write(f"# Out-of-genre levers\n\n`python benchmarks/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
+                "is its recipe run by `train/make_default.sh`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
+                "general and software: corpus-g's test splits, 16 directions). The rule that ships one: "
+                "`train/out-of-genre-default.md`.\n\n" + text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
