@@ -15,9 +15,10 @@ import warnings
 
 warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
-from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS
+from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS
 from .errors import UserError
 
+PRECISION_HELP = "ONNX precision (default int8); fp32 without an fp32 graph runs the fp32 weights."
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
 
 
@@ -297,8 +298,8 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
 @click.option("--input", "input_path", type=click.Path(path_type=Path), default="-", show_default=True,
               help="Text file, one sentence per line; - for stdin.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
-@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
 @click.option("--threads", type=int, default=None, help="CPU threads for inference.")
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
@@ -465,8 +466,8 @@ def eval_group() -> None:
               help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
                    "query's own language (multilingual search: the translation must beat same-language sentences).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
-@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None,
               help="Also write the table as markdown (e.g. benchmarks/results/xsr.md).")
@@ -575,8 +576,8 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
 @click.option("--agreement/--no-agreement", default=True, show_default=True,
               help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
-@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None, help="ONNX precision (default int8).")
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
 @click.option("--peers", default=None,
@@ -624,8 +625,8 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, ba
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
               help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
-@click.option("--backend", type=click.Choice(["auto", "torch", "onnx", "torchscript"]), default="auto", show_default=True)
-@click.option("--precision", type=click.Choice(["fp32", "int8", "int4"]), default=None)
+@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--seeds", default=5, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")

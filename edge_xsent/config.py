@@ -61,6 +61,8 @@ class EncoderConfig:
         return asdict(self)
 
 
+BACKENDS = ("auto", "torch", "onnx", "torchscript")  # what Encoder.load runs a model with
+PRECISIONS = ("fp32", "int8", "int4")  # ONNX graphs a bundle may carry (auto: int8)
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
 

@@ -21,10 +21,10 @@ import numpy as np
 from tqdm import tqdm
 
 from . import bundle
+from .config import BACKENDS, PRECISIONS
 from .errors import UserError
 from .tokenizer import Tokenizer  # sentencepiece only, no torch
 
-BACKENDS = ("auto", "torch", "onnx", "torchscript")
 DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
 # onnxruntime's SkipLayerNormalization fusion made the int8 model slower here: 15.3 ms of an
 # 88 ms batch (32 x 32 tokens, 1 thread) against 4.8 ms for the plain Add + LayerNormalization
@@ -149,8 +149,8 @@ class Encoder:
             path = DEFAULT_MODEL
         if backend not in BACKENDS:
             raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-        if precision not in (None, "fp32", "int8", "int4"):
-            raise UserError(f"unknown precision {precision!r}; choose fp32, int8 or int4")
+        if precision is not None and precision not in PRECISIONS:
+            raise UserError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
         path = bundle.resolve_model_dir(path)
         manifest = bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]]) if verify else None
         config = bundle.read_config(path)
