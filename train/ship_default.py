@@ -178,13 +178,20 @@ def data_line(tc: dict, training: dict, others: list[str]) -> str:
                 f"({training['train_pairs']:,d} train pairs: {software}; see the corpus's PROVENANCE.md).")
     from edge_xsent.data.sources import SOURCES
 
+    from edge_xsent.data.reserved import RESERVED_SOURCES
+    from edge_xsent.data.sources import DEFAULT_SOURCES
+
     general = sorted(k for k in stats.get("sources", {}) if getattr(SOURCES.get(k), "domain", "") == "general")
-    return (f"- Data: `edge-xsent data build --langs {','.join(others)}` ({training['train_pairs']:,d} train pairs): "
+    named = [k for k in stats.get("sources", {}) if k in SOURCES and k not in DEFAULT_SOURCES]
+    flag = f" --sources default,{','.join(sorted(named))}" if named else ""
+    reserved = ", ".join(f"{r.package} ({r.genre})" for r in RESERVED_SOURCES.values())
+    return (f"- Data: `edge-xsent data build --langs {','.join(others)}{flag}` ({training['train_pairs']:,d} train pairs): "
             f"software localisation ({software}) and general text from the localisation of {', '.join(general)} "
             "(Debian packages; see the corpus's PROVENANCE.md), plus monolingual fortunes and WordNet examples "
             "for the teacher. Reserved texts: no source reads Bible or Quran text or the UDHR, and general-domain "
             "lines quoting them are dropped; the software side keeps Debian's descriptions of Bible- and "
-            "Quran-software packages (no verses).")
+            f"Quran-software packages (no verses). Reserved for the out-of-genre benchmark, whole: {reserved}; "
+            "no training build reads them, and any pair or text that is one of their sentences is dropped.")
 
 
 def teacher_clause(tc: dict) -> str:
