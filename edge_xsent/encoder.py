@@ -74,6 +74,16 @@ def _onnx_backend(path: Path, threads: int | None, precision: str, session_optio
     return run
 
 
+def _probe(run: Backend, max_len: int, path: Path) -> None:
+    """One sentence of config.json's max_len through the graph at load: a config that does not fit
+    the graph (more positions than it has) fails here, named, not on the first long input."""
+    try:
+        run(np.ones((1, max_len), dtype=np.int64), np.ones((1, max_len), dtype=np.int64))
+    except Exception as e:  # onnxruntime raises its own exception types  # noqa: BLE001
+        raise UserError(f"{path / bundle.FILES['config']}: max_len {max_len} does not fit the ONNX graph "
+                        f"({str(e).splitlines()[0][:200]}); re-export the model") from None
+
+
 def _torchscript_backend(path: Path, threads: int | None) -> Backend:
     import torch
 
@@ -171,6 +181,7 @@ class Encoder:
             run = _torch_backend(path, threads)
         elif backend == "onnx":
             run = _onnx_backend(path, threads, precision or "int8", session_options, disabled_optimizers)
+            _probe(run, config["model"]["max_len"], path)
         else:
             run = _torchscript_backend(path, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others

@@ -308,3 +308,15 @@ def test_two_writers_at_once_both_succeed(tmp_path):
         t.join()
     assert not errors and (target / "who").read_text() in ("a14", "b14")
     assert not list(tmp_path.glob(".bundle.*"))
+
+
+def test_a_max_len_beyond_the_graph_fails_at_load(tiny_bundle, tmp_path):
+    from edge_xsent.bundle import write_manifest
+
+    b = _copy(tiny_bundle[0], tmp_path)
+    config = json.loads((b / "config.json").read_text())
+    config["model"]["max_len"] = 4 * config["model"]["max_len"]
+    (b / "config.json").write_text(json.dumps(config))
+    write_manifest(b)
+    with pytest.raises(UserError, match=r"config.json: max_len \d+ does not fit the ONNX graph"):
+        Encoder.load(b)

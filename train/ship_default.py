@@ -184,7 +184,7 @@ def data_line(tc: dict, training: dict, others: list[str]) -> str:
     general = sorted(k for k in stats.get("sources", {}) if getattr(SOURCES.get(k), "domain", "") == "general")
     named = [k for k in stats.get("sources", {}) if k in SOURCES and k not in DEFAULT_SOURCES]
     flag = f" --sources default,{','.join(sorted(named))}" if named else ""
-    reserved = ", ".join(f"{r.package} ({r.genre})" for r in RESERVED_SOURCES.values())
+    reserved = "; ".join(f"{r.package}: {r.genre}" for r in RESERVED_SOURCES.values())
     return (f"- Data: `edge-xsent data build --langs {','.join(others)}{flag}` ({training['train_pairs']:,d} train pairs): "
             f"software localisation ({software}) and general text from the localisation of {', '.join(general)} "
             "(Debian packages; see the corpus's PROVENANCE.md), plus monolingual fortunes and WordNet examples "
