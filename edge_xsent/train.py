@@ -311,7 +311,7 @@ def init_dir(init: str) -> Path:
     from .bundle import resolve_model_dir
     from .encoder import DEFAULT_MODEL
 
-    return DEFAULT_MODEL if init == "default" else resolve_model_dir(init)
+    return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
 
 
 WARM_START_FIELDS = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff")
@@ -721,10 +721,11 @@ def _check_enough(n: int, cfg: TrainConfig, world: int) -> None:
 def _comparable(cfg: TrainConfig) -> dict:
     """The parts of the config a resumed run must share. Not the output path, thread count or
     logging cadence; not max_steps either, so a run can be extended or cut short on resume
-    (the learning-rate schedule then follows the new length from that step on). Stored configs
-    pass through TrainConfig.from_dict first, so fields added since take their defaults."""
+    (the learning-rate schedule then follows the new length from that step on); not init, which
+    only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
+    so fields added since take their defaults."""
     d = cfg.to_dict()
-    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps"):
+    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "init"):
         d.pop(k, None)
     return d
 

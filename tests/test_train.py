@@ -254,3 +254,15 @@ def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path):
     assert res.returncode == 0, res.stderr
     assert f"resuming at step {killed_at}" in res.stderr
     assert same_weights(weights(checkpoint_path(tmp_path / "ref")), weights(checkpoint_path(out)))
+
+
+def test_a_resumed_run_may_name_another_init_but_not_another_objective(tmp_path):
+    """init only chose the first step's weights; a recipe that later spells it differently still resumes."""
+    import dataclasses
+
+    from conftest import tiny_config
+    from edge_xsent.train import _comparable
+
+    cfg = tiny_config(tmp_path / "run", init="default")
+    assert _comparable(cfg) == _comparable(dataclasses.replace(cfg, init="~/elsewhere/model", max_steps=99))
+    assert _comparable(cfg) != _comparable(dataclasses.replace(cfg, teacher_loss="mse"))
