@@ -250,11 +250,12 @@ def general_sections(name: str, results: Path) -> list[str]:
                   + f" {100 * usem[k]['p1_cosine']:.1f} |" for k in general],
                 f"| **average** | **{rows[name]['general']:.1f}** |" + (f" {rows[prev]['general']:.1f} |" if prev else "")
                 + f" {100 * average(usem):.1f} |", "",
-                f"Goal (issue 18): within {d.GENERAL_GOAL_POINTS:g} points of USE-m on general text. Measured distance: "
+                f"Goal (train/general-default.md): within {d.GENERAL_GOAL_POINTS:g} points of USE-m on general text. "
+                "Measured distance: "
                 f"{gap:.1f} points ({'reached' if gap <= d.GENERAL_GOAL_POINTS else 'not reached'}). "
                 "`benchmarks/results/general-ablation.md` shows where it comes from: at equal steps the teacher is worth "
                 "about 9 points on general text, a warm start keeps software text, and everything a 2-layer 256-wide "
-                "student learns here costs CPU hours that a GPU would turn into minutes (issue 18, item 6)."]
+                "student learns here costs CPU hours that a GPU would turn into minutes."]
     return out + [""]
 
 
