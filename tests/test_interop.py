@@ -99,6 +99,29 @@ def test_optimum_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which
     compare(folder, out, precision)
 
 
+def fastembed_ready() -> bool:
+    return OPTIMUM_PYTHON.exists() and subprocess.run([str(OPTIMUM_PYTHON), "-c", "import fastembed"],
+                                                      capture_output=True).returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CI") and not fastembed_ready(),
+                    reason="needs the `fastembed` extra in .venv-optimum (see .ci/run)")
+@pytest.mark.parametrize("which,precision", CASES)
+def test_fastembed_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which, precision):
+    """fastembed's TextEmbedding on a local folder, pooling DISABLED (the graph's output is pooled already)."""
+    folder = tiny_debiased_bundle if which == "tiny" else DEFAULT
+    res = subprocess.run([str(OPTIMUM_PYTHON), "interop/fastembed_vectors.py", str(folder), str(write_texts(tmp_path)),
+                          precision], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert res.returncode == 0, res.stderr[-3000:]
+    theirs = np.array(json.loads(res.stdout)["vectors"], dtype=np.float32)
+    sample = texts()
+    ours = Encoder.load(folder, backend="onnx", precision=precision).encode(sample, batch_size=1)
+    real = [i for i in range(len(sample)) if ours[i].any()]
+    assert len(real) < len(sample) and not np.abs(theirs[[i for i in range(len(sample)) if i not in real]]).any()
+    assert min_cosine(theirs[real], ours[real]) >= (FP32_MIN if precision == "fp32" else INT8_MIN)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("node") and TRANSFORMERS_JS.exists()) and not os.environ.get("CI"),
                     reason="needs node and `npm ci` in interop/")
