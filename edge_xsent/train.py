@@ -349,7 +349,7 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     the teacher (cached on disk), attach the vectors to the data, and return the monolingual
     texts when the recipe uses them."""
     from .data.corpus import read_mono
-    from .peers import load_peer
+    from .peers import load_teacher
     from .teacher import label
 
     mono_path = resolve(cfg.data) / "mono.tsv"
@@ -358,7 +358,7 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
         raise UserError(f"mono_batch_size is set but {mono_path} is missing or empty: build the corpus with "
                         "monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
     texts = [p.a for rows, _ in splits for p in rows] + mono_texts
-    teacher = load_peer(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
+    teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
     if is_main:  # rank 0 labels what the cache lacks; the others then read it, every text cached
         vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=progress)
     _barrier(world)

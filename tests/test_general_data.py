@@ -221,6 +221,26 @@ def test_software_part_does_not_change_with_general_sources(general_cache, tmp_p
         assert sa == sb
 
 
+def test_wordfreq_words_are_mono_text_and_leave_the_pairs_alone(general_cache, tmp_path):
+    """Word-level distillation: the wordfreq source adds each language's frequent words (real
+    wordfreq lists) to mono.tsv, single words kept despite the sentence filters, and no pair changes."""
+    from edge_xsent.data import mono as mono_
+    pytest.importorskip("wordfreq")
+    base = BuildConfig(langs=["fr", "de"], min_label_packages=5)
+    a = build(tmp_path / "a", base, general_cache, offline=True, progress=False)
+    b = build(tmp_path / "b", BuildConfig(langs=["fr", "de"], min_label_packages=5, sources=["default", "wordfreq"]),
+              general_cache, offline=True, progress=False)
+    for split in SPLITS:
+        assert list(read_corpus_split(tmp_path / "a" / f"{split}.tsv")) == list(read_corpus_split(tmp_path / "b" / f"{split}.tsv"))
+    words = [(lang, t) for lang, t, src in read_mono(tmp_path / "b" / "mono.tsv") if src == "wordfreq"]
+    per_lang = {lang: sum(1 for l, _ in words if l == lang) for lang in ("en", "fr", "de")}
+    assert per_lang == {lang: mono_.WORDS_PER_LANG for lang in per_lang}
+    assert ("fr", "maison") in words and ("de", "haus") in words and ("en", "house") in words
+    assert all(" " not in t and not any(c.isdigit() for c in t) for _, t in words)
+    assert b["mono"]["fr"]["wordfreq"] == mono_.WORDS_PER_LANG and "wordfreq" not in a["mono"].get("fr", {})
+    assert "CC-BY-SA-4.0" in (tmp_path / "b" / "PROVENANCE.md").read_text()
+
+
 def test_legacy_corpus_is_software_and_domain_needs_a_corpus(tmp_path):
     f = tmp_path / "test.tsv"
     f.write_text("\t".join(LEGACY_HEADER) + "\nen\tfr\tOpen the file now\tOuvrir le fichier\tgettext\n")

@@ -186,12 +186,13 @@ def write_mono(path: Path, cache: debian.AptCache, chosen: list[sources_.Source]
     seen: set[bytes] = set()
     with open(path, "w", encoding="utf-8") as f:
         write_header(f, MONO_HEADER)
-        for source in [s for s in chosen if s.kind == "mono"]:
+        for source in [s for s in chosen if s.kind in ("mono", "words")]:
             for m in tqdm(source.read(cache, langs, lambda e: errors.append(str(e))), desc=f"{source.name:9s}",
                           unit=" texts", disable=not progress, mininterval=1):
                 text = normalize(m.text)
                 digest = hashlib.blake2b(f"{m.lang}\t{text.casefold()}".encode(), digest_size=16).digest()
-                if not mono_ok(text, cfg) or digest in seen or _key(text) in avoid:
+                ok = text == m.text if source.kind == "words" else mono_ok(text, cfg)  # a word list is clean already
+                if not ok or digest in seen or _key(text) in avoid:
                     continue
                 seen.add(digest)
                 f.write(f"{m.lang}\t{text}\t{m.source}\n")

@@ -75,3 +75,27 @@ def read_wordnet(cache: AptCache, langs: list[str], on_error: ErrorSink | None =
         return
     for m in _WN_EXAMPLE.finditer(re.sub(r"\s+", " ", text)):
         yield MonoText("en", m.group(1), "wordnet")
+
+
+WORDS_PER_LANG = 10_000  # the most frequent words of each language (wordfreq's top_n_list)
+_WORD = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*$")  # letters, with inner apostrophes or hyphens
+
+
+def read_wordfreq(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[MonoText]:
+    """Everyday words of every language, from the `wordfreq` package's frequency lists (subtitles,
+    news, Wikipedia, web text): the vocabulary of the text users write, which the software and game
+    sources lack. The teacher labels each word alone: word-level distillation (Reimers and Gurevych
+    2020 distil sentences; a word is the shortest text the student must place where the teacher does)."""
+    try:
+        import wordfreq
+    except ImportError as e:
+        from ..errors import UserError
+        raise UserError("the wordfreq source needs the `words` extra: pip install 'edge-xsent[words]'") from e
+    for lang in ["en", *(_underscore(l) for l in langs if _underscore(l) != "en")]:
+        code = lang.split("_")[0]  # pt_BR -> pt: wordfreq has one Portuguese list
+        if code not in wordfreq.available_languages():
+            report(on_error, FormatError(f"wordfreq has no word list for {lang}"))
+            continue
+        words = [w for w in wordfreq.top_n_list(code, WORDS_PER_LANG * 2) if len(w) >= 2 and _WORD.match(w)]
+        for word in words[:WORDS_PER_LANG]:
+            yield MonoText(lang, word, "wordfreq")

@@ -23,7 +23,7 @@ DOMAINS = (SOFTWARE, GENERAL)
 class Source:
     name: str
     domain: str  # software | general
-    kind: str  # parallel | mono
+    kind: str  # parallel | mono | words (mono text of single words, kept without the sentence filters)
     licence: str
     packages: Callable[[list[str]], list[str]]  # langs -> Debian packages to fetch
     read: Callable  # (cache, langs, on_error) -> Iterator[RawPair | MonoText]
@@ -82,6 +82,9 @@ _SOURCES = [
            mono.read_fortunes),
     Source("wordnet", GENERAL, "mono", "WordNet 3.0 example phrases (dict-wn): the WordNet licence (BSD-style).",
            _fixed("dict-wn"), mono.read_wordnet),
+    # Word-level distillation: each language's most frequent words, labelled by the teacher (the `words` extra).
+    Source("wordfreq", GENERAL, "words", "wordfreq word lists (PyPI wordfreq): code Apache-2.0, data CC-BY-SA-4.0.",
+           _fixed(), mono.read_wordfreq, default=False),
 ]
 SOURCES: dict[str, Source] = {s.name: s for s in _SOURCES}
 
