@@ -27,6 +27,12 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-genres-cos": ("train/oog-genres-cos.toml",
                        "+ FreeOrion and GNOME help (corpus-g2), cos to USE-m x 4, 64 monolingual texts a step; "
                        "3,500 more steps warm from the shipped default"),
+    "oog-genres-nce": ("train/oog-genres-nce.toml",
+                       "+ FreeOrion and GNOME help (corpus-g2), the baseline's objective (nce x 2, 32 monolingual "
+                       "texts); 3,500 more steps warm from the baseline"),
+    "oog-words-cos": ("train/oog-words-cos.toml",
+                      "oog-genres-cos + word-level distillation: the 10,000 most frequent words of each of the 9 "
+                      "languages (wordfreq) among the monolingual texts (corpus-g3)"),
 }
 
 
