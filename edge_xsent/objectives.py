@@ -18,6 +18,7 @@ sums to 1, and special ids (pad, unk, mask) never enter a bag.
 from __future__ import annotations
 
 import math
+from typing import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -117,6 +118,15 @@ def sim_loss(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     sv = F.softmax(v.float() @ v.float().T, dim=-1)
     c = torch.cos(0.5 * math.pi * (su - sv)).clamp(min=1e-6)
     return -torch.log(c).sum(-1).mean()
+
+
+def matryoshka(loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], u: torch.Tensor, v: torch.Tensor,
+               dims: Sequence[int]) -> torch.Tensor:
+    """`loss` at full width and on the first k dimensions for each k in dims, averaged (Matryoshka
+    representation learning, Kusupati et al. 2022): prefixes trained to work alone, so truncated
+    vectors (encode(dimensions=k)) lose little."""
+    widths = [u.shape[-1], *dims]
+    return sum(loss(u[..., :k], v[..., :k]) for k in widths) / len(widths)
 
 
 def distance_loss(u: torch.Tensor, v: torch.Tensor, negatives: torch.Tensor, margin: float = 0.5,

@@ -211,11 +211,12 @@ class Objective(nn.Module):
                     + obj.distribution_loss(m.generative_logits(v, lang(la)), obj.bag_of_tokens(a, am, V)))
 
         total = cfg.gen_weight * losses["gen"] if "gen" in losses else u.sum() * 0.0
+        dims = cfg.matryoshka_dims  # the in-batch losses also on each prefix, so truncated vectors work alone
         if cfg.align_weight:
-            losses["align"] = obj.align_loss(u, v)
+            losses["align"] = obj.matryoshka(obj.align_loss, u, v, dims)
             total = total + cfg.align_weight * losses["align"]
         if cfg.sim_weight:
-            losses["sim"] = obj.sim_loss(u, v)
+            losses["sim"] = obj.matryoshka(obj.sim_loss, u, v, dims)
             total = total + cfg.sim_weight * losses["sim"]
         if cfg.distance_weight:
             negatives = obj.sample_negatives(u.shape[0], cfg.distance_negatives, gen).to(u.device)

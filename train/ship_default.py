@@ -17,7 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx"]
+KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx",
+        "calibration.json"]
 LANGUAGE_RULE_POINTS = 1.0  # the most goal-pair P@1 that added languages may cost
 GOAL_LANGS = ("de", "es", "fr", "it")  # the goal: P@1 averaged over en<->these
 FOUR = ["de", "en", "es", "fr", "it"]
@@ -513,6 +514,10 @@ def main() -> None:
     if rows and (pick := decisions.general_default(rows)) != args.run.name:
         sys.exit(f"not shipped: the rule of train/general-default.md keeps {pick or 'the current default'} "
                  f"({'; '.join(decisions.failed_constraints(rows[args.run.name])) or 'lower general P@1'})")
+    missing = [rel for rel in shipped_files(bundle) if not (bundle / rel).exists()]
+    if missing:
+        raise SystemExit(f"{bundle} lacks {', '.join(missing)}: re-export it (`edge-xsent export`; for calibration.json "
+                         f"alone, `edge-xsent calibrate {bundle}`)")
     with atomic_dir(args.out) as tmp:
         for rel in shipped_files(bundle):
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
