@@ -15,7 +15,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
-MODEL_FILES = ["onnx/model_int8.onnx", "tokenizer.json", "tokenizer_config.json", "config.json"]  # -> web/model/
+MODEL_FILES = ["onnx/model_int8.onnx", "tokenizer.json", "tokenizer_config.json", "config.json",  # -> web/model/
+               "calibration.json"]  # int8 ranges: the page keeps its phrase index as int8 codes (web/compact.js)
 VENDOR_FILES = [*(f"onnxruntime-web/dist/{n}" for n in ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm",
                                                             "ort-wasm-simd-threaded.mjs")),
                 "@huggingface/tokenizers/dist/tokenizers.min.mjs"]
@@ -32,8 +33,9 @@ if EDGE_CASES.exists():
 
 
 def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules", vendor: bool = True) -> dict:
-    sys.path.insert(0, str(HERE.parent))
-    from edge_xsent import Encoder
+    import numpy as np
+
+    from edge_xsent import Encoder, compact
 
     for name in MODEL_FILES:
         if not (bundle / name).exists():
@@ -52,8 +54,11 @@ def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_mod
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cases = [{"text": t, "ids": enc.tokenize([t])[0], "embedding": [round(float(x), 6) for x in enc.encode(t)]}
-                 for t in CASES]
+        cases = []
+        for t in CASES:
+            vec = np.round(enc.encode(t), 6).astype(np.float32)  # as written to the JSON, so codes match it
+            cases.append({"text": t, "ids": enc.tokenize([t])[0], "embedding": [float(x) for x in vec],
+                          "int8": compact.to_int8(vec[None], enc.ranges)[0].tolist()})
     vectors = {"model": str(bundle), "backend": "python onnxruntime int8", "cases": cases}
     (model_dir / "testvectors.json").write_text(json.dumps(vectors, ensure_ascii=False))
     return vectors

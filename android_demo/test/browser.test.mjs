@@ -19,6 +19,7 @@ try {
   for (const r of results) {
     check(r.idsEqual, `token ids equal Python's for ${JSON.stringify(r.text.slice(0, 40))}`);
     check(r.cosine >= 0.999, `cosine ${r.cosine.toFixed(5)} >= 0.999 with Python onnxruntime`);
+    check(r.int8CodeDiff === 0, `int8 codes of Python's vector equal Python's (largest difference ${r.int8CodeDiff})`);
   }
 
   await page.fill("#a", "Print the selected pages");
@@ -39,6 +40,8 @@ try {
   await page.fill("#query", "Drucken");
   await page.click("#search");
   await page.waitForFunction(() => document.querySelectorAll("#results li").length === 5);
+  const status = await page.textContent("#status");
+  check(/18 phrases indexed in \d+ bytes as int8/.test(status), `the phrase index is int8: "${status}"`);
 
   const times = await page.evaluate(() => window.timeEmbedding("Save the current document", 50));
   times.sort((a, b) => a - b);

@@ -1,3 +1,4 @@
+import { Int8Index, quantize } from "./compact.js";
 import { Embedder, cosine } from "./embedder.js";
 
 const $ = (id) => document.getElementById(id);
@@ -10,7 +11,7 @@ const PHRASES = [
   "Delete the selected rows from the table", "Insert a new slide after this one", "Check the spelling of the text",
 ];
 let embedder;
-let phraseVecs;
+let phrases; // Int8Index: the phrase list's vectors as int8 codes
 
 async function timed(fn) {
   const t = performance.now();
@@ -27,7 +28,8 @@ async function compare() {
 
 async function search() {
   const [q, t] = await timed(() => embedder.embed($("query").value));
-  const ranked = PHRASES.map((p, i) => [cosine(q, phraseVecs[i]), p]).sort((x, y) => y[0] - x[0]).slice(0, 5);
+  const scores = phrases.scores(q);
+  const ranked = PHRASES.map((p, i) => [scores[i], p]).sort((x, y) => y[0] - x[0]).slice(0, 5);
   $("results").replaceChildren(...ranked.map(([s, p]) => {
     const li = document.createElement("li");
     li.textContent = `${s.toFixed(3)}  ${p}`;
@@ -43,8 +45,10 @@ window.runTestVectors = async () => {
   for (const v of vectors.cases) {
     const ids = embedder.tokenize(v.text);
     const vec = await embedder.embed(v.text);
+    const codes = quantize(v.embedding, phrases.lo, phrases.step); // Python's vector, this page's quantiser
+    const codeDiff = Math.max(0, ...codes.map((c, d) => Math.abs(c - v.int8[d])));
     results.push({ text: v.text, idsEqual: JSON.stringify(ids) === JSON.stringify(v.ids), ids,
-                   cosine: v.ids.length ? cosine(vec, v.embedding) : 1 });
+                   cosine: v.ids.length ? cosine(vec, v.embedding) : 1, int8CodeDiff: codeDiff });
   }
   return results;
 };
@@ -66,9 +70,11 @@ window.timeEmbedding = async (text, n) => {
 async function main() {
   $("status").textContent = "loading model…";
   const [, t] = await timed(async () => { embedder = await Embedder.load(); });
-  phraseVecs = [];
-  for (const p of PHRASES) phraseVecs.push(await embedder.embed(p));
-  $("status").textContent = `ready (model loaded in ${t.toFixed(0)} ms, on this device)`;
+  const calibration = await fetch("model/calibration.json").then((r) => r.json());
+  phrases = new Int8Index(calibration, embedder.dim);
+  for (const p of PHRASES) phrases.add(await embedder.embed(p));
+  $("status").textContent = `ready (model loaded in ${t.toFixed(0)} ms, on this device; ${phrases.size} phrases `
+    + `indexed in ${phrases.bytes} bytes as int8, ${4 * phrases.bytes} as float32)`;
   $("status").dataset.ready = "1";
   $("compare").addEventListener("click", compare);
   $("search").addEventListener("click", search);

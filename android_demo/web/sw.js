@@ -1,7 +1,7 @@
 // Offline after the first visit: cache-first for the app shell, the model and the runtime.
-const CACHE = "edge-xsent-v3";
+const CACHE = "edge-xsent-v4";
 self.addEventListener("install", (e) => e.waitUntil(caches.open(CACHE).then((c) => c.addAll([
-  "./", "index.html", "app.js", "embedder.js", "vendor/tokenizers.min.mjs", "manifest.webmanifest", "icon.svg",
+  "./", "index.html", "app.js", "embedder.js", "compact.js", "vendor/tokenizers.min.mjs", "manifest.webmanifest", "icon.svg",
 ]))));
 self.addEventListener("fetch", (e) => {
   if (e.request.method !== "GET") return;
