@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 # Paper, Tables 6 and 7: mean over en<->fr and en<->es of MLDoc accuracy and XSR P@1.
 PAPER = {

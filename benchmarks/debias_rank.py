@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from edge_xsent.decisions import DEBIAS_MIN_GAIN, DEBIAS_PAIR_COST_MAX, debias_rank  # noqa: E402
+from edge_xsent.decisions import DEBIAS_MIN_GAIN, DEBIAS_PAIR_COST_MAX, debias_rank
 def main() -> None:
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_pairs

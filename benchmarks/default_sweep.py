@@ -31,9 +31,8 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best  # noqa: E402
+from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best
 
 # name -> model overrides of train/cpu-hour.toml (2 layers, d=512, 16k vocabulary).
 POINTS = {
@@ -47,21 +46,19 @@ POINTS = {
 
 def step_seconds(cfg, tok, rows, langs, n: int = 12, warmup: int = 2, sample: int = 20_000) -> float:
     """Mean seconds of the training loop's step (forward, backward, clipping, AMSGrad) over random real batches."""
-    from edge_xsent.train import BatchPlan, DualEncoder, Trainer, make_batch, punctuation_pieces, tokenize_pairs
+    from edge_xsent.batches import BatchPlan, make_batch, tokenize_pairs
+    from edge_xsent.bench import time_steps
+    from edge_xsent.model import DualEncoder
+    from edge_xsent.objectives import punctuation_pieces
+    from edge_xsent.train import Trainer
 
     pick = np.random.default_rng(cfg.seed).choice(len(rows), size=min(sample, len(rows)), replace=False)
     data = tokenize_pairs([rows[i] for i in pick], tok, cfg.model.max_len, langs)
     plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), cfg.batch_size, cfg.seed)
     torch.manual_seed(cfg.seed)
     trainer = Trainer(cfg, DualEncoder(cfg.model), punctuation_pieces(tok), torch.device("cpu"))
-    times = []
-    for step in range(warmup + n):
-        batch = make_batch(data, plan.indices(step), torch.device("cpu"))
-        t = time.perf_counter()
-        trainer.step(batch, cfg.warmup_steps + step, torch.Generator().manual_seed(step))  # the loop's own step
-        if step >= warmup:
-            times.append(time.perf_counter() - t)
-    return float(np.mean(times))
+    cpu = torch.device("cpu")
+    return float(np.mean(time_steps(trainer, lambda step: make_batch(data, plan.indices(step), cpu), n, warmup)))
 
 
 def to_markdown(res: dict) -> str:

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from edge_xsent.atomic import atomic_write  # noqa: E402
-from edge_xsent.decisions import teacher_loss  # noqa: E402
-from edge_xsent.evaluate import average  # noqa: E402
+from edge_xsent.atomic import atomic_write
+from edge_xsent.decisions import teacher_loss
+from edge_xsent.evaluate import average
 
 RESULTS = ROOT / "benchmarks" / "results" / "general-ablation"
 LOSSES = ("cos", "mse", "nce")
@@ -36,15 +34,15 @@ RUNS = {  # run name -> (start, objective)
 }
 
 
-def score(name: str, split: str, domain: str) -> float | None:
-    path = RESULTS / f"{name}-{split}-{domain}.json"
+def score(name: str, split: str, domain: str, results: Path = RESULTS) -> float | None:
+    path = results / f"{name}-{split}-{domain}.json"
     return 100 * average(json.loads(path.read_text())) if path.exists() else None
 
 
-def table() -> str:
+def table(results: Path = RESULTS) -> str:
     lines = ["| start | objective | general test P@1 | software test P@1 |", "|---|---|---|---|"]
     for name, (start, objective) in RUNS.items():
-        g, s = score(name, "test", "general"), score(name, "test", "software")
+        g, s = score(name, "test", "general", results), score(name, "test", "software", results)
         cells = [f"{x:.1f}" if x is not None else "not run" for x in (g, s)]
         lines.append(f"| {start} | {objective} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines)
@@ -53,8 +51,9 @@ def table() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pick-loss", action="store_true")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the runs' result files (general-ablation.md goes beside)")
     args = ap.parse_args()
-    losses = {l: score(f"gen-loss-{l}", "valid", "general") for l in LOSSES}
+    losses = {l: score(f"gen-loss-{l}", "valid", "general", args.results) for l in LOSSES}
     if args.pick_loss:
         print(teacher_loss({k: v for k, v in losses.items() if v is not None}))
         return
@@ -62,8 +61,8 @@ def main() -> None:
     text = (f"# Distillation ablation on both domains\n\n`train/general-ablation.sh`, {time.strftime('%Y-%m-%d')}: "
             "600 steps each (batch 128, 2 layers x 256, 16k vocabulary), P@1 cosine averaged over the 16 "
             "directions, fp32, 2,000 queries per direction among all test sentences of the pair.\n\n"
-            f"Teacher loss (teacher alone, 200 steps, general valid P@1): {loss_line}\n\n{table()}\n")
-    with atomic_write(RESULTS.parent / "general-ablation.md") as f:
+            f"Teacher loss (teacher alone, 200 steps, general valid P@1): {loss_line}\n\n{table(args.results)}\n")
+    with atomic_write(args.results.parent / "general-ablation.md") as f:
         f.write(text)
     print(text)
 

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 NO_GPU = ("no CUDA GPU is visible to torch: benchmarks/gpu.py needs one (run it through the device tool "
           "when a GPU is lent; see the developers' guide). Nothing was measured.")

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import runpy
 import random
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -32,17 +32,15 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "android_demo"))
 
-from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.atomic import atomic_write  # noqa: E402
-from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_manifest  # noqa: E402
-from edge_xsent.config import INT8_WEIGHTS  # noqa: E402
-from edge_xsent.data.corpus import Pair, read_corpus_split  # noqa: E402
-from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant  # noqa: E402
-from edge_xsent.evaluate import average, xsr  # noqa: E402
-from edge_xsent.export import projection_nodes, quantize_int8  # noqa: E402
+from edge_xsent import Encoder
+from edge_xsent.atomic import atomic_write
+from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_manifest
+from edge_xsent.config import INT8_WEIGHTS
+from edge_xsent.data.corpus import Pair, read_corpus_split
+from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant
+from edge_xsent.evaluate import average, xsr
+from edge_xsent.export import projection_nodes, quantize_int8
 
 RESULTS = ROOT / "benchmarks" / "results"
 EDGE_CASES = ROOT / "tests" / "data" / "tokenizer_edge_cases.json"
@@ -85,7 +83,7 @@ def cosines(vecs: np.ndarray, ref: np.ndarray) -> dict:
 
 
 def browser_vectors(folder: Path, sample: list[str], tmp: Path) -> np.ndarray:
-    from prepare import prepare_copy
+    prepare_copy = runpy.run_path(str(ROOT / "android_demo" / "prepare.py"))["prepare_copy"]
 
     web = tmp / "web"
     shutil.rmtree(web, ignore_errors=True)

@@ -14,9 +14,9 @@ Writes benchmarks/results/interop-parity.{json,md}.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -25,13 +25,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.atomic import atomic_write  # noqa: E402
-from edge_xsent.bundle import ONNX_FP32, ONNX_INT8  # noqa: E402
-from edge_xsent.hf import require, sentence_transformer, transformers_encode  # noqa: E402
-from edge_xsent.tokenizer import Tokenizer  # noqa: E402
+from edge_xsent import Encoder
+from edge_xsent.atomic import atomic_write
+from edge_xsent.bundle import ONNX_FP32, ONNX_INT8
+from edge_xsent.hf import require, sentence_transformer, transformers_encode
+from edge_xsent.tokenizer import Tokenizer
 
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT = ROOT / "edge_xsent" / "resources" / "default-model"
@@ -101,15 +100,19 @@ def table(result: dict) -> str:
 
 
 def main() -> None:
-    folder = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else DEFAULT
-    result = measure(folder)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", type=Path, nargs="?", default=DEFAULT)
+    ap.add_argument("--results", type=Path, default=RESULTS, help="where interop-parity.{md,json} go")
+    args = ap.parse_args()
+    result = measure(args.folder.resolve())
+    args.results.mkdir(parents=True, exist_ok=True)
     text = (f"# The bundle in four stacks\n\n`python benchmarks/interop_parity.py {result['folder']}`, {result['date']}: "
             f"{result['texts']} texts (the tokenizer edge-case suite + 300 sample sentences); cosines against "
             "`Encoder.load()` (torch for the PyTorch stacks; the same ONNX file one text a time for the ONNX stacks), "
             "texts without tokens left out.\n\n" + table(result) + "\n")
-    with atomic_write(RESULTS / "interop-parity.md") as f:
+    with atomic_write(args.results / "interop-parity.md") as f:
         f.write(text)
-    with atomic_write(RESULTS / "interop-parity.json") as f:
+    with atomic_write(args.results / "interop-parity.json") as f:
         json.dump(result, f, indent=1)
     print(text)
 

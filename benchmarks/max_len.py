@@ -11,14 +11,12 @@ square of the length, and the position table with it.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 LENGTHS = (32, 48, 64, 96, 128)
 MAX_SHARE = 0.01
@@ -36,20 +34,24 @@ def main() -> None:
 
     tok = Tokenizer.load(args.tokenizer)
     rows, shares = [], {}
-    for domain in ("general", "software"):
-        texts = [t for p in read_pairs(args.data, split="train", domain=domain) for t in (p.a, p.b)]
+    by_domain = {d: [t for p in read_pairs(args.data, split="train", domain=d) for t in (p.a, p.b)]
+                 for d in ("general", "software")}
+    by_domain = {d: t for d, t in by_domain.items() if t} or {  # a corpus without domains: one row
+        "all": [t for p in read_pairs(args.data, split="train") for t in (p.a, p.b)]}
+    for domain, texts in by_domain.items():
         n = np.array([len(x) for x in tok.encode(texts)])
         shares[domain] = {L: float((n > L).mean()) for L in LENGTHS}
         rows.append(f"| {domain} | {len(texts):,d} | {int(np.percentile(n, 50))} / {int(np.percentile(n, 95))} / "
                     f"{int(np.percentile(n, 99))} | " + " | ".join(f"{100 * shares[domain][L]:.2f}" for L in LENGTHS) + " |")
-    chosen = next((L for L in LENGTHS if shares["general"][L] <= MAX_SHARE), LENGTHS[-1])
+    judged = "general" if "general" in shares else next(iter(shares))
+    chosen = next((L for L in LENGTHS if shares[judged][L] <= MAX_SHARE), LENGTHS[-1])
     lines = ["# max_len: sentences truncated, per domain", "",
              f"`python benchmarks/max_len.py {args.tokenizer} --data {args.data}`, {time.strftime('%Y-%m-%d')}: "
              f"train split, both sides, {tok.vocab_size:,d}-piece tokenizer trained on both domains.", "",
              "| domain | sentences | tokens p50 / p95 / p99 | " + " | ".join(f"% over {L}" for L in LENGTHS) + " |",
              "|---|---|---|" + "---|" * len(LENGTHS), *rows, "",
              f"Rule (fixed before measuring): the smallest max_len that truncates at most {100 * MAX_SHARE:g}% of "
-             f"general-domain sentences: **{chosen}**."]
+             f"{judged}-domain sentences: **{chosen}**."]
     write_report(args.out, "\n".join(lines), {"shares": shares, "chosen": chosen, "tokenizer": args.tokenizer})
     print("\n".join(lines))
 

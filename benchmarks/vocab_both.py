@@ -9,22 +9,22 @@ one byte per weight of the saved encoder (model.safetensors: what the int8 ONNX 
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from safetensors import safe_open  # noqa: E402
+from safetensors import safe_open
 
-from edge_xsent.atomic import atomic_write  # noqa: E402
-from edge_xsent.decisions import VOCAB_TIE_POINTS, vocabulary  # noqa: E402
-from edge_xsent.evaluate import average  # noqa: E402
+from edge_xsent.atomic import atomic_write
+from edge_xsent.decisions import VOCAB_TIE_POINTS, vocabulary
+from edge_xsent.evaluate import average
 
 RESULTS = ROOT / "benchmarks" / "results" / "vocab-sweep"
+RUNS_DIR = ROOT / "runs"
 RUNS = {  # run -> (tokenizer, pieces, trained on both domains?)
     "vocab-sw16k": ("shipped default's (software pairs)", 16000, False),
     "vocab-both8k": ("corpus-g train (both domains)", 8000, True),
@@ -33,31 +33,35 @@ RUNS = {  # run -> (tokenizer, pieces, trained on both domains?)
 }
 
 
-def p1(run: str, split: str, domain: str) -> float:
-    return 100 * average(json.loads((RESULTS / f"{run}-{split}-{domain}.json").read_text()))
+def p1(results: Path, run: str, split: str, domain: str) -> float:
+    return 100 * average(json.loads((results / f"{run}-{split}-{domain}.json").read_text()))
 
 
-def int8_mb(run: str) -> float:
-    with safe_open(str(ROOT / "runs" / run / "model" / "model.safetensors"), "pt") as f:
+def int8_mb(run_dir: Path) -> float:
+    with safe_open(str(run_dir / "model" / "model.safetensors"), "pt") as f:
         return sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys()) / 1e6
 
 
-def seconds_per_step(run: str) -> float:
-    logs = [json.loads(l) for l in (ROOT / "runs" / run / "log.jsonl").read_text().splitlines()]
+def seconds_per_step(run_dir: Path) -> float:
+    logs = [json.loads(l) for l in (run_dir / "log.jsonl").read_text().splitlines()]
     last = [r for r in logs if "elapsed_s" in r][-1]
     return last["elapsed_s"] / last["step"]
 
 
-def row(run: str) -> dict:
+def row(run: str, results: Path, runs: Path) -> dict:
     _, size, both = RUNS[run]
-    g, s = p1(run, "valid", "general"), p1(run, "valid", "software")
+    g, s = p1(results, run, "valid", "general"), p1(results, run, "valid", "software")
     return {"size": size, "both": both, "general_valid": g, "software_valid": s, "score": (g + s) / 2,
-            "general_test": p1(run, "test", "general"), "software_test": p1(run, "test", "software"),
-            "int8_mb": int8_mb(run), "s_per_step": seconds_per_step(run)}
+            "general_test": p1(results, run, "test", "general"), "software_test": p1(results, run, "test", "software"),
+            "int8_mb": int8_mb(runs / run), "s_per_step": seconds_per_step(runs / run)}
 
 
 def main() -> None:
-    rows = {run: row(run) for run in RUNS}
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the runs' result files (vocab-sweep.md goes beside)")
+    ap.add_argument("--runs", type=Path, default=RUNS_DIR, help="the run folders (weights and logs)")
+    args = ap.parse_args()
+    rows = {run: row(run, args.results, args.runs) for run in RUNS}
     pick = vocabulary(rows)
     lines = ["| run | tokenizer trained on | pieces | general valid | software valid | score | general test | "
              "software test | int8 MB (est.) | s/step |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -70,9 +74,9 @@ def main() -> None:
             "fp32, mean of the 16 directions, 2,000 queries per direction. Score = mean of the two valid columns.\n\n"
             f"Rule (`train/vocab-both-domains.md`): the smallest vocabulary within {VOCAB_TIE_POINTS} points of the best "
             f"score under the int8 limit. Picked: **{pick}**.\n\n" + "\n".join(lines) + "\n")
-    with atomic_write(RESULTS.parent / "vocab-sweep.md") as f:
+    with atomic_write(args.results.parent / "vocab-sweep.md") as f:
         f.write(text)
-    with atomic_write(RESULTS.parent / "vocab-sweep.json") as f:
+    with atomic_write(args.results.parent / "vocab-sweep.json") as f:
         json.dump({"picked": pick, "rows": rows}, f, indent=1)
     print(text)
 

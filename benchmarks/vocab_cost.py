@@ -10,7 +10,6 @@ timed steps after warm-up, all sizes in one run.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,6 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def main() -> None:
@@ -28,11 +26,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
-    from edge_xsent.bench import machine_info, median_batch, summarize, write_report
+    from edge_xsent.batches import make_batch, tokenize_pairs
+    from edge_xsent.bench import machine_info, median_batch, summarize, time_steps, write_report
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import Tokenizer
     from edge_xsent.data.corpus import pair_langs
-    from edge_xsent.train import Trainer, TrainConfig, load_texts, make_batch, punctuation_pieces, tokenize_pairs
+    from edge_xsent.objectives import punctuation_pieces
+    from edge_xsent.train import Trainer, TrainConfig, load_texts
 
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(data="sample")
@@ -55,12 +55,7 @@ def main() -> None:
         model = DualEncoder(mcfg)
         cfg = TrainConfig(data="sample", model=mcfg)
         trainer = Trainer(cfg, model, avoid, torch.device("cpu"))
-        times = []
-        for step in range(2 + args.steps):
-            t = time.perf_counter()
-            trainer.step(batch, cfg.warmup_steps + step, torch.Generator().manual_seed(step))  # the loop's own step
-            if step >= 2:
-                times.append(time.perf_counter() - t)
+        times = time_steps(trainer, lambda step: batch, args.steps, warmup=2)  # the loop's own step
         out.append({"vocab": V, "params_m": round(model.num_parameters() / 1e6, 1),
                     "int8_mb_estimate": round((V * 512 + model.num_parameters(False)) / 2**20, 1),
                     "step": summarize(times)})

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -101,11 +102,32 @@ def summarize(times: list[float]) -> dict:
 
 # ----------------------------------------------------------------------------- workers (subprocesses)
 
+def time_steps(trainer, batch_at: Callable[[int], dict], steps: int, warmup: int = 2) -> list[float]:
+    """Seconds of each of `steps` calls of the training loop's own step (forward, backward, clipping,
+    optimiser, AMP as the recipe says), after `warmup` untimed ones. `batch_at(step)` gives the
+    step's batch, made outside the timing; CUDA work is waited for on both sides of each step."""
+    import torch
+
+    cuda = trainer.device.type == "cuda"
+    times = []
+    for step in range(warmup + steps):
+        batch = batch_at(step)
+        if cuda:
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        trainer.step(batch, trainer.cfg.warmup_steps + step, torch.Generator().manual_seed(step))
+        if cuda:
+            torch.cuda.synchronize()
+        if step >= warmup:
+            times.append(time.perf_counter() - t)
+    return times
+
+
 def median_batch(data, batch_size: int, n: int = 50) -> tuple[list[int], list[int]]:
     """One real batch of median length among the first `n` of a length-bucketed plan, and the
     token counts of those `n`. Timing that one batch again and again measures the model, not
     the length of whichever batch came up (length-bucketed batches vary a lot)."""
-    from .train import BatchPlan
+    from .batches import BatchPlan
 
     plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), batch_size, seed=0)
     candidates = [plan.indices(s) for s in range(min(n, plan.per_epoch))]
@@ -120,7 +142,9 @@ def _worker_train(args: dict) -> dict:
     from .model import DualEncoder, EncoderConfig
     from .tokenizer import Tokenizer
     from .data.corpus import pair_langs
-    from .train import Trainer, TrainConfig, load_texts, make_batch, pick_device, punctuation_pieces, tokenize_pairs
+    from .batches import make_batch, tokenize_pairs
+    from .objectives import punctuation_pieces
+    from .train import Trainer, TrainConfig, load_texts, pick_device
 
     torch.set_num_threads(args["threads"])
     rss0 = peak_rss_mb()
@@ -136,18 +160,9 @@ def _worker_train(args: dict) -> dict:
     trainer = Trainer(cfg, model, punctuation_pieces(tok), device)  # the loop's own step: lr schedule, clipping, AMP
     chosen, tokens = median_batch(data, cfg.batch_size)
     batch = make_batch(data, chosen, device)
-    times = []
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    for step in range(args["warmup"] + args["steps"]):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t = time.perf_counter()
-        trainer.step(batch, cfg.warmup_steps + step, torch.Generator().manual_seed(step))
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if step >= args["warmup"]:
-            times.append(time.perf_counter() - t)
+    times = time_steps(trainer, lambda step: batch, args["steps"], args["warmup"])
     out = {"layers": args["layers"], "device": str(device), "params_m": round(model.num_parameters() / 1e6, 2),
            "step": summarize(times), "tokens_per_batch": int(sum(tokens) / len(tokens)),
            "timed_batch_tokens": int(np.median(tokens))}

@@ -11,6 +11,8 @@ Contrastive tasks on the pooled vectors u (side a) and v (side b):
 Distillation (Reimers and Gurevych, 2020): a projection of the student's vector of a sentence
 and of its translation towards the teacher's vector of the sentence (`distill_loss`).
 
+`Objective` (at the end) mixes them as a recipe asks: one forward of the encoder, every loss.
+
 Unlike the authors' code, repeated tokens are counted (not set to 1) so every target
 sums to 1, and special ids (pad, unk, mask) never enter a bag.
 """
@@ -21,9 +23,12 @@ import math
 from typing import Callable, Sequence
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import DISTILL_LOSSES, SPECIAL_IDS
+from .config import DISTILL_LOSSES, SPECIAL_IDS, TrainConfig
+from .model import DualEncoder, mean_pool
+from .tokenizer import MASK_ID, Tokenizer
 
 
 def real_tokens(ids: torch.Tensor, mask: torch.Tensor, special_ids=SPECIAL_IDS) -> torch.Tensor:
@@ -170,3 +175,102 @@ def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", te
         logits = F.normalize(pred, dim=-1) @ F.normalize(target, dim=-1).T / temperature
         return F.cross_entropy(logits, torch.arange(pred.shape[0], device=pred.device))
     raise ValueError(f"unknown distillation loss {kind!r}; choose from {', '.join(DISTILL_LOSSES)}")
+
+
+# ----------------------------------------------------------------------------- the mix a training step minimises
+
+def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
+    """(V,) bool: pieces made only of punctuation/symbols, which SMLM avoids masking."""
+    avoid = torch.zeros(tok.vocab_size, dtype=torch.bool)
+    for i in range(tok.vocab_size):
+        p = tok.sp.id_to_piece(i).replace("\u2581", "")
+        avoid[i] = bool(p) and not any(ch.isalnum() for ch in p)
+    return avoid
+
+
+class Objective(nn.Module):
+    """Wraps the encoder so that one forward computes every loss (what DDP needs)."""
+
+    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0):
+        super().__init__()
+        self.model, self.cfg = model, cfg
+        self.register_buffer("avoid", avoid, persistent=False)
+        # Training only: maps the student's vector into the teacher's space (not saved with the model).
+        self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
+
+    def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
+        m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
+        a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
+        lang = (lambda x: x) if m.lang_emb is not None else (lambda x: None)
+        losses: dict[str, torch.Tensor] = {}
+
+        if cfg.objective in ("mlm", "mlm-xtr"):
+            a_in, la_lab = mask_tokens_bert(a, am, MASK_ID, V, gen)
+            b_in, lb_lab = mask_tokens_bert(b, bm, MASK_ID, V, gen)
+            xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
+            u, v = mean_pool(xa, am), mean_pool(xb, bm)
+            # Vocabulary logits only at the masked positions (~15%): the same loss at a sixth of the cost.
+            sa, sb = la_lab != -100, lb_lab != -100
+            logits_a = m.generative_logits(xa[sa], lang(la[sa.nonzero()[:, 0]]))
+            logits_b = m.generative_logits(xb[sb], lang(lb[sb.nonzero()[:, 0]]))
+            losses["gen"] = 0.5 * (mlm_loss(logits_a[None], la_lab[sa][None])
+                                   + mlm_loss(logits_b[None], lb_lab[sb][None]))
+            if cfg.objective == "mlm-xtr":  # Table 6's MLM (+) XTR: the masked sentence also predicts its translation
+                losses["gen"] = 0.5 * losses["gen"] + 0.25 * (
+                    distribution_loss(m.generative_logits(u, lang(lb)), bag_of_tokens(b, bm, V))
+                    + distribution_loss(m.generative_logits(v, lang(la)), bag_of_tokens(a, am, V)))
+        elif cfg.objective in ("smlm", "ugt"):
+            a_mask, wa = mask_one_token(a, am, MASK_ID, gen, self.avoid)
+            b_mask, wb = mask_one_token(b, bm, MASK_ID, gen, self.avoid)
+            if cfg.objective == "smlm":
+                u, v = m(a_mask, am), m(b_mask, bm)
+                oh_a, oh_b = nn.functional.one_hot(wa, V).float(), nn.functional.one_hot(wb, V).float()
+                losses["gen"] = 0.25 * (  # each masked token from its own sentence and from the translation
+                    distribution_loss(m.generative_logits(u, lang(la)), oh_a)
+                    + distribution_loss(m.generative_logits(v, lang(la)), oh_a)
+                    + distribution_loss(m.generative_logits(v, lang(lb)), oh_b)
+                    + distribution_loss(m.generative_logits(u, lang(lb)), oh_b))
+            else:
+                # Coin flip per pair: which side carries the masked token (authors' code).
+                flip = (torch.rand(a.shape[0], generator=gen) < 0.5).to(a.device)
+                a_in = torch.where(flip[:, None], a, a_mask)
+                b_in = torch.where(flip[:, None], b_mask, b)
+                u, v = m(a_in, am), m(b_in, bm)
+                bag_a, bag_b = bag_of_tokens(a, am, V), bag_of_tokens(b, bm, V)
+                tgt_u = torch.where(flip[:, None], bag_b, ugt_target(wa, b, bm, V))
+                tgt_v = torch.where(flip[:, None], ugt_target(wb, a, am, V), bag_a)
+                losses["gen"] = 0.5 * (distribution_loss(m.generative_logits(u, lang(lb)), tgt_u)
+                                       + distribution_loss(m.generative_logits(v, lang(la)), tgt_v))
+        else:
+            u, v = m(a, am), m(b, bm)
+            if cfg.objective == "xtr":
+                losses["gen"] = 0.5 * (
+                    distribution_loss(m.generative_logits(u, lang(lb)), bag_of_tokens(b, bm, V))
+                    + distribution_loss(m.generative_logits(v, lang(la)), bag_of_tokens(a, am, V)))
+
+        total = cfg.gen_weight * losses["gen"] if "gen" in losses else u.sum() * 0.0
+        dims = cfg.matryoshka_dims  # the in-batch losses also on each prefix, so truncated vectors work alone
+        if cfg.align_weight:
+            losses["align"] = matryoshka(align_loss, u, v, dims)
+            total = total + cfg.align_weight * losses["align"]
+        if cfg.sim_weight:
+            losses["sim"] = matryoshka(sim_loss, u, v, dims)
+            total = total + cfg.sim_weight * losses["sim"]
+        if cfg.distance_weight:
+            negatives = sample_negatives(u.shape[0], cfg.distance_negatives, gen).to(u.device)
+            losses["distance"] = distance_loss(u, v, negatives, cfg.distance_margin)
+            total = total + cfg.distance_weight * losses["distance"]
+        if self.teacher_proj is not None:
+            losses["teacher"] = self.distill(u, v, batch)
+            total = total + cfg.teacher_weight * losses["teacher"]
+        losses["total"] = total
+        return losses
+
+    def distill(self, u: torch.Tensor, v: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """A sentence and its translation both towards the teacher's vector of the sentence,
+        and monolingual texts towards their own; the mean of the terms."""
+        kind, proj, t = self.cfg.teacher_loss, self.teacher_proj, batch["t"]
+        terms = [distill_loss(proj(u), t, kind), distill_loss(proj(v), t, kind)]
+        if "m" in batch:
+            terms.append(distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
+        return sum(terms) / len(terms)

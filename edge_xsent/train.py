@@ -27,42 +27,22 @@ import torch.distributed as dist
 import torch.nn as nn
 from tqdm import tqdm
 
-from . import objectives as obj
 from .atomic import atomic_write
-from .bundle import pad_batch, save_model
+from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
+from .bundle import save_model
 from .data.corpus import Pair, pair_langs, read_pairs, resolve
 from .config import OBJECTIVES, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
-from .model import DualEncoder, mean_pool
-from .tokenizer import MASK_ID, PAD_ID, Tokenizer
+from .model import DualEncoder
+from .objectives import Objective, punctuation_pieces
+from .tokenizer import Tokenizer
+
 
 class TrainingStopped(UserError):
     """Training stopped cleanly (NaN loss, failed save); the last good checkpoint is intact."""
 
 
 # ----------------------------------------------------------------------------- data
-
-@dataclass
-class TokenizedPairs:
-    a: list[np.ndarray]
-    b: list[np.ndarray]
-    lang_a: np.ndarray  # language ids (index into `langs`)
-    lang_b: np.ndarray
-    row: np.ndarray  # index of each pair in the rows it was tokenised from
-    t_vecs: np.ndarray | None = None  # teacher vectors (memory map), when distilling
-    t_idx: np.ndarray | None = None  # each pair's row in t_vecs (the teacher's vector of side a)
-
-    def __len__(self) -> int:
-        return len(self.a)
-
-
-@dataclass
-class TokenizedTexts:
-    """Monolingual texts with their teacher vectors (distillation on text without a translation)."""
-    ids: list[np.ndarray]
-    t_vecs: np.ndarray
-    t_idx: np.ndarray
-
 
 def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[Pair]:
     from .data.reserved import is_reserved_folder
@@ -74,169 +54,7 @@ def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[P
     return list(itertools.islice(read_pairs(cfg.data, langs=langs, split=split), limit))
 
 
-def tokenize_pairs(rows: list[Pair], tok: Tokenizer, max_len: int, langs: list[str]) -> TokenizedPairs:
-    lang_id = {l: i for i, l in enumerate(langs)}
-    ids_a = tok.encode([p.a for p in rows], max_len)
-    ids_b = tok.encode([p.b for p in rows], max_len)
-    keep = [i for i in range(len(rows)) if ids_a[i] and ids_b[i]]  # drop pairs with an empty side
-    return TokenizedPairs(
-        a=[np.asarray(ids_a[i], dtype=np.int64) for i in keep],
-        b=[np.asarray(ids_b[i], dtype=np.int64) for i in keep],
-        lang_a=np.array([lang_id[rows[i].lang_a] for i in keep], dtype=np.int64),
-        lang_b=np.array([lang_id[rows[i].lang_b] for i in keep], dtype=np.int64),
-        row=np.array(keep, dtype=np.int64),
-    )
-
-
-def pad(seqs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) ids and 0/1 mask as tensors: `bundle.pad_batch`, the padding inference uses."""
-    ids, mask = pad_batch(seqs, PAD_ID)
-    return torch.from_numpy(ids), torch.from_numpy(mask)
-
-
-class BatchPlan:
-    """Which pairs form global batch `step`: a pure function of (seed, step), cached per epoch.
-
-    Each epoch shuffles the pairs, sorts chunks of `bucket` batches by length (so a batch
-    pads to little more than its own length: ~3x faster on CPU than random batches), then
-    shuffles the order of the batches. Process `rank` of `world` takes its own slice.
-    """
-
-    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, world: int = 1, bucket: int = 50):
-        self.lengths, self.batch_size, self.seed, self.world, self.bucket = lengths, batch_size, seed, world, bucket
-        self.per_epoch = len(lengths) // (batch_size * world)
-        self._epoch, self._batches = -1, None
-
-    def _plan(self, epoch: int) -> np.ndarray:
-        rng = np.random.default_rng([self.seed, epoch])
-        g = self.batch_size * self.world
-        order = rng.permutation(len(self.lengths))[: self.per_epoch * g]
-        chunk = g * self.bucket
-        for start in range(0, len(order), chunk):
-            part = order[start: start + chunk]
-            order[start: start + chunk] = part[np.argsort(self.lengths[part], kind="stable")]
-        batches = order.reshape(self.per_epoch, g)
-        return batches[rng.permutation(self.per_epoch)]
-
-    def indices(self, step: int, rank: int = 0) -> np.ndarray:
-        epoch, k = divmod(step, self.per_epoch)
-        if epoch != self._epoch:
-            self._epoch, self._batches = epoch, self._plan(epoch)
-        return self._batches[k].reshape(self.world, self.batch_size)[rank]
-
-
-def make_batch(data: TokenizedPairs, idx: np.ndarray, device: torch.device,
-               mono: TokenizedTexts | None = None, mono_idx: np.ndarray | None = None) -> dict[str, torch.Tensor]:
-    a, am = pad([data.a[i] for i in idx])
-    b, bm = pad([data.b[i] for i in idx])
-    batch = {"a": a, "am": am, "b": b, "bm": bm,
-             "la": torch.from_numpy(data.lang_a[idx]), "lb": torch.from_numpy(data.lang_b[idx])}
-    if data.t_vecs is not None:
-        batch["t"] = torch.from_numpy(np.asarray(data.t_vecs[data.t_idx[idx]]))
-    if mono is not None and mono_idx is not None:
-        batch["m"], batch["mm"] = pad([mono.ids[i] for i in mono_idx])
-        batch["tm"] = torch.from_numpy(np.asarray(mono.t_vecs[mono.t_idx[mono_idx]]))
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-
-
-def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
-    """(V,) bool: pieces made only of punctuation/symbols, which SMLM avoids masking."""
-    avoid = torch.zeros(tok.vocab_size, dtype=torch.bool)
-    for i in range(tok.vocab_size):
-        p = tok.sp.id_to_piece(i).replace("\u2581", "")
-        avoid[i] = bool(p) and not any(ch.isalnum() for ch in p)
-    return avoid
-
-
-# ----------------------------------------------------------------------------- objective
-
-class Objective(nn.Module):
-    """Wraps the encoder so that one forward computes every loss (what DDP needs)."""
-
-    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0):
-        super().__init__()
-        self.model, self.cfg = model, cfg
-        self.register_buffer("avoid", avoid, persistent=False)
-        # Training only: maps the student's vector into the teacher's space (not saved with the model).
-        self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
-
-    def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
-        m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
-        a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
-        lang = (lambda x: x) if m.lang_emb is not None else (lambda x: None)
-        losses: dict[str, torch.Tensor] = {}
-
-        if cfg.objective in ("mlm", "mlm-xtr"):
-            a_in, la_lab = obj.mask_tokens_bert(a, am, MASK_ID, V, gen)
-            b_in, lb_lab = obj.mask_tokens_bert(b, bm, MASK_ID, V, gen)
-            xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
-            u, v = mean_pool(xa, am), mean_pool(xb, bm)
-            # Vocabulary logits only at the masked positions (~15%): the same loss at a sixth of the cost.
-            sa, sb = la_lab != -100, lb_lab != -100
-            logits_a = m.generative_logits(xa[sa], lang(la[sa.nonzero()[:, 0]]))
-            logits_b = m.generative_logits(xb[sb], lang(lb[sb.nonzero()[:, 0]]))
-            losses["gen"] = 0.5 * (obj.mlm_loss(logits_a[None], la_lab[sa][None])
-                                   + obj.mlm_loss(logits_b[None], lb_lab[sb][None]))
-            if cfg.objective == "mlm-xtr":  # Table 6's MLM (+) XTR: the masked sentence also predicts its translation
-                losses["gen"] = 0.5 * losses["gen"] + 0.25 * (
-                    obj.distribution_loss(m.generative_logits(u, lang(lb)), obj.bag_of_tokens(b, bm, V))
-                    + obj.distribution_loss(m.generative_logits(v, lang(la)), obj.bag_of_tokens(a, am, V)))
-        elif cfg.objective in ("smlm", "ugt"):
-            a_mask, wa = obj.mask_one_token(a, am, MASK_ID, gen, self.avoid)
-            b_mask, wb = obj.mask_one_token(b, bm, MASK_ID, gen, self.avoid)
-            if cfg.objective == "smlm":
-                u, v = m(a_mask, am), m(b_mask, bm)
-                oh_a, oh_b = nn.functional.one_hot(wa, V).float(), nn.functional.one_hot(wb, V).float()
-                losses["gen"] = 0.25 * (  # each masked token from its own sentence and from the translation
-                    obj.distribution_loss(m.generative_logits(u, lang(la)), oh_a)
-                    + obj.distribution_loss(m.generative_logits(v, lang(la)), oh_a)
-                    + obj.distribution_loss(m.generative_logits(v, lang(lb)), oh_b)
-                    + obj.distribution_loss(m.generative_logits(u, lang(lb)), oh_b))
-            else:
-                # Coin flip per pair: which side carries the masked token (authors' code).
-                flip = (torch.rand(a.shape[0], generator=gen) < 0.5).to(a.device)
-                a_in = torch.where(flip[:, None], a, a_mask)
-                b_in = torch.where(flip[:, None], b_mask, b)
-                u, v = m(a_in, am), m(b_in, bm)
-                bag_a, bag_b = obj.bag_of_tokens(a, am, V), obj.bag_of_tokens(b, bm, V)
-                tgt_u = torch.where(flip[:, None], bag_b, obj.ugt_target(wa, b, bm, V))
-                tgt_v = torch.where(flip[:, None], obj.ugt_target(wb, a, am, V), bag_a)
-                losses["gen"] = 0.5 * (obj.distribution_loss(m.generative_logits(u, lang(lb)), tgt_u)
-                                       + obj.distribution_loss(m.generative_logits(v, lang(la)), tgt_v))
-        else:
-            u, v = m(a, am), m(b, bm)
-            if cfg.objective == "xtr":
-                losses["gen"] = 0.5 * (
-                    obj.distribution_loss(m.generative_logits(u, lang(lb)), obj.bag_of_tokens(b, bm, V))
-                    + obj.distribution_loss(m.generative_logits(v, lang(la)), obj.bag_of_tokens(a, am, V)))
-
-        total = cfg.gen_weight * losses["gen"] if "gen" in losses else u.sum() * 0.0
-        dims = cfg.matryoshka_dims  # the in-batch losses also on each prefix, so truncated vectors work alone
-        if cfg.align_weight:
-            losses["align"] = obj.matryoshka(obj.align_loss, u, v, dims)
-            total = total + cfg.align_weight * losses["align"]
-        if cfg.sim_weight:
-            losses["sim"] = obj.matryoshka(obj.sim_loss, u, v, dims)
-            total = total + cfg.sim_weight * losses["sim"]
-        if cfg.distance_weight:
-            negatives = obj.sample_negatives(u.shape[0], cfg.distance_negatives, gen).to(u.device)
-            losses["distance"] = obj.distance_loss(u, v, negatives, cfg.distance_margin)
-            total = total + cfg.distance_weight * losses["distance"]
-        if self.teacher_proj is not None:
-            losses["teacher"] = self.distill(u, v, batch)
-            total = total + cfg.teacher_weight * losses["teacher"]
-        losses["total"] = total
-        return losses
-
-    def distill(self, u: torch.Tensor, v: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """A sentence and its translation both towards the teacher's vector of the sentence,
-        and monolingual texts towards their own; the mean of the terms."""
-        kind, proj, t = self.cfg.teacher_loss, self.teacher_proj, batch["t"]
-        terms = [obj.distill_loss(proj(u), t, kind), obj.distill_loss(proj(v), t, kind)]
-        if "m" in batch:
-            terms.append(obj.distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
-        return sum(terms) / len(terms)
-
+# ----------------------------------------------------------------------------- schedule
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warm-up, then cosine decay to min_lr_ratio * lr at max_steps."""

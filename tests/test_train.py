@@ -14,7 +14,8 @@ from safetensors.torch import load_file
 from conftest import ROOT, tiny_config
 from edge_xsent import objectives
 from edge_xsent.errors import UserError
-from edge_xsent.train import BatchPlan, TrainConfig, TrainingStopped, checkpoint_path, load_checkpoint, lr_at, train
+from edge_xsent.batches import BatchPlan
+from edge_xsent.train import TrainConfig, TrainingStopped, checkpoint_path, load_checkpoint, lr_at, train
 
 
 def weights(ckpt: Path) -> dict:
@@ -163,7 +164,8 @@ def test_mlm_logits_only_at_masked_positions_give_the_full_loss():
     from edge_xsent import objectives as obj
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import MASK_ID
-    from edge_xsent.train import Objective, TrainConfig
+    from edge_xsent.objectives import Objective
+    from edge_xsent.train import TrainConfig
 
     torch.manual_seed(0)
     mcfg = EncoderConfig(vocab_size=50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=12, dropout=0.0)

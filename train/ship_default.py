@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx",
         "calibration.json"]
 LANGUAGE_RULE_POINTS = 1.0  # the most goal-pair P@1 that added languages may cost

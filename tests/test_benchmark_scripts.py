@@ -1,0 +1,104 @@
+"""Every benchmark script that no other test runs, end to end on tiny inputs (the tiny model,
+the sample corpus, copies of recorded result files): a signature change in the library breaks
+a test here, not a script found broken months later. Figures are not checked, only that each
+script runs and writes its table; the recorded tables' own figures are in test_docs and the
+scripts' tests elsewhere."""
+
+import json
+import os
+import runpy
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+BENCH = ROOT / "benchmarks"
+
+
+def run_script(name: str, *args: str, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", [name, *args])
+    runpy.run_path(str(BENCH / name), run_name="__main__")
+
+
+def test_every_benchmark_script_is_run_by_a_test():
+    tests = "".join(p.read_text() for p in (ROOT / "tests").glob("test_*.py"))
+    unrun = [p.name for p in BENCH.glob("*.py") if p.name not in tests]
+    assert not unrun, f"benchmark scripts no test runs: {unrun}"
+    assert not [p.name for p in [*BENCH.glob("*.py"), *(ROOT / "train").glob("*.py")]
+                if "sys.path.insert" in p.read_text()], "scripts import the installed package"
+
+
+def test_export_speed(tiny_model, tmp_path, monkeypatch):
+    out = tmp_path / "export_speed.md"
+    run_script("export_speed.py", str(tiny_model), "--rounds", "2", "--out", str(out), monkeypatch=monkeypatch)
+    assert "int8" in out.read_text()
+
+
+def test_load(tiny_bundle, tmp_path, monkeypatch):
+    out = tmp_path / "load.md"
+    run_script("load.py", str(tiny_bundle[0]), "--sizes", "300,600", "--no-xsr", "--out", str(out),
+               monkeypatch=monkeypatch)
+    assert "600" in out.read_text()
+
+
+def test_max_len(tiny_model, tmp_path, monkeypatch):
+    out = tmp_path / "max_len.md"
+    run_script("max_len.py", str(tiny_model / "tokenizer.model"), "--data", "sample", "--out", str(out),
+               monkeypatch=monkeypatch)
+    assert "| 32 |" in out.read_text() or "32" in out.read_text()
+
+
+def test_vocab_cost(tmp_path, monkeypatch):
+    out = tmp_path / "vocab_cost.md"
+    run_script("vocab_cost.py", "--sizes", "1000,2000", "--steps", "1", "--threads", "1", "--out", str(out),
+               monkeypatch=monkeypatch)
+    assert "| 2,000 |" in out.read_text()
+
+
+def test_general_ablation_rebuilds_its_recorded_table(tmp_path, monkeypatch):
+    results = tmp_path / "general-ablation"
+    shutil.copytree(BENCH / "results" / "general-ablation", results)
+    run_script("general_ablation.py", "--results", str(results), monkeypatch=monkeypatch)
+    recorded = (BENCH / "results" / "general-ablation.md").read_text()
+    rebuilt = (tmp_path / "general-ablation.md").read_text()
+    assert [l for l in rebuilt.splitlines() if l.startswith("|")] == [l for l in recorded.splitlines() if l.startswith("|")]
+
+
+def test_vocab_both_on_tiny_runs(tiny_run, tmp_path, monkeypatch):
+    """The table from result files and run folders (the tiny run's weights and log stand in for each)."""
+    runpy_ns = runpy.run_path(str(BENCH / "vocab_both.py"))
+    results, runs = tmp_path / "vocab-sweep", tmp_path / "runs"
+    shutil.copytree(BENCH / "results" / "vocab-sweep", results)
+    for run in runpy_ns["RUNS"]:
+        (runs / run / "model").mkdir(parents=True)
+        shutil.copy(tiny_run / "model" / "model.safetensors", runs / run / "model")
+        shutil.copy(tiny_run / "log.jsonl", runs / run)
+    run_script("vocab_both.py", "--results", str(results), "--runs", str(runs), monkeypatch=monkeypatch)
+    picked = json.loads((tmp_path / "vocab-sweep.json").read_text())["picked"]
+    assert picked in runpy_ns["RUNS"] and f"{picked} (picked)" in (tmp_path / "vocab-sweep.md").read_text()
+
+
+DEMO_READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (
+    ROOT / "android_demo" / "node_modules" / "playwright-core").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DEMO_READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
+def test_demo_latency(tiny_bundle, tmp_path, monkeypatch):
+    run_script("demo_latency.py", str(tiny_bundle[0]), "--results", str(tmp_path), "--no-quality-check",
+               monkeypatch=monkeypatch)
+    assert json.loads((tmp_path / "demo-latency.json").read_text())
+
+
+INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (
+    ROOT / "interop" / "node_modules" / "@huggingface" / "transformers").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not INTEROP_READY and not os.environ.get("CI"), reason="needs the optimum venv and `npm ci` in interop/")
+def test_interop_parity(tiny_bundle, tmp_path, monkeypatch):
+    run_script("interop_parity.py", str(tiny_bundle[0]), "--results", str(tmp_path), monkeypatch=monkeypatch)
+    assert "sentence-transformers" in (tmp_path / "interop-parity.md").read_text()
