@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
+
+from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
-MODEL_FILES = ["onnx/model_int8.onnx", "tokenizer.json", "tokenizer_config.json", "config.json",  # -> web/model/
-               "calibration.json"]  # int8 ranges: the page keeps its phrase index as int8 codes (web/compact.js)
+MODEL_FILES = [ONNX_INT8, FILES["tokenizer_json"], TOKENIZER_CONFIG, FILES["config"],  # -> web/model/
+               CALIBRATION]  # int8 ranges: the page keeps its phrase index as int8 codes (web/compact.js)
 VENDOR_FILES = [*(f"onnxruntime-web/dist/{n}" for n in ("ort.wasm.min.js", "ort-wasm-simd-threaded.wasm",
                                                             "ort-wasm-simd-threaded.mjs")),
                 "@huggingface/tokenizers/dist/tokenizers.min.mjs"]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError
+from .layout import FILES, ONNX_FP32, ONNX_INT8
 
 PAPER_TABLE5 = {  # V100, batch 128, en-fr: layers -> (memory MB, minutes per 10k steps)
     1: (7135, 19), 2: (11607, 24), 3: (16804, 29), 4: (21923, 34), 6: (28024, 44)}
@@ -272,11 +273,11 @@ def run(cfg: BenchConfig, progress=print) -> dict:
         tmp = Path(tmp)
         texts = [t for p in read_pairs(cfg.data, split="train") for t in (p.a, p.b)]
         tok = Tokenizer.train(texts, cfg.vocab_size)
-        tok.save(tmp / "tokenizer.model")
+        tok.save(tmp / FILES["tokenizer"])
         for n in cfg.layers:
             progress(f"training cost, {n} layer(s) ...")
             results["training"].append(_spawn("train", {
-                "layers": n, "tokenizer": str(tmp / "tokenizer.model"), "data": cfg.data, "d_model": cfg.d_model,
+                "layers": n, "tokenizer": str(tmp / FILES["tokenizer"]), "data": cfg.data, "d_model": cfg.d_model,
                 "n_heads": cfg.n_heads, "d_ff": cfg.d_ff, "max_len": cfg.max_len, "batch_size": cfg.batch_size,
                 "steps": cfg.train_steps, "warmup": cfg.warmup_steps, "threads": cfg.threads, "device": cfg.device}))
         for n in cfg.layers:
@@ -292,9 +293,9 @@ def run(cfg: BenchConfig, progress=print) -> dict:
                 save_model(folder, m, tok, [], {"note": "untrained: cost only"})
             bundle = tmp / f"bundle-{n}"
             export_bundle(folder, bundle, check_parity=False)
-            sizes = {"torch": (bundle / "model.safetensors").stat().st_size,
-                     "onnx-fp32": (bundle / "onnx/model.onnx").stat().st_size,
-                     "onnx-int8": (bundle / "onnx/model_int8.onnx").stat().st_size,
+            sizes = {"torch": (bundle / FILES["weights"]).stat().st_size,
+                     "onnx-fp32": (bundle / ONNX_FP32).stat().st_size,
+                     "onnx-int8": (bundle / ONNX_INT8).stat().st_size,
                      "torchscript": (bundle / "torchscript/model.pt").stat().st_size}
             for b in cfg.backends:
                 progress(f"inference, {n} layer(s): {b} ...")

@@ -1,16 +1,4 @@
-"""The self-describing model folder: layout declared once, used by writer and loader.
-
-    config.json             format name + version, EncoderConfig, languages, pooling, normalisation,
-                            and the same encoder as transformers' BertConfig (edge_xsent/hf.py)
-    model.safetensors       the encoder's weights under BERT's names (never pickle: loading executes no code)
-    edge_xsent.safetensors  what only edge-xsent reads: the generative head, the language basis
-    tokenizer.model         SentencePiece model
-    tokenizer.json          the same vocabulary and normaliser for `tokenizers`, transformers.js and the demo
-    modules.json, sentence_bert_config.json, tokenizer_config.json, 1_Pooling/, 2_Dense/
-                            sentence-transformers' description of the pipeline (hf.py)
-    training.json           how it was trained (config, steps, losses, time, hardware)
-    calibration.json        int8 ranges of the output vectors, for compact indexes (compact.py; optional)
-    manifest.json           SHA-256 of every file above, checked at load
+"""The self-describing model folder: the writer and the loader of the layout in layout.py.
 
 Format 1 (before the Hugging Face layout) kept every weight, under edge-xsent's names, in
 model.safetensors; it still loads.
@@ -22,39 +10,19 @@ import hashlib
 import json
 import platform
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from . import __version__
 from .atomic import atomic_dir
 from .errors import UserError
+from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32,  # noqa: F401  (re-exported)
+                     ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE)
 
 if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
     import numpy as np
 
     from .model import DualEncoder
     from .tokenizer import Tokenizer
-
-FORMAT = "edge-xsent-model"
-FORMAT_VERSION = 2
-FILES = {
-    "config": "config.json",
-    "weights": "model.safetensors",
-    "extra_weights": "edge_xsent.safetensors",
-    "tokenizer": "tokenizer.model",
-    "tokenizer_json": "tokenizer.json",
-    "training": "training.json",
-}
-MANIFEST = "manifest.json"
-# What `edge-xsent export` adds to make a bundle (see edge_xsent/export.py).
-ONNX_FP32 = "onnx/model.onnx"
-ONNX_INT8 = "onnx/model_int8.onnx"
-ONNX_INT4 = "onnx/model_int4.onnx"
-TS_FROZEN = "torchscript/model.pt"
-TS_LITE = "torchscript/model.ptl"
-PARITY = "parity.json"
-CALIBRATION = "calibration.json"
-CARD = "README.md"
 
 
 def pad_batch(batch: list[list[int]], pad_id: int = 0) -> tuple["np.ndarray", "np.ndarray"]:

@@ -363,7 +363,7 @@ def calibrate_cmd(model_path, data, split, sentences):
     Example:
       edge-xsent calibrate runs/tiny/bundle --data corpus-g --sentences 5000
     """
-    from .compact import calibrate_folder
+    from .encoder import calibrate_folder
 
     ranges = calibrate_folder(model_path, data, split, sentences)
     click.echo(f"calibrated int8 ranges of {ranges['dim']} dimensions on {ranges['sentences']} sentences "

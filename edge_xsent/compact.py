@@ -68,19 +68,6 @@ def calibration_sentences(data: str = "sample", split: str = "valid", n: int = 4
     return [texts[i] for i in sorted(rng.choice(len(texts), min(n, len(texts)), replace=False))]
 
 
-def calibrate_folder(folder: str | Path, data: str = "sample", split: str = "valid", n: int = 4000) -> dict:
-    """Measure and store a saved model's int8 ranges (calibration.json, added to its manifest)."""
-    from .bundle import refresh_manifest, resolve_model_dir
-    from .encoder import Encoder
-
-    folder = resolve_model_dir(folder)
-    enc = Encoder.load(folder)
-    ranges = enc.calibrate(calibration_sentences(data, split, n), f"{data} {split} split")
-    save_calibration(folder, ranges)
-    refresh_manifest(folder, [CALIBRATION])
-    return ranges
-
-
 def _steps(ranges: dict, k: int) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = np.asarray(ranges["min"][:k], dtype=np.float32), np.asarray(ranges["max"][:k], dtype=np.float32)
     return lo, np.maximum(hi - lo, 1e-9) / 255

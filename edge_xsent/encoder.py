@@ -271,6 +271,16 @@ def _check_items(sentences) -> list[str]:
     return items
 
 
+def calibrate_folder(folder: str | Path, data: str = "sample", split: str = "valid", n: int = 4000) -> dict:
+    """Measure and store a saved model's int8 ranges (calibration.json, added to its manifest)."""
+    folder = bundle.resolve_model_dir(folder)
+    enc = Encoder.load(folder)
+    ranges = enc.calibrate(compact.calibration_sentences(data, split, n), f"{data} {split} split")
+    compact.save_calibration(folder, ranges)
+    bundle.refresh_manifest(folder, [compact.CALIBRATION])
+    return ranges
+
+
 def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, batch_size: int = 32,
                 normalize: bool = True, chunk: int = 10_000, show_progress: bool = True, precision: str = "float32",
                 dimensions: int | None = None) -> tuple[int, int]:

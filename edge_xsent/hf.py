@@ -27,7 +27,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import bundle
+from . import layout
+from .layout import DENSE_CONFIG, DENSE_WEIGHTS, ST_FILES  # noqa: F401  (re-exported: the files hf.py writes)
 from .config import PAD_ID, UNK_ID, EncoderConfig
 from .errors import UserError
 
@@ -47,9 +48,6 @@ HF_PAD, HF_UNK = "<pad>\u0000", "<unk>\u0000"
 CONTROL = "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]"
 WHITESPACE = "[\t\n\r\u000b\u000c\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
 SPACE = "\u2581"
-# Files a Hugging Face folder adds to an edge-xsent one (config.json and model.safetensors are shared).
-ST_FILES = ("modules.json", "sentence_bert_config.json", "tokenizer_config.json", "1_Pooling/config.json")
-DENSE_CONFIG, DENSE_WEIGHTS = "2_Dense/config.json", "2_Dense/model.safetensors"
 
 
 def bert_config(cfg: EncoderConfig) -> dict:
@@ -173,7 +171,7 @@ def write_hf_files(folder: Path, cfg: EncoderConfig, tok: "Tokenizer", lang_basi
     from safetensors.torch import save_file
 
     folder = Path(folder)
-    (folder / bundle.FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
+    (folder / layout.FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
     for name, content in sentence_transformers_files(cfg, lang_basis is not None).items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(json.dumps(content, indent=2) + "\n")
@@ -226,7 +224,7 @@ def ort_encode(folder: str | Path, texts: list[str], precision: str = "int8") ->
     A text with no tokens is a zero vector, as in edge-xsent."""
     import numpy as np
 
-    files = {"fp32": bundle.ONNX_FP32, "int8": bundle.ONNX_INT8}
+    files = {"fp32": layout.ONNX_FP32, "int8": layout.ONNX_INT8}
     if precision not in files:
         raise UserError(f"precision {precision!r}: use one of {', '.join(files)}")
     ort = require("optimum.onnxruntime")

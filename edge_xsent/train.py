@@ -33,6 +33,7 @@ from .bundle import save_model
 from .data.corpus import Pair, pair_langs, read_pairs, resolve
 from .config import OBJECTIVES, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
+from .layout import FILES
 from .model import DualEncoder
 from .objectives import Objective, punctuation_pieces
 from .tokenizer import Tokenizer
@@ -103,8 +104,8 @@ def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, devic
 def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: bool, world: int) -> Tokenizer:
     """The --init model's tokenizer, a given one, the run's own on resume, or one trained on the
     train split; copied into the run folder so that it stays self-contained."""
-    tok_path = out / "tokenizer.model"
-    given = init_dir(cfg.init) / "tokenizer.model" if cfg.init else Path(cfg.tokenizer) if cfg.tokenizer else None
+    tok_path = out / FILES["tokenizer"]
+    given = init_dir(cfg.init) / FILES["tokenizer"] if cfg.init else Path(cfg.tokenizer) if cfg.tokenizer else None
     if given is not None:
         tok = Tokenizer.load(given)
         if is_main and not tok_path.exists():

@@ -31,3 +31,31 @@ def test_wheel_ships_the_default_model(tmp_path):
     assert done.returncode == 0, done.stderr
     translation, unrelated = map(float, done.stdout.split())
     assert translation > unrelated + 0.2  # the shipped, trained model: a translation sits far closer
+
+
+def test_no_import_circle_in_the_package():
+    """No module imports one that imports it back (at the top or inside a function): the layout
+    is declared in layout.py, which imports nothing from the package."""
+    import ast
+
+    pkg_root = ROOT / "edge_xsent"
+
+    def name(p):
+        return ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+    graph = {}
+    for p in pkg_root.rglob("*.py"):
+        here = name(p) if p.name == "__init__.py" else name(p).rsplit(".", 1)[0]
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                deps |= {f"{target}.{a.name}" for a in node.names} if node.module is None else {target}
+        graph[name(p)] = deps - {name(p)}
+    assert not graph["edge_xsent.layout"], "layout.py imports nothing from the package"
+
+    def reaches(start, goal, seen):
+        return any(d == goal or (d not in seen and not seen.add(d) and reaches(d, goal, seen)) for d in graph.get(start, ()))
+    circles = [m for m in graph if reaches(m, m, set())]
+    assert not circles, f"modules in an import circle: {circles}"

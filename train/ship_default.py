@@ -15,9 +15,11 @@ import shutil
 import sys
 from pathlib import Path
 
+from edge_xsent.layout import (CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_FP32, ONNX_INT8, PARITY, ST_FILES,
+                               TS_FROZEN)
+
 ROOT = Path(__file__).resolve().parent.parent
-KEEP = ["config.json", "tokenizer.model", "tokenizer.json", "training.json", "parity.json", "onnx/model_int8.onnx",
-        "calibration.json"]
+KEEP = [FILES["config"], FILES["tokenizer"], FILES["tokenizer_json"], FILES["training"], PARITY, ONNX_INT8, CALIBRATION]
 LANGUAGE_RULE_POINTS = 1.0  # the most goal-pair P@1 that added languages may cost
 GOAL_LANGS = ("de", "es", "fr", "it")  # the issue's goal: P@1 averaged over en<->these
 FOUR = ["de", "en", "es", "fr", "it"]
@@ -38,12 +40,10 @@ FP32_MAX_MB = 40  # the package stays near 50 MB: a 256-wide 32k model's 36 MB o
 
 def shipped_files(bundle: Path) -> list[str]:
     """KEEP, the Hugging Face description files the bundle has, and the fp32 weights when small."""
-    from edge_xsent.hf import DENSE_CONFIG, ST_FILES
-
-    weights = bundle / "model.safetensors"
+    weights = bundle / FILES["weights"]
     small = weights.exists() and weights.stat().st_size / 2**20 <= FP32_MAX_MB
     hf = [f for f in (*ST_FILES, DENSE_CONFIG) if (bundle / f).exists()]
-    fp32 = [f for f in ("model.safetensors", "edge_xsent.safetensors", "2_Dense/model.safetensors") if (bundle / f).exists()]
+    fp32 = [f for f in (FILES["weights"], FILES["extra_weights"], DENSE_WEIGHTS) if (bundle / f).exists()]
     return KEEP + hf + (fp32 if small else [])
 
 
@@ -96,17 +96,17 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     from edge_xsent.evaluate import average
     from edge_xsent.train import training_minutes
 
-    cfg = json.loads((bundle / "config.json").read_text())
+    cfg = json.loads((bundle / FILES["config"]).read_text())
     general = oog_sections(run.name, results) + general_sections(run.name, results)  # [] without general results
     m, training = cfg["model"], read_training(bundle)
     tc = training["train_config"]
-    parity = json.loads((bundle / "parity.json").read_text())
+    parity = json.loads((bundle / PARITY).read_text())
     fp32 = json.loads((results / f"xsr-{run.name}.json").read_text())
     int8 = json.loads((results / f"xsr-{run.name}-int8.json").read_text())
     cls_path = results / f"classify-{run.name}-int8.json"
     cls = json.loads(cls_path.read_text()) if cls_path.exists() else None
     sizes = {p: (bundle / p).stat().st_size / 2**20 for p in
-             ["model.safetensors", "onnx/model.onnx", "onnx/model_int8.onnx", "torchscript/model.pt"] if (bundle / p).exists()}
+             [FILES["weights"], ONNX_FP32, ONNX_INT8, TS_FROZEN] if (bundle / p).exists()}
     minutes, segments = training_minutes(run)
     others = [lang for lang in cfg["langs"] if lang != "en"]
     epochs = training["step"] * tc["batch_size"] * training["world_size"] / training["train_pairs"]
@@ -131,7 +131,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         *why_this_size(results, m["vocab_size"]),
         "## Sizes", "", "| format | MB |", "|---|---|", *[f"| `{p}` | {s:.1f} |" for p, s in sizes.items()],
         "", ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, fine-tuning, "
-             "re-export)" if "model.safetensors" in shipped_files(bundle) else "Only the int8 ONNX model ships in the "
+             "re-export)" if FILES["weights"] in shipped_files(bundle) else "Only the int8 ONNX model ships in the "
              f"package (the fp32 weights are over {FP32_MAX_MB} MB)") + "; the other formats come from `edge-xsent export`.", "",
         "## Cross-lingual retrieval (" + ("software " if general else "")
         + "test split, never trained on)", "",
@@ -148,7 +148,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         *debias_section(training, results / f"xsr-{run.name}-raw.json", fp32,
                         results / f"xsr-{run.name}-raw-mixed.json", results / f"xsr-{run.name}-int8-mixed.json"),
     ]
-    lines += against_baselines(run.name, cfg["langs"], results, int8, cls, sizes.get("onnx/model_int8.onnx"))
+    lines += against_baselines(run.name, cfg["langs"], results, int8, cls, sizes.get(ONNX_INT8))
     if cls:
         lines += ["## Zero-shot classification (Debian sections, MLDoc style)", "",
                   f"{len(cls['labels'])} labels; logistic regression on {cls['n_train']} English descriptions, chosen on "
