@@ -53,9 +53,13 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     (results / "int8-variants.json").write_text(json.dumps({"choice": "s8-7bit"}))  # benchmarks/int8_variants.py's pick
 
     out = tmp_path / "shipped"
-    done = subprocess.run([sys.executable, str(ROOT / "train/ship_default.py"), str(run), "--recipe",
-                           "train/tiny-cpu.toml", "--results", str(results), "--out", str(out)],
-                          capture_output=True, text=True)
+    ship = [sys.executable, str(ROOT / "train/ship_default.py"), str(run), "--recipe", "train/tiny-cpu.toml",
+            "--results", str(results), "--out", str(out)]
+    refused = subprocess.run(ship + ["--expect", "general,oog"], capture_output=True, text=True)
+    assert refused.returncode != 0 and not out.exists()  # a result file the rule needs is missing: named, nothing written
+    assert "xsr-tiny-int8-general.json" in refused.stderr and "oog-tiny.json" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    done = subprocess.run(ship, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     card = (out / "README.md").read_text()
     assert "Recipe `train/tiny-cpu.toml`" in card

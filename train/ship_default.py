@@ -20,6 +20,11 @@ from edge_xsent.layout import (CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, 
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP = [FILES["config"], FILES["tokenizer"], FILES["tokenizer_json"], FILES["training"], PARITY, ONNX_INT8, CALIBRATION]
+# The result files a card and a rule are made from (train/make_default.sh writes them), by what the run was
+# judged on: `--expect general,oog`. Shipping stops, naming each one missing, before anything is written.
+REQUIRED = {"card": ["xsr-{name}.json", "xsr-{name}-int8.json"],
+            "general": ["xsr-{name}-int8-general.json", "bench-{name}.json"],
+            "oog": ["oog-{name}.json"]}
 LANGUAGE_RULE_POINTS = 1.0  # the most goal-pair P@1 that added languages may cost
 GOAL_LANGS = ("de", "es", "fr", "it")  # the goal: P@1 averaged over en<->these
 FOUR = ["de", "en", "es", "fr", "it"]
@@ -36,6 +41,13 @@ BASELINES = {  # the earlier candidates for the default, set beside it on its ca
 SAME_RECIPE_FEWER_LANGS = {"cpu-2h-8": "cpu-2h"}
 FP32_MAX_MB = 40  # the package stays near 50 MB: a 256-wide 32k model's 36 MB of fp32 weights ship (torch backend,
 #                   fine-tuning, sentence-transformers); a 512-wide model's 48 MB and more stay out
+
+
+def missing_results(name: str, results: Path, expect: list[str]) -> list[str]:
+    unknown = [k for k in expect if k not in REQUIRED or k == "card"]
+    if unknown:
+        sys.exit(f"--expect {','.join(unknown)}: choose from general, oog")
+    return [f for k in ["card", *expect] for f in (t.format(name=name) for t in REQUIRED[k]) if not (results / f).exists()]
 
 
 def shipped_files(bundle: Path) -> list[str]:
@@ -498,6 +510,8 @@ def main() -> None:
     ap.add_argument("--recipe", required=True, help="the config the run was trained with, named on the card")
     ap.add_argument("--note", default="", help="anything else the card should say about how the run went")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
+    ap.add_argument("--expect", default="", help="what the run was judged on besides its test split: general, oog "
+                    "(their result files are then required)")
     args = ap.parse_args()
     from edge_xsent import decisions
     from edge_xsent.atomic import atomic_dir
@@ -505,6 +519,10 @@ def main() -> None:
 
     bundle = args.run / "bundle"
     manifest = verify(bundle)
+    missing = missing_results(args.run.name, args.results, [k for k in args.expect.split(",") if k])
+    if missing:
+        sys.exit(f"not shipped: {', '.join(str(args.results / f) for f in missing)} missing; train/make_default.sh "
+                 "writes them (a renamed or skipped step?)")
     rows, prev = oog_rows(args.run.name, args.results)
     if rows and (pick := decisions.oog_default(rows, prev or "the current default")) != args.run.name:
         sys.exit(f"not shipped: the rule of train/out-of-genre-default.md keeps {pick} "
