@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import runpy
-import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,20 +24,14 @@ REPEATS = 50
 def python_medians(bundle: Path) -> tuple[float, float, int]:
     """Median ms of the model alone (`Encoder.embed_ids`) and of `encode` (tokenizer + model + normalise)."""
     from edge_xsent import Encoder
+    from edge_xsent.bench import timed
     from edge_xsent.bundle import pad_batch
 
     enc = Encoder.load(bundle, backend="onnx", precision="int8", threads=1)
     ids, mask = pad_batch(enc.tokenize([SENTENCE]))
 
     def median_ms(fn) -> float:
-        for _ in range(10):
-            fn()
-        times = []
-        for _ in range(REPEATS):
-            t = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t) * 1000)
-        return statistics.median(times)
+        return timed(fn, REPEATS, warmup=10)["p50_ms"]
 
     return median_ms(lambda: enc.embed_ids(ids, mask)), median_ms(lambda: enc.encode(SENTENCE)), int(mask.sum())
 

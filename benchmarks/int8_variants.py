@@ -39,7 +39,7 @@ from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_
 from edge_xsent.config import INT8_WEIGHTS
 from edge_xsent.data.corpus import Pair, read_corpus_split
 from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant
-from edge_xsent.evaluate import average, xsr
+from edge_xsent.evaluate import average, row_cosines, xsr
 from edge_xsent.export import projection_nodes, quantize_int8
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -75,11 +75,8 @@ def texts(pairs: dict[str, list[Pair]], per_domain: int = 300) -> list[str]:
 
 
 def cosines(vecs: np.ndarray, ref: np.ndarray) -> dict:
-    """Rows where the reference is the zero vector (texts without tokens) are left out."""
-    keep = np.linalg.norm(ref, axis=1) > 0
-    a, b = vecs[keep], ref[keep]
-    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    return {"mean": float(cos.mean()), "min": float(cos.min()), "texts": int(keep.sum())}
+    cos = row_cosines(vecs, ref)
+    return {"mean": float(cos.mean()), "min": float(cos.min()), "texts": len(cos)}
 
 
 def browser_vectors(folder: Path, sample: list[str], tmp: Path) -> np.ndarray:

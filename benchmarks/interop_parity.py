@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
 from edge_xsent.bundle import ONNX_FP32, ONNX_INT8
+from edge_xsent.evaluate import row_cosines
 from edge_xsent.hf import require, sentence_transformer, transformers_encode
 from edge_xsent.tokenizer import Tokenizer
 
@@ -46,10 +47,8 @@ def texts(n: int = 300) -> list[str]:
 
 
 def cosines(theirs: np.ndarray, ours: np.ndarray) -> dict:
-    keep = np.linalg.norm(ours, axis=1) > 0
-    a, b = theirs[keep], ours[keep]
-    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-    return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "texts": int(keep.sum())}
+    cos = row_cosines(theirs, ours)
+    return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "texts": len(cos)}
 
 
 def external(cmd: list[str], folder: Path, sample: list[str], precision: str) -> dict:

