@@ -1,5 +1,5 @@
 """Export options side by side, in one run: fp32 PyTorch eager against ONNX fp32, int8, fused
-int8 and int4, at batch 32 x 32 tokens and batch 1, one thread (issue 5's speed goal: the
+int8 and int4, at batch 32 x 32 tokens and batch 1, one thread (the export's speed goal: the
 2-layer int8 ONNX model >= 3x faster than fp32 eager, file <= 1/3 of fp32's).
 
 Backends are timed round-robin (one batch of each in turn, many rounds), so drift of the

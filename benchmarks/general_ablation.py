@@ -1,4 +1,4 @@
-"""Issue 18's ablation on both domains, from the results train/general-ablation.sh writes.
+"""The distillation ablation on both domains, from the results train/general-ablation.sh writes.
 
     python benchmarks/general_ablation.py --pick-loss   # the teacher loss, chosen on the general valid split
     python benchmarks/general_ablation.py               # the table: benchmarks/results/general-ablation.md

@@ -1,4 +1,4 @@
-"""The four Hugging Face stacks against edge-xsent on one exported folder (issue 19's table).
+"""The four Hugging Face stacks against edge-xsent on one exported folder (the parity table).
 
     python benchmarks/interop_parity.py [FOLDER]   # default: the shipped default model (int8 ONNX only)
     python benchmarks/interop_parity.py runs/general-scratch-32k/bundle   # the default's full export: fp32 ONNX too

@@ -1,4 +1,4 @@
-"""Issue 18, item 3: the vocabulary for both domains, from the results train/vocab-sweep.sh writes.
+"""The vocabulary for both domains, from the results train/vocab-sweep.sh writes.
 
     python benchmarks/vocab_both.py   # benchmarks/results/vocab-sweep.md, and the rule's pick
 

@@ -24,3 +24,20 @@ def test_every_results_file_the_readme_names_exists():
     named = set(re.findall(r"benchmarks/results/([\w.-]+\.(?:md|json|png))", text))
     missing = sorted(n for n in named if not (ROOT / "benchmarks" / "results" / n).exists())
     assert not missing, missing
+
+
+def test_every_recorded_table_is_listed_with_its_command():
+    index = (ROOT / "benchmarks" / "results" / "README.md").read_text()
+    unlisted = [p.name for p in (ROOT / "benchmarks" / "results").glob("*.md")
+                if p.name != "README.md" and f"]({p.name})" not in index]
+    assert not unlisted, f"add these to benchmarks/results/README.md: {unlisted}"
+
+
+def test_readme_is_short_and_tells_no_history():
+    """What it is, how to install and use it and how good it is: the rest lives in docs/."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "train" / "DECISIONS.md",
+                ROOT / "edge_xsent" / "resources" / "default-model" / "README.md", *(ROOT / "train").glob("*.toml")]:
+        found = re.findall(r"\b(?:issue|session)s? \d+", doc.read_text(), re.I)
+        assert not found, f"{doc.relative_to(ROOT)} tells how the work was organised: {found}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18's ablation on both domains at one budget (train/general-ablation.toml: 600 steps of
+# The distillation ablation on both domains at one budget (train/general-ablation.toml: 600 steps of
 # the default's size on corpus-g), then P@1 of each model on the general and software test
 # splits (fp32, 2,000 queries per direction): benchmarks/general_ablation.py tabulates them.
 # Resumable: a finished run or evaluation is skipped, a stopped one continues.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 18, item 3: the vocabulary size for both domains, by the rule in train/vocab-both-domains.md
+# The vocabulary size for both domains, by the rule in train/vocab-both-domains.md
 # (fixed before the runs). Four runs at one budget that differ only in the tokenizer, each scored
 # on corpus-g's valid (chooses) and test (reported) splits, both domains; then
 # benchmarks/vocab_both.py tabulates and applies the rule.

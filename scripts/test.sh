@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine, as CI runs it (.ci/run calls this after installing the
+# package): what some tests need beyond pip's extras, then pytest. Rerunning skips what is there.
+#   scripts/test.sh            # after: pip install torch==2.13.0 -e ".[test,peers,hf]"
+#   scripts/test.sh -x -k demo # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1 DEBIAN_FRONTEND=noninteractive
+python3 -m pip install -q -e ".[test,plot,peers,hf]"
+# The mobile demo's browser test: Debian's Chromium, onnxruntime-web and playwright-core.
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+fi
+[ -d android_demo/node_modules ] || (cd android_demo && npm ci --no-audit --no-fund --loglevel=error)
+# transformers.js for tests/test_interop.py; its onnxruntime-node install script would fetch GPU binaries.
+[ -d interop/node_modules ] || (cd interop && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+# The `optimum` extra pins transformers below 4.58, the `hf` extra's sentence-transformers needs 5:
+# optimum gets its own environment, sharing the rest (torch, onnxruntime, edge-xsent) with this one.
+if [ ! -x .venv-optimum/bin/python ]; then
+  python3 -m venv --system-site-packages .venv-optimum
+  .venv-optimum/bin/python -m pip install -q -e ".[optimum,fastembed]"  # fastembed beside it: no transformers needed
+fi
+python3 -m pytest -q "$@"
