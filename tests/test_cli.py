@@ -66,7 +66,7 @@ def test_eval_writes_markdown(tmp_path):
     res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--md", str(tmp_path / "x.md")])
     assert res.exit_code == 0, res.output
     md = (tmp_path / "x.md").read_text()
-    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "edge-xsent eval xsr --data sample" in md
+    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "eval xsr --queries 20 --md" in md  # as typed
 
 
 def test_readme_quickstart_main_job_reproduces_its_pasted_output():
