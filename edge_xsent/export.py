@@ -341,29 +341,20 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
 
 
 def model_card(config: dict, parity: dict, folder: Path) -> str:
-    m = config["model"]
-    sizes = {p: (folder / p).stat().st_size for p in [FILES["weights"], ONNX_FP32, ONNX_INT8, ONNX_INT4, TS_FROZEN, TS_LITE]
-             if (folder / p).exists()}
+    from .card import render
+
     training = read_training(folder)
-    lines = [
-        "# edge-xsent model", "",
-        f"A {m['n_layers']}-layer cross-lingual sentence encoder (d={m['d_model']}, {m['n_heads']} heads, FFN {m['d_ff']}, "
-        f"vocabulary {m['vocab_size']}, max length {m['max_len']} tokens), mean pooling, trained with edge-xsent "
-        f"(objective `{training.get('train_config', {}).get('objective', '?')}`).", "",
-        f"Languages: {', '.join(config.get('langs', []))}.", "",
-        "```python", "from edge_xsent import Encoder", "enc = Encoder.load('THIS_FOLDER')", "vecs = enc.encode(['Open the file', 'Ouvrir le fichier'])", "```", "",
-        "The folder is also a Hugging Face model folder (same vectors, `edge_xsent/hf.py`):", "",
-        "```python", "from sentence_transformers import SentenceTransformer",
-        "vecs = SentenceTransformer('THIS_FOLDER').encode(['Open the file', 'Ouvrir le fichier'])", "```", "",
-        "## Files and sizes", "", "| file | MB |", "|---|---|",
-        *[f"| `{p}` | {s / 2**20:.1f} |" for p, s in sizes.items()], "",
-        f"## Parity against fp32 PyTorch ({parity['sentences']} real sentences, {parity['source']})", "",
-        "| format | mean cosine | min cosine | XSR P@1 | P@1 drop |", "|---|---|---|---|---|",
-        *[f"| {k} | {v['cosine_mean']:.5f} | {v['cosine_min']:.5f} | {100 * v['xsr_p1']:.1f} | {100 * v['xsr_p1_drop']:+.1f} |"
-          for k, v in parity["formats"].items()], "",
-        "## Training", "", f"Steps: {training.get('step', '?')}, train pairs: {training.get('train_pairs', '?')}, "
-        f"device: {training.get('device', '?')}.", "",
-        f"Limits: expect weaker results outside the domains of its training data (`{training.get('train_config', {}).get('data', '?')}`, "
-        "see training.json) and on languages it was not trained on.", "",
-    ]
-    return "\n".join(lines)
+    tc = training.get("train_config", {})
+    return render({
+        "title": "edge-xsent model", "config": config,
+        "usage": ["enc = Encoder.load('THIS_FOLDER')", "vecs = enc.encode(['Open the file', 'Ouvrir le fichier'])",
+                  "# the same vectors in sentence-transformers (edge_xsent/hf.py):",
+                  "# SentenceTransformer('THIS_FOLDER').encode(['Open the file', 'Ouvrir le fichier'])"],
+        "training": [f"Objective `{tc.get('objective', '?')}`; steps: {training.get('step', '?')}, train pairs: "
+                     f"{training.get('train_pairs', '?')}, device: {training.get('device', '?')} (training.json)."],
+        "sizes": {p: (folder / p).stat().st_size / 2**20 for p in
+                  [FILES["weights"], ONNX_FP32, ONNX_INT8, ONNX_INT4, TS_FROZEN, TS_LITE] if (folder / p).exists()},
+        "parity": parity,
+        "limits": f"Expect weaker results outside the domains of its training data (`{tc.get('data', '?')}`, see "
+                  "training.json) and on languages it was not trained on.",
+    }) + "\n"

@@ -305,3 +305,15 @@ def test_cli_stdin_and_pruned_export_leave_no_temporary_files(tiny_model, tiny_b
     # No spool file, no pruned model folder left behind. (Importing onnxruntime itself writes a
     # 51-byte `.ses` id file to TMPDIR; `python -c "import onnxruntime"` alone does it: not ours.)
     assert [p.name for p in tmpdir.iterdir() if p.name != ".ses"] == []
+
+
+def test_bundle_card_is_written_from_its_figures(tiny_bundle):
+    """edge_xsent/card.py, the one card writer: the export's card carries the bundle's own parity and sizes."""
+    import json
+
+    bundle, parity = tiny_bundle
+    card = (bundle / "README.md").read_text()
+    int8 = json.loads((bundle / "parity.json").read_text())["formats"]["onnx-int8"]
+    assert f"| onnx-int8 | {int8['cosine_mean']:.5f} | {int8['cosine_min']:.5f} |" in card
+    assert f"| `onnx/model_int8.onnx` | {(bundle / 'onnx/model_int8.onnx').stat().st_size / 2**20:.1f} |" in card
+    assert card.index("## Training") < card.index("## Sizes") < card.index("## Parity") < card.index("## Limits")

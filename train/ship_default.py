@@ -105,6 +105,7 @@ def why_this_vocabulary(results: Path, vocab_size: int) -> list[str]:
 
 def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
     from edge_xsent.bundle import read_training
+    from edge_xsent.card import render
     from edge_xsent.evaluate import average
     from edge_xsent.train import training_minutes
 
@@ -122,35 +123,11 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     minutes, segments = training_minutes(run)
     others = [lang for lang in cfg["langs"] if lang != "en"]
     epochs = training["step"] * tc["batch_size"] * training["world_size"] / training["train_pairs"]
-    lines = [
-        "# edge-xsent default model (`Encoder.load()`)", "",
-        f"A {m['n_layers']}-layer cross-lingual sentence encoder (d={m['d_model']}, {m['n_heads']} heads, FFN {m['d_ff']}, "
-        f"SentencePiece vocabulary {m['vocab_size']:,d} shared by all languages, max {m['max_len']} tokens), mean pooling, "
-        f"int8 ONNX. Languages: {', '.join(others)} paired with English "
-        "(any two of them also land near each other).", "",
-        "```python", "from edge_xsent import Encoder", "enc = Encoder.load()                  # this model, offline",
-        "v = enc.encode(['Save the document', 'Enregistrer le document'])", "```", "",
-        "## Training", "",
-        data_line(tc, training, others),
-        f"- Objective: `{tc['objective']}` (SMLM + XTR) + {tc['align_weight']:g} x align + {tc['sim_weight']:g} x sim, "
-        "as in the paper" + teacher_clause(tc) + ".",
-        f"- Recipe `{recipe}`: batch {tc['batch_size']}, Adam (amsgrad) lr {tc['lr']:g}, {tc['warmup_steps']} "
-        f"warm-up steps, cosine decay over {tc['max_steps']:,d} steps; the shipped weights are the best validation "
-        f"checkpoint, step {training['step']:,d} (~{epochs:.2f} epoch).",
-        f"- Hardware: {training['device']}; {minutes:.0f} minutes of training wall time"
-        + (f" in {segments} segments (stopped and resumed from its checkpoint)" if segments > 1 else "")
-        + (f"; {note}" if note else "") + ".", "",
-        *why_this_size(results, m["vocab_size"]),
-        "## Sizes", "", "| format | MB |", "|---|---|", *[f"| `{p}` | {s:.1f} |" for p, s in sizes.items()],
-        "", ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, fine-tuning, "
-             "re-export)" if FILES["weights"] in shipped_files(bundle) else "Only the int8 ONNX model ships in the "
-             f"package (the fp32 weights are over {FP32_MAX_MB} MB)") + "; the other formats come from `edge-xsent export`.", "",
-        "## Cross-lingual retrieval (" + ("software " if general else "")
-        + "test split, never trained on)", "",
+    sections = [
+        "## Cross-lingual retrieval (" + ("software " if general else "") + "test split, never trained on)", "",
         f"{max(r['n_queries'] for r in int8.values()):,d} queries per direction among all test sentences of the pair "
         f"({min(r['n_candidates'] for r in int8.values()):,d} to {max(r['n_candidates'] for r in int8.values()):,d} "
-        "candidates); P@1 in %, "
-        "cosine / ratio margin (k=4).", "",
+        "candidates); P@1 in %, cosine / ratio margin (k=4).", "",
         "| direction | fp32 PyTorch | int8 ONNX (shipped) |", "|---|---|---|",
         *[f"| {k} | {100 * fp32[k]['p1_cosine']:.1f} / {100 * fp32[k]['p1_margin']:.1f} | "
           f"{100 * int8[k]['p1_cosine']:.1f} / {100 * int8[k]['p1_margin']:.1f} |" for k in fp32],
@@ -159,25 +136,48 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         int8_parity_line(bundle, parity, results), "",
         *debias_section(training, results / f"xsr-{run.name}-raw.json", fp32,
                         results / f"xsr-{run.name}-raw-mixed.json", results / f"xsr-{run.name}-int8-mixed.json"),
-    ]
-    lines += against_baselines(run.name, cfg["langs"], results, int8, cls, sizes.get(ONNX_INT8))
-    if cls:
-        lines += ["## Zero-shot classification (Debian sections, MLDoc style)", "",
-                  f"{len(cls['labels'])} labels; logistic regression on {cls['n_train']} English descriptions, chosen on "
-                  f"{cls['n_dev']}, tested on held-out packages in each language; mean of {cls['seeds']} seeds.", "",
-                  "| direction | accuracy (%) | test docs |", "|---|---|---|",
-                  *[f"| {k} | {100 * v['mean']:.1f} | {v['n_test']} |" for k, v in cls["accuracy"].items()],
-                  f"| chance (1 / {len(cls['labels'])} labels) | {100 / len(cls['labels']):.1f} | |", ""]
-    lines += peers_section(results)
-    lines[lines.index("## Sizes"):lines.index("## Sizes")] = general
+        *against_baselines(run.name, cfg["langs"], results, int8, cls, sizes.get(ONNX_INT8)),
+        *classification_section(cls), *peers_section(results)]
     limits = ("Trained on software localisation and on general text from game, education and dictionary localisation "
               "(the sections above give both domains' figures): expect it to trail USE-m on long news or conversational "
               "text" if general else "Trained on software text: package descriptions, help pages and UI messages. "
               "Expect weaker results on news, conversation or other domains")
-    lines += ["## Limits", "", f"{limits}, and on languages other than {', '.join(cfg['langs'])}.", "",
-              *margin_advice(int8),
-              f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", ""]
-    return "\n".join(lines)
+    return render({
+        "title": "edge-xsent default model (`Encoder.load()`)", "config": cfg,
+        "usage": ["enc = Encoder.load()                  # this model, offline",
+                  "v = enc.encode(['Save the document', 'Enregistrer le document'])"],
+        "training": [
+            data_line(tc, training, others),
+            f"- Objective: `{tc['objective']}` (SMLM + XTR) + {tc['align_weight']:g} x align + {tc['sim_weight']:g} x "
+            "sim, as in the paper" + teacher_clause(tc) + ".",
+            f"- Recipe `{recipe}`: batch {tc['batch_size']}, Adam (amsgrad) lr {tc['lr']:g}, {tc['warmup_steps']} "
+            f"warm-up steps, cosine decay over {tc['max_steps']:,d} steps; the shipped weights are the best validation "
+            f"checkpoint, step {training['step']:,d} (~{epochs:.2f} epoch).",
+            f"- Hardware: {training['device']}; {minutes:.0f} minutes of training wall time"
+            + (f" in {segments} segments (stopped and resumed from its checkpoint)" if segments > 1 else "")
+            + (f"; {note}" if note else "") + "."],
+        "before_sizes": [*why_this_size(results, m["vocab_size"]), *general],
+        "sizes": sizes,
+        "sizes_note": ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, "
+                       "fine-tuning, re-export)" if FILES["weights"] in shipped_files(bundle) else "Only the int8 ONNX "
+                       f"model ships in the package (the fp32 weights are over {FP32_MAX_MB} MB)")
+        + "; the other formats come from `edge-xsent export`.",
+        "sections": sections,
+        "limits": f"{limits}, and on languages other than {', '.join(cfg['langs'])}.",
+        "footer": [*margin_advice(int8),
+                   f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", ""],
+    })
+
+
+def classification_section(cls: dict | None) -> list[str]:
+    if not cls:
+        return []
+    return ["## Zero-shot classification (Debian sections, MLDoc style)", "",
+            f"{len(cls['labels'])} labels; logistic regression on {cls['n_train']} English descriptions, chosen on "
+            f"{cls['n_dev']}, tested on held-out packages in each language; mean of {cls['seeds']} seeds.", "",
+            "| direction | accuracy (%) | test docs |", "|---|---|---|",
+            *[f"| {k} | {100 * v['mean']:.1f} | {v['n_test']} |" for k, v in cls["accuracy"].items()],
+            f"| chance (1 / {len(cls['labels'])} labels) | {100 / len(cls['labels']):.1f} | |", ""]
 
 
 def data_line(tc: dict, training: dict, others: list[str]) -> str:
