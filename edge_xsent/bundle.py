@@ -44,10 +44,15 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def file_records(folder: Path) -> dict:
+    """SHA-256 and size of every file in the folder (recursively), the manifest itself left out."""
+    return {str(p.relative_to(folder)): {"sha256": sha256(p), "bytes": p.stat().st_size}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+
+
 def write_manifest(folder: Path, extra: dict | None = None) -> None:
     """Checksums of every file in the folder (recursively), written last."""
-    files = {str(p.relative_to(folder)): {"sha256": sha256(p), "bytes": p.stat().st_size}
-             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    files = file_records(folder)
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "edge_xsent_version": __version__,
                 "files": files, **(extra or {})}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
@@ -60,8 +65,7 @@ def refresh_manifest(folder: Path, changed: list[str]) -> None:
 
     old = verify(folder, skip=changed)
     extra = {k: v for k, v in old.items() if k not in ("format", "format_version", "edge_xsent_version", "files")}
-    files = {str(p.relative_to(folder)): {"sha256": sha256(p), "bytes": p.stat().st_size}
-             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST}
+    files = file_records(folder)  # before the temporary manifest exists in the folder
     with atomic_write(folder / MANIFEST) as f:
         f.write(json.dumps({**{k: old[k] for k in ("format", "format_version", "edge_xsent_version")}, "files": files,
                             **extra}, indent=2) + "\n")

