@@ -33,6 +33,11 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-words-cos": ("train/oog-words-cos.toml",
                       "oog-genres-cos + word-level distillation: the 10,000 most frequent words of each of the 9 "
                       "languages (wordfreq) among the monolingual texts (corpus-g3)"),
+    "oog-words-distance": ("train/oog-words-distance.toml",
+                           "oog-words-cos + T-LASER's distance constraint (pair distance + 0.5 margin over 20 "
+                           "sampled unrelated pairs, over the batch's mean norm), weight 0.5"),
+    "oog-words-mse": ("train/oog-words-mse.toml",
+                      "oog-words-cos with mean squared error to USE-m's vectors instead of 1 - cosine (weight 4)"),
 }
 
 
