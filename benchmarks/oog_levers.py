@@ -36,6 +36,9 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-words-distance": ("train/oog-words-distance.toml",
                            "oog-words-cos + T-LASER's distance constraint (pair distance + 0.5 margin over 20 "
                            "sampled unrelated pairs, over the batch's mean norm), weight 0.5"),
+    "oog-handbooks-cos": ("train/oog-handbooks-cos.toml",
+                          "oog-words-cos + KDE handbooks and GNOME application help (corpus-g4): how-to prose and "
+                          "game rules for ordinary users"),
     "oog-words-mse": ("train/oog-words-mse.toml",
                       "oog-words-cos with mean squared error to USE-m's vectors instead of 1 - cosine (weight 4)"),
 }

@@ -70,12 +70,18 @@ _SOURCES = [
            _fixed("freecol"), games.read_freecol),
     Source("ding", GENERAL, "parallel", "Ding German-English dictionary (trans-de-en), example sentences: GPL-2+.",
            lambda langs: ["trans-de-en"] if "de" in [_underscore(l) for l in langs] else [], games.read_ding),
-    # More genres (help for end users, an encyclopedia): read when named, e.g. --sources default,freeorion,gnome-help,
+    # More genres (help for end users, handbooks, an encyclopedia): read when named, e.g. --sources default,freeorion,gnome-help,
     # so the corpus every recorded figure used (corpus-g, the default sources) stays the same.
     Source("freeorion", GENERAL, "parallel", "FreeOrion string tables (freeorion-data): GPL-2 (text).",
            _fixed("freeorion-data"), genres.read_freeorion, default=False),
     Source("gnome-help", GENERAL, "parallel", "GNOME user help (gnome-user-docs): CC-BY-SA-3.0.",
            _fixed("gnome-user-docs"), genres.read_gnome_help, default=False),
+    Source("gnome-app-help", GENERAL, "parallel", "Help of GNOME applications and games (GNOME_APP_HELP_PACKAGES): "
+           "each package's licence (mostly CC-BY-SA-3.0 / GFDL, DFSG-free).",
+           _fixed(*genres.GNOME_APP_HELP_PACKAGES), genres.read_gnome_app_help, default=False),
+    Source("kde-help", GENERAL, "parallel", "KDE application and game handbooks (KDE_HELP_PACKAGES; entities from "
+           "kdoctools5): GFDL-1.2+ (KDE documentation), per package.",
+           _fixed("kdoctools5", *genres.KDE_HELP_PACKAGES), genres.read_kde_help, default=False),
     Source("fortunes", GENERAL, "mono", "fortune cookie files (fortunes, fortunes-de/-es/-it/-pl/-ru/-br): each "
            "package's licence (public domain / BSD / GPL, DFSG-free).",
            lambda langs: [p for p, l in mono.FORTUNE_PACKAGES.items() if l in {"en", *map(_underscore, langs)}],
