@@ -37,6 +37,7 @@ def entity_declarations(text: str) -> dict[str, str]:
             for m in _ENTITY_DECL.finditer(_COMMENT.sub("", text))}
 
 
+@functools.lru_cache(maxsize=16)
 def kdoctools_entities(root: Path, lang: str) -> dict[str, str]:
     """kdoctools' entities for one language folder name (`de`, `pt_BR`); the shared files win
     over the language's own on a clash, as kdoctools' notes say."""
@@ -125,3 +126,9 @@ def read_docbook(path: Path, entities: dict[str, str]) -> list[str]:
     except (OSError, UnicodeDecodeError) as e:
         raise FormatError(f"{path}: cannot read ({e})") from e
     return block_texts(page, entities)
+
+
+def read_handbook(path: Path, kdoctools: Path, lang: str) -> list[str]:
+    """One file of a KDE handbook in language folder `lang`, with kdoctools' entities (the
+    extracted kdoctools5 package at `kdoctools`) and those of the handbook's index.docbook."""
+    return read_docbook(path, {**kdoctools_entities(kdoctools, lang), **own_entities(path.parent / "index.docbook")})

@@ -71,8 +71,6 @@ def mallard_texts(path: Path) -> list[str]:
 
 def _mallard_pairs(root: Path, langs: list[str], source: str, on_error: ErrorSink | None) -> Iterator[RawPair]:
     help_root = root / "usr/share/help"
-    if not (help_root / "C").is_dir():
-        return
     for english in sorted(help_root.glob("C/*/*.page")):
         try:
             en_texts = mallard_texts(english)
@@ -153,38 +151,37 @@ KDE_HELP_PACKAGES = (
     "step", "sweeper", "systemsettings", "tellico-doc", "umbrello-data")
 
 
-
 def read_kde_help(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
     tools = cache.package("kdoctools5")
     if tools is None:
         return
-    english = docbook.kdoctools_entities(tools, "en")
     for package in KDE_HELP_PACKAGES:
         root = cache.package(package)
         html = root / "usr/share/doc/HTML" if root is not None else None
-        if html is None or not (html / "en").is_dir():
-            continue
-        for folder in sorted(p.name for p in html.iterdir() if p.is_dir() and p.name != "en"):
-            for lang in [l for l in langs if locale_matches(folder, l)]:
-                tables = {"en": english, folder: docbook.kdoctools_entities(tools, folder)}
-                yield from _handbook_pairs(html, folder, lang, tables, on_error)
+        if html is not None and (html / "en").is_dir():
+            yield from _handbook_pairs(html, tools, langs, on_error)
 
 
-def _handbook_pairs(html: Path, folder: str, lang: str, tables: dict[str, dict[str, str]],
-                    on_error: ErrorSink | None) -> Iterator[RawPair]:
-    """Each English handbook file beside the same file in `folder`, entities spelled out with
-    kdoctools' table for the language plus the handbook's own DOCTYPE (its index.docbook)."""
+def _handbook_pairs(html: Path, tools: Path, langs: list[str], on_error: ErrorSink | None) -> Iterator[RawPair]:
+    """Each English handbook file, read once, beside the same file in every language folder."""
+    folders = [(p.name, l) for p in sorted(html.iterdir()) if p.is_dir() and p.name != "en"
+               for l in langs if locale_matches(p.name, l)]
     for english in sorted((html / "en").rglob("*.docbook")):
         rel = english.relative_to(html / "en")
-        page = html / folder / rel
-        if not page.exists():
-            continue
         try:
-            en, xx = (docbook.read_docbook(path, {**tables[side], **docbook.own_entities(path.parent / "index.docbook")})
-                      for side, path in (("en", english), (folder, page)))
+            en = docbook.read_handbook(english, tools, "en")
         except FormatError as e:
             report(on_error, e)
             continue
-        for a, b in align_paragraphs(en, xx):
-            if a and b:
-                yield RawPair(lang, a, b, "kde-help", f"{folder}/{rel}")
+        for folder, lang in folders:
+            page = html / folder / rel
+            if not page.exists():
+                continue
+            try:
+                xx = docbook.read_handbook(page, tools, folder)
+            except FormatError as e:
+                report(on_error, e)
+                continue
+            for a, b in align_paragraphs(en, xx):
+                if a and b:
+                    yield RawPair(lang, a, b, "kde-help", f"{folder}/{rel}")
