@@ -65,7 +65,8 @@ def _langs(value: str) -> list[str]:
               help="Sources to read, comma-separated: software (ddtp, lo-help, gettext, lo-ui), general parallel "
                    "(cataclysm, wesnoth, freedroid, widelands, freeciv, warzone, freedink, kstars, gcompris, "
                    "freecol, ding; naev only when named), more genres when named (freeorion, gnome-help, gnome-app-help, "
-                   "kde-help), monolingual (fortunes, wordnet; wordfreq when named); `default`, `all`, or a list "
+                   "kde-help), monolingual (fortunes, wordnet; wordfreq when named), dictionaries (freedict, when named); "
+                   "`default`, `all`, or a list "
                    "that includes `default` (default,freeorion).")
 @click.option("--cache", type=click.Path(path_type=Path), default=DEFAULT_CACHE, show_default=True,
               help="Where apt lists and .deb files are kept; a second build reuses them.")

@@ -134,33 +134,50 @@ def init_dir(init: str) -> Path:
     return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
 
 
-WARM_START_FIELDS = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff")
+WARM_START_FIELDS = ("vocab_size", "d_model", "n_heads", "d_ff")  # n_layers may grow: stack_layers
 
 
 def load_init_weights(model: DualEncoder, folder: Path) -> None:
     """Copy a trained model's weights into `model` (same architecture; the generative head too
     when its shape matches). A longer max_len is allowed: the new positions start as copies of
-    the last learned one. A debiased model's language projection is not carried over: the
-    subspace is re-estimated after training (`edge-xsent debias`)."""
+    the last learned one. More layers are allowed, a multiple of the trained ones: the trained
+    stack is repeated on top of itself (Gong et al. 2019, "stacking"), so depth can be measured
+    warm instead of from scratch. A debiased model's language projection is not carried over:
+    the subspace is re-estimated after training (`edge-xsent debias`)."""
     from .bundle import load_model
 
     trained, _, _ = load_model(folder)
     theirs, ours = trained.cfg, model.cfg
     wrong = [f"{k}={getattr(theirs, k)} there, {getattr(ours, k)} here" for k in WARM_START_FIELDS
              if getattr(theirs, k) != getattr(ours, k)]
+    if ours.n_layers % theirs.n_layers:
+        wrong.append(f"n_layers={theirs.n_layers} there, {ours.n_layers} here (it may grow to a multiple)")
     if ours.max_len < theirs.max_len:
         wrong.append(f"max_len={theirs.max_len} there, {ours.max_len} here (it may grow, not shrink)")
     if wrong:
         raise UserError(f"--init {folder}: the model does not match the config ({'; '.join(wrong)}); "
                         "set [model] to the init model's sizes (its config.json)")
-    state = {k: v for k, v in trained.state_dict().items() if k != "lang_basis"}
+    state = stack_layers({k: v for k, v in trained.state_dict().items() if k != "lang_basis"},
+                         theirs.n_layers, ours.n_layers)
     pos = state["pos_emb.weight"]
     state["pos_emb.weight"] = torch.cat([pos, pos[-1:].expand(ours.max_len - len(pos), -1)])
     own = model.state_dict()
     skipped = [k for k, v in state.items() if k not in own or own[k].shape != v.shape]
     model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False)
+    if ours.n_layers != theirs.n_layers:
+        print(f"--init: its {theirs.n_layers} layers stacked into {ours.n_layers}", file=sys.stderr)
     if skipped:
         print(f"--init: not carried over (shape differs): {', '.join(skipped)}", file=sys.stderr)
+
+
+def stack_layers(state: dict[str, torch.Tensor], have: int, want: int) -> dict[str, torch.Tensor]:
+    """Layer j of the deeper model starts as trained layer j % have: [0, 1] -> [0, 1, 0, 1]."""
+    rest = {k: v for k, v in state.items() if not k.startswith("blocks.")}
+    for k, v in state.items():
+        if k.startswith("blocks."):
+            _, i, name = k.split(".", 2)
+            rest.update({f"blocks.{j}.{name}": v.clone() for j in range(int(i), want, have)})
+    return rest
 
 
 def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, world: int,

@@ -102,8 +102,19 @@ def test_training_with_the_teacher_lowers_the_teacher_loss(tmp_path):
     assert not any(k.startswith("teacher") for k in ckpt["model"])  # and never part of the model
 
 
+def test_stack_layers_repeats_the_trained_stack():
+    from edge_xsent.train import stack_layers
+
+    state = {"tok_emb.weight": torch.zeros(2), "blocks.0.qkv.weight": torch.tensor([0.0]),
+             "blocks.1.qkv.weight": torch.tensor([1.0])}
+    grown = stack_layers(state, have=2, want=6)
+    assert [grown[f"blocks.{j}.qkv.weight"].item() for j in range(6)] == [0, 1, 0, 1, 0, 1]
+    assert set(grown) == {"tok_emb.weight", *(f"blocks.{j}.qkv.weight" for j in range(6))}
+    assert stack_layers(state, have=2, want=2).keys() == state.keys()
+
+
 def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
-    from edge_xsent.bundle import load_model
+    from edge_xsent.bundle import load_model, save_model
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.train import load_init_weights, train
 
@@ -128,6 +139,16 @@ def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
         load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "max_len": 16})), tiny_model)
     with pytest.raises(UserError, match=r"d_model=48 there, 64 here"):
         load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_model": 64})), tiny_model)
+    deeper = DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "n_layers": 3}))  # depth may grow: stacked
+    load_init_weights(deeper, tiny_model)
+    ours = deeper.state_dict()
+    assert all(torch.equal(ours[f"blocks.{j}.{k}"], v) for k, v in trained.blocks[0].state_dict().items()
+               for j in range(3))
+    assert torch.equal(ours["tok_emb.weight"], trained.tok_emb.weight)
+    _, tok, meta = load_model(tiny_model)
+    save_model(tmp_path / "three", deeper, tok, meta["langs"], {})
+    with pytest.raises(UserError, match=r"n_layers=3 there, 4 here \(it may grow to a multiple\)"):
+        load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "n_layers": 4})), tmp_path / "three")
     with pytest.raises(UserError, match="has 1000 pieces, the config says vocab_size=2000"):
         train(tiny_config(tmp_path / "bad", init=str(tiny_model), model=dict(vocab_size=2000, d_model=48, n_heads=4,
                                                                               d_ff=96)), progress=False)

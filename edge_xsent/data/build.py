@@ -7,6 +7,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 import numpy as np
 from tqdm import tqdm
@@ -130,6 +131,24 @@ class CorpusWriter:
         self.kept[(raw.source, raw.lang, split)] += 1
         self.origins.setdefault(raw.source, set()).add(raw.origin)
 
+    def add_word(self, raw: debian.RawPair) -> None:
+        """A dictionary pair (a word or short phrase): too short for the sentence filters, so only
+        normalised, kept from reserved and held-out text, deduplicated, and written to train."""
+        self.raw[(raw.source, raw.lang)] += 1
+        en, xx = normalize(raw.en), normalize(raw.xx)
+        key = _key(en)
+        if key in self.reserved_keys or _key(xx) in self.reserved_keys or mentions_reserved_text(en, xx):
+            self.reserved_dropped += 1
+            return
+        if self.split.setdefault(key, "train") != "train" or key in self.held_out:
+            return  # a valid or test sentence of another source: never a training pair
+        if self._duplicate(raw.lang, key, xx, sources_.GENERAL):
+            self.duplicates += 1
+            return
+        write_pair(self.files["train"], Pair("en", raw.lang, en, xx, raw.source, sources_.GENERAL))
+        self.kept[(raw.source, raw.lang, "train")] += 1
+        self.origins.setdefault(raw.source, set()).add(raw.origin)
+
     def _duplicate(self, lang: str, key: str, xx: str, domain: str) -> bool:
         pair = hashlib.blake2b(f"{lang}\t{key}\t{xx.casefold()}".encode(), digest_size=16).digest()
         sentence = hashlib.blake2b(f"{lang}\t{key}".encode(), digest_size=16).digest()
@@ -230,10 +249,11 @@ def build(out: Path, cfg: BuildConfig, cache_dir: Path, offline: bool = False, p
     with atomic_dir(out) as tmp:
         writer = CorpusWriter(tmp, cfg, held_out, reserved_keys)
         try:
-            for source in [s for s in chosen if s.kind == "parallel"]:
+            for source in [s for s in chosen if s.kind in ("parallel", "word-pairs")]:  # word pairs last
                 pairs = source.read(cache, langs, lambda e: errors.append(str(e)))
+                add = writer.add_word if source.kind == "word-pairs" else partial(writer.add, domain=source.domain)
                 for raw in tqdm(pairs, desc=f"{source.name:9s}", unit=" pairs", disable=not progress, mininterval=1):
-                    writer.add(raw, source.domain)
+                    add(raw)
         finally:
             writer.close()
         found = {lang for (_, lang, _) in writer.kept}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from . import debian, games, genres, mono
+from . import debian, dictionaries, games, genres, mono
 from .debian import _hyphen, _underscore
 
 SOFTWARE, GENERAL = "software", "general"
@@ -23,7 +23,7 @@ DOMAINS = (SOFTWARE, GENERAL)
 class Source:
     name: str
     domain: str  # software | general
-    kind: str  # parallel | mono | words (mono text of single words, kept without the sentence filters)
+    kind: str  # parallel | mono | words (mono single words) | word-pairs (parallel words): no sentence filters
     licence: str
     packages: Callable[[list[str]], list[str]]  # langs -> Debian packages to fetch
     read: Callable  # (cache, langs, on_error) -> Iterator[RawPair | MonoText]
@@ -91,6 +91,10 @@ _SOURCES = [
     # Word-level distillation: each language's most frequent words, labelled by the teacher (the `words` extra).
     Source("wordfreq", GENERAL, "words", "wordfreq word lists (PyPI wordfreq): code Apache-2.0, data CC-BY-SA-4.0.",
            _fixed(), mono.read_wordfreq, default=False),
+    # Bilingual dictionaries: everyday words and phrases as translation pairs, train split only (read last).
+    Source("freedict", GENERAL, "word-pairs", "FreeDict dictionaries (dict-freedict-eng-<l>, dict-freedict-<l>-eng): "
+           "each dictionary's licence (GPL-2+ / GPL-3+ / AGPL-3+, DFSG-free); the English ranks from wordfreq.",
+           dictionaries.freedict_packages, dictionaries.read_freedict, default=False),
 ]
 SOURCES: dict[str, Source] = {s.name: s for s in _SOURCES}
 
