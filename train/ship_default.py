@@ -193,13 +193,18 @@ def data_line(tc: dict, training: dict, others: list[str]) -> str:
     from edge_xsent.data.reserved import RESERVED_SOURCES
     from edge_xsent.data.sources import DEFAULT_SOURCES
 
-    general = sorted(k for k in stats.get("sources", {}) if getattr(SOURCES.get(k), "domain", "") == "general")
-    named = [k for k in stats.get("sources", {}) if k in SOURCES and k not in DEFAULT_SOURCES]
+    general = sorted(k for k in stats.get("sources", {}) if getattr(SOURCES.get(k), "domain", "") == "general"
+                     and SOURCES[k].kind == "parallel")
+    built = stats.get("build", {}).get("config", {}).get("sources") or list(stats.get("sources", {}))  # as recorded
+    named = [k for k in built if k in SOURCES and k not in DEFAULT_SOURCES]
     flag = f" --sources default,{','.join(sorted(named))}" if named else ""
     reserved = "; ".join(f"{r.package}: {r.genre}" for r in RESERVED_SOURCES.values())
+    mono = ("fortunes, WordNet examples and the 10,000 most frequent words of each language (wordfreq)"
+            if "wordfreq" in built else "fortunes and WordNet examples")
+    dictionaries = ", FreeDict dictionaries' word and phrase pairs (train split only)" if "freedict" in built else ""
     return (f"- Data: `edge-xsent data build --langs {','.join(others)}{flag}` ({training['train_pairs']:,d} train pairs): "
             f"software localisation ({software}) and general text from the localisation of {', '.join(general)} "
-            "(Debian packages; see the corpus's PROVENANCE.md), plus monolingual fortunes and WordNet examples "
+            f"(Debian packages; see the corpus's PROVENANCE.md){dictionaries}, plus monolingual {mono} "
             "for the teacher. Reserved texts: no source reads Bible or Quran text or the UDHR, and general-domain "
             "lines quoting them are dropped; the software side keeps Debian's descriptions of Bible- and "
             f"Quran-software packages (no verses). Reserved for the out-of-genre benchmark, whole: {reserved}; "
