@@ -41,6 +41,12 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
                           "game rules for ordinary users"),
     "oog-words-mse": ("train/oog-words-mse.toml",
                       "oog-words-cos with mean squared error to USE-m's vectors instead of 1 - cosine (weight 4)"),
+    "oog-handbooks-deep4": ("train/oog-handbooks-deep4.toml",
+                            "oog-handbooks-cos with 4 layers instead of 2: the start's 2 layers stacked twice "
+                            "([0, 1, 0, 1]), int8 file +1 MB"),
+    "oog-dict-cos": ("train/oog-dict-cos.toml",
+                     "oog-handbooks-cos + bilingual dictionaries (corpus-g5): 78,725 FreeDict word and phrase "
+                     "pairs of everyday English, train split only"),
 }
 
 

@@ -96,3 +96,18 @@ def test_freedict_source_builds_train_only_word_pairs(fake_cache, tmp_path):  # 
                      ("de", "town", "Stadt"), ("de", "home", "Haus"), ("pl", "bus", "autobus")}
     assert not list(read_corpus_split(out / "valid.tsv")) and not list(read_corpus_split(out / "test.tsv"))
     assert stats["build"]["missing_packages"] == {"freedict": ["dict-freedict-pol-eng"]}
+
+
+def test_word_pairs_never_take_a_held_out_sentence(tmp_path):
+    """A dictionary pair whose English is a valid or test text of another source is not trained on."""
+    from edge_xsent.data.build import CorpusWriter
+    from edge_xsent.data.debian import RawPair
+
+    writer = CorpusWriter(tmp_path, BuildConfig(langs=["de"]), held_out=set())
+    writer.split["good morning"] = "test"  # as the sentence sources would have claimed it
+    writer.add_word(RawPair("de", "Good morning", "Guten Morgen", "freedict", "x"))
+    writer.add_word(RawPair("de", "good night", "gute Nacht", "freedict", "x"))
+    writer.add_word(RawPair("de", "good night", "Gute Nacht!", "freedict", "x"))  # one translation per text
+    writer.close()
+    assert [(p.a, p.b) for p in read_corpus_split(tmp_path / "train.tsv")] == [("good night", "gute Nacht")]
+    assert not list(read_corpus_split(tmp_path / "test.tsv"))
