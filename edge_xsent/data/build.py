@@ -127,9 +127,7 @@ class CorpusWriter:
         if split == "train" and key in self.held_out:
             self.classify_dropped += 1
             return
-        write_pair(self.files[split], Pair("en", raw.lang, en, xx, raw.source, domain))
-        self.kept[(raw.source, raw.lang, split)] += 1
-        self.origins.setdefault(raw.source, set()).add(raw.origin)
+        self._write(raw, en, xx, split, domain)
 
     def add_word(self, raw: debian.RawPair) -> None:
         """A dictionary pair (a word or short phrase): too short for the sentence filters, so only
@@ -145,8 +143,11 @@ class CorpusWriter:
         if self._duplicate(raw.lang, key, xx, sources_.GENERAL):
             self.duplicates += 1
             return
-        write_pair(self.files["train"], Pair("en", raw.lang, en, xx, raw.source, sources_.GENERAL))
-        self.kept[(raw.source, raw.lang, "train")] += 1
+        self._write(raw, en, xx, "train", sources_.GENERAL)
+
+    def _write(self, raw: debian.RawPair, en: str, xx: str, split: str, domain: str) -> None:
+        write_pair(self.files[split], Pair("en", raw.lang, en, xx, raw.source, domain))
+        self.kept[(raw.source, raw.lang, split)] += 1
         self.origins.setdefault(raw.source, set()).add(raw.origin)
 
     def _duplicate(self, lang: str, key: str, xx: str, domain: str) -> bool:

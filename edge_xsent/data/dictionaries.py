@@ -21,10 +21,11 @@ import gzip
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .debian import AptCache, RawPair, _underscore
 from .formats import ErrorSink, FormatError, report
+from .mono import import_wordfreq
 
 # FreeDict's three-letter codes; Brazilian Portuguese reads the (European and Brazilian) por dictionaries.
 FREEDICT_CODES = {"de": "deu", "es": "spa", "fr": "fra", "it": "ita", "nl": "nld", "pl": "pol", "pt_BR": "por",
@@ -38,6 +39,7 @@ _NUMBERING = re.compile(r"^(?:[IVX]+\.\s*)?(?:<[^>]*>\s*)*(?:\d+\.\s*)?")  # "I.
 _MARKS = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")  # <fem>, [comp.], (coll.), {see}
 _EXAMPLE = re.compile(r'^\s+"([^"]+)"\s+-\s+(.+)$')  # Ding:      "build a house"  - ein Haus bauen
 _META = re.compile(r"^\s*(?:see:|Synonyms?:|Note:|Antonyms?:)")
+_ENGLISH_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 _TEXT = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*(?: [^\W\d_]+(?:['’-][^\W\d_]+)*)*$")  # letters, words
 
 
@@ -61,7 +63,7 @@ def dictd_entries(index: Path, data: Path) -> Iterator[tuple[str, str]]:
         parts = line.split("\t")
         if len(parts) != 3 or not all(c in _B64 for c in parts[1] + parts[2]):
             raise FormatError(f"{index}:{n}: not a dictd index line (headword, offset, size): {line[:80]!r}")
-        if parts[0].startswith("00-database-") or parts[0].startswith("00database"):
+        if parts[0].startswith(("00-database-", "00database")):
             continue
         start, size = _b64(parts[1]), _b64(parts[2])
         yield parts[0], text[start:start + size].decode("utf-8", errors="replace")
@@ -125,23 +127,19 @@ def _plain(text: str) -> bool:
 
 def english_ranks() -> dict[str, int]:
     """wordfreq's rank of each of the ENGLISH_VOCAB most frequent English words."""
-    try:
-        import wordfreq
-    except ImportError as e:
-        from ..errors import UserError
-        raise UserError("the freedict source needs the `words` extra: pip install 'edge-xsent[words]'") from e
-    return {w: i for i, w in enumerate(wordfreq.top_n_list("en", ENGLISH_VOCAB))}
+    return {w: i for i, w in enumerate(import_wordfreq("freedict").top_n_list("en", ENGLISH_VOCAB))}
 
 
-def everyday(pairs: Iterator[tuple[str, str]], ranks: dict[str, int], limit: int) -> list[tuple[str, str]]:
-    """The pairs whose English words are all everyday ones, the most frequent first (the rarest
-    word decides), one per English text: the first given (eng-xx dictionaries come first)."""
-    scored: dict[str, tuple[int, tuple[str, str]]] = {}
-    for en, xx in pairs:
-        words = re.findall(r"[^\W\d_]+(?:['’][^\W\d_]+)*", en.casefold())
+def everyday(pairs: Iterable[tuple[str, str, str]], ranks: dict[str, int], limit: int) -> list[tuple[str, str, str]]:
+    """The (English, other, dictionary) pairs whose English words are all everyday ones, the most
+    frequent first (the rarest word decides), one per English text: the first given (eng-xx
+    dictionaries come first)."""
+    scored: dict[str, tuple[int, tuple[str, str, str]]] = {}
+    for pair in pairs:
+        words = _ENGLISH_WORD.findall(pair[0].casefold())
         rank = max((ranks.get(w, ENGLISH_VOCAB) for w in words), default=ENGLISH_VOCAB)
         if rank < ENGLISH_VOCAB:
-            scored.setdefault(en.casefold(), (rank, (en, xx)))
+            scored.setdefault(pair[0].casefold(), (rank, pair))
     return [pair for _, pair in sorted(scored.values(), key=lambda s: s[0])][:limit]  # stable: ties keep their order
 
 
@@ -168,7 +166,6 @@ def read_freedict(cache: AptCache, langs: list[str], on_error: ErrorSink | None 
             except FormatError as e:
                 report(on_error, e)
                 continue
-            found += [(p, name) for p in dictionary_pairs(entries, english_first)]
-        origin = dict((p, name) for p, name in reversed(found))  # the first dictionary that has a pair names it
-        for en, xx in everyday((p for p, _ in found), ranks, PAIRS_PER_LANG):
-            yield RawPair(lang, en, xx, "freedict", f"dict-freedict-{origin[(en, xx)]}")
+            found += [(en, xx, name) for en, xx in dictionary_pairs(entries, english_first)]
+        for en, xx, name in everyday(found, ranks, PAIRS_PER_LANG):
+            yield RawPair(lang, en, xx, "freedict", f"dict-freedict-{name}")

@@ -81,16 +81,22 @@ WORDS_PER_LANG = 10_000  # the most frequent words of each language (wordfreq's 
 _WORD = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*$")  # letters, with inner apostrophes or hyphens
 
 
+def import_wordfreq(source: str):
+    """The `wordfreq` package, or a UserError naming the extra that installs it."""
+    try:
+        import wordfreq
+    except ImportError as e:
+        from ..errors import UserError
+        raise UserError(f"the {source} source needs the `words` extra: pip install 'edge-xsent[words]'") from e
+    return wordfreq
+
+
 def read_wordfreq(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[MonoText]:
     """Everyday words of every language, from the `wordfreq` package's frequency lists (subtitles,
     news, Wikipedia, web text): the vocabulary of the text users write, which the software and game
     sources lack. The teacher labels each word alone: word-level distillation (Reimers and Gurevych
     2020 distil sentences; a word is the shortest text the student must place where the teacher does)."""
-    try:
-        import wordfreq
-    except ImportError as e:
-        from ..errors import UserError
-        raise UserError("the wordfreq source needs the `words` extra: pip install 'edge-xsent[words]'") from e
+    wordfreq = import_wordfreq("wordfreq")
     for lang in ["en", *(_underscore(l) for l in langs if _underscore(l) != "en")]:
         code = lang.split("_")[0]  # pt_BR -> pt: wordfreq has one Portuguese list
         if code not in wordfreq.available_languages():
