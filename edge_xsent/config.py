@@ -72,7 +72,7 @@ class TrainConfig:
     out: str = "runs/model"
     langs: str | None = None  # "en,fr" for TSV / Moses inputs without languages in the name
     model: EncoderConfig = field(default_factory=EncoderConfig)
-    tokenizer: str | None = None  # reuse this tokenizer.model instead of training one
+    tokenizer: str | None = None  # reuse this tokenizer.model (or "train": a new one even with init)
     multilingual_head: bool = False  # EMS: target-language embedding inside the XTR head
     objective: str = "ugt"
     gen_weight: float = 1.0

@@ -31,7 +31,7 @@ from .atomic import atomic_write
 from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
 from .bundle import save_model
 from .data.corpus import Pair, pair_langs, read_pairs, resolve
-from .config import OBJECTIVES, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
+from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
 from .layout import FILES
 from .model import DualEncoder
@@ -102,10 +102,14 @@ def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, devic
 # ----------------------------------------------------------------------------- setup: tokenizer, warm start, teacher
 
 def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: bool, world: int) -> Tokenizer:
-    """The --init model's tokenizer, a given one, the run's own on resume, or one trained on the
-    train split; copied into the run folder so that it stays self-contained."""
+    """A given tokenizer, else the --init model's, the run's own on resume, or one trained on the
+    train split (`tokenizer = "train"` asks for that even with --init: a new vocabulary, the
+    init's weights carried over by `transfer_vocabulary`); copied into the run folder so that it
+    stays self-contained."""
     tok_path = out / FILES["tokenizer"]
-    given = init_dir(cfg.init) / FILES["tokenizer"] if cfg.init else Path(cfg.tokenizer) if cfg.tokenizer else None
+    fresh = cfg.tokenizer == TRAIN_TOKENIZER
+    given = Path(cfg.tokenizer) if cfg.tokenizer and not fresh else \
+        init_dir(cfg.init) / FILES["tokenizer"] if cfg.init and not fresh else None
     if given is not None:
         tok = Tokenizer.load(given)
         if is_main and not tok_path.exists():
@@ -134,24 +138,29 @@ def init_dir(init: str) -> Path:
     return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
 
 
-WARM_START_FIELDS = ("vocab_size", "d_model", "n_heads", "d_ff")  # n_layers may grow: stack_layers
+TRAIN_TOKENIZER = "train"  # the `tokenizer` setting that trains a new vocabulary even with --init
+WARM_START_FIELDS = ("d_model", "n_heads")  # n_layers and d_ff may grow: stack_layers, widen_ffn
 
 
-def load_init_weights(model: DualEncoder, folder: Path) -> None:
+def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = None) -> None:
     """Copy a trained model's weights into `model` (same architecture; the generative head too
     when its shape matches). A longer max_len is allowed: the new positions start as copies of
     the last learned one. More layers are allowed, a multiple of the trained ones: the trained
     stack is repeated on top of itself (Gong et al. 2019, "stacking"), so depth can be measured
     warm instead of from scratch. A debiased model's language projection is not carried over:
-    the subspace is re-estimated after training (`edge-xsent debias`)."""
+    the subspace is re-estimated after training (`edge-xsent debias`). A wider feed-forward layer
+    (d_ff) is allowed: the new hidden units start with zero output weights (`widen_ffn`), so the
+    wider model computes exactly what the trained one did and width can be measured warm too."""
     from .bundle import load_model
 
-    trained, _, _ = load_model(folder)
+    trained, their_tok, _ = load_model(folder)
     theirs, ours = trained.cfg, model.cfg
     wrong = [f"{k}={getattr(theirs, k)} there, {getattr(ours, k)} here" for k in WARM_START_FIELDS
              if getattr(theirs, k) != getattr(ours, k)]
     if ours.n_layers % theirs.n_layers:
         wrong.append(f"n_layers={theirs.n_layers} there, {ours.n_layers} here (it may grow to a multiple)")
+    if ours.d_ff < theirs.d_ff:
+        wrong.append(f"d_ff={theirs.d_ff} there, {ours.d_ff} here (it may grow, not shrink)")
     if ours.max_len < theirs.max_len:
         wrong.append(f"max_len={theirs.max_len} there, {ours.max_len} here (it may grow, not shrink)")
     if wrong:
@@ -159,6 +168,13 @@ def load_init_weights(model: DualEncoder, folder: Path) -> None:
                         "set [model] to the init model's sizes (its config.json)")
     state = stack_layers({k: v for k, v in trained.state_dict().items() if k != "lang_basis"},
                          theirs.n_layers, ours.n_layers)
+    state = widen_ffn(state, ours.d_ff, seed=0)
+    new_vocab = tok is not None and tok.proto != their_tok.proto
+    if new_vocab:
+        state.update(transfer_vocabulary(their_tok, tok, state["tok_emb.weight"], state["head_bias"]))
+    elif ours.vocab_size != theirs.vocab_size:
+        raise UserError(f"--init {folder}: vocab_size={theirs.vocab_size} there, {ours.vocab_size} here; a new "
+                        f'vocabulary needs its tokenizer (tokenizer = "{TRAIN_TOKENIZER}" trains one on the corpus)')
     pos = state["pos_emb.weight"]
     state["pos_emb.weight"] = torch.cat([pos, pos[-1:].expand(ours.max_len - len(pos), -1)])
     own = model.state_dict()
@@ -166,6 +182,10 @@ def load_init_weights(model: DualEncoder, folder: Path) -> None:
     model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False)
     if ours.n_layers != theirs.n_layers:
         print(f"--init: its {theirs.n_layers} layers stacked into {ours.n_layers}", file=sys.stderr)
+    if new_vocab:
+        print(f"--init: vocabulary of {theirs.vocab_size} pieces transferred to {ours.vocab_size}", file=sys.stderr)
+    if ours.d_ff != theirs.d_ff:
+        print(f"--init: feed-forward width {theirs.d_ff} grown to {ours.d_ff} (new units output zero)", file=sys.stderr)
     if skipped:
         print(f"--init: not carried over (shape differs): {', '.join(skipped)}", file=sys.stderr)
 
@@ -178,6 +198,48 @@ def stack_layers(state: dict[str, torch.Tensor], have: int, want: int) -> dict[s
             _, i, name = k.split(".", 2)
             rest.update({f"blocks.{j}.{name}": v.clone() for j in range(int(i), want, have)})
     return rest
+
+
+def transfer_vocabulary(old: Tokenizer, new: Tokenizer, emb: torch.Tensor, bias: torch.Tensor
+                        ) -> dict[str, torch.Tensor]:
+    """Embeddings and output biases for `new`'s pieces from a model trained with `old`'s: a piece
+    both know keeps its row; any other starts as the mean of the rows of its text as `old`
+    segments it (fast vocabulary transfer, Gee et al. 2022), so the model reads the same words
+    much as before instead of from random rows."""
+    old_ids = {old.sp.id_to_piece(i): i for i in range(old.vocab_size)}
+    rows, biases = [], []
+    for i in range(new.vocab_size):
+        piece = new.sp.id_to_piece(i)
+        ids = [old_ids[piece]] if piece in old_ids else _old_segmentation(old, piece)
+        rows.append(emb[ids].mean(0) if ids else emb[UNK_ID])
+        biases.append(bias[ids].mean() if ids else bias[UNK_ID])
+    return {"tok_emb.weight": torch.stack(rows), "head_bias": torch.stack(biases)}
+
+
+def _old_segmentation(old: Tokenizer, piece: str) -> list[int]:
+    """`old`'s ids for a piece's text; a piece inside a word ("ing") loses the word-start
+    marker SentencePiece puts before any text it encodes."""
+    ids = old.sp.encode(piece.replace("\u2581", " "))
+    if not piece.startswith("\u2581") and ids and old.sp.id_to_piece(ids[0]) == "\u2581":
+        ids = ids[1:]
+    return [i for i in ids if i != UNK_ID] or ids
+
+
+def widen_ffn(state: dict[str, torch.Tensor], want: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Grow every block's feed-forward hidden width to `want` (Net2Net-style, function-preserving):
+    the new units get small random input weights (std 0.02, as a fresh model's) and zero output
+    weights, so they change nothing until training moves their outputs away from zero."""
+    gen = torch.Generator().manual_seed(seed)
+    out = dict(state)
+    for k, w in state.items():
+        if not k.endswith(".ff1.weight") or len(w) >= want:
+            continue
+        prefix, extra = k[: -len("ff1.weight")], want - len(w)
+        out[k] = torch.cat([w, torch.randn(extra, w.shape[1], generator=gen, dtype=w.dtype) * 0.02])
+        out[prefix + "ff1.bias"] = torch.cat([state[prefix + "ff1.bias"], w.new_zeros(extra)])
+        w2 = state[prefix + "ff2.weight"]
+        out[prefix + "ff2.weight"] = torch.cat([w2, w2.new_zeros(w2.shape[0], extra)], dim=1)
+    return out
 
 
 def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, world: int,
@@ -430,7 +492,7 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
     torch.manual_seed(cfg.seed)
     model = DualEncoder(mcfg)
     if cfg.init and resume is None:
-        load_init_weights(model, init_dir(cfg.init))
+        load_init_weights(model, init_dir(cfg.init), prep.tok)
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
     trainer = Trainer(cfg, model.to(procs.device), punctuation_pieces(prep.tok), procs.device, teacher_dim, procs.world,
                       procs.local_rank)

@@ -113,6 +113,59 @@ def test_stack_layers_repeats_the_trained_stack():
     assert stack_layers(state, have=2, want=2).keys() == state.keys()
 
 
+def test_a_wider_feed_forward_layer_starts_as_the_trained_model(tiny_model):
+    from edge_xsent.bundle import load_model
+    from edge_xsent.model import DualEncoder, EncoderConfig
+    from edge_xsent.train import load_init_weights
+
+    trained, tok, _ = load_model(tiny_model)
+    wider = DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_ff": 2 * trained.cfg.d_ff}))
+    load_init_weights(wider, tiny_model)
+    ff1 = wider.blocks[0].ff1.weight.detach()
+    assert ff1.shape[0] == 2 * trained.cfg.d_ff and ff1[trained.cfg.d_ff:].abs().sum() > 0  # new units can learn
+    ids = torch.tensor([tok.encode(["a short sentence", "another one"], 32)[0]] * 2)
+    mask = torch.ones_like(ids)
+    trained.eval(), wider.eval()
+    with torch.no_grad():  # same function: the new units' output weights are zero
+        assert torch.allclose(wider.encode_tokens(ids, mask), trained.encode_tokens(ids, mask), atol=1e-6)
+    with pytest.raises(UserError, match=rf"d_ff={trained.cfg.d_ff} there, 8 here \(it may grow, not shrink\)"):
+        load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_ff": 8})), tiny_model)
+
+
+def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_model, tmp_path):
+    from edge_xsent.bundle import load_model
+    from edge_xsent.data.corpus import read_pairs
+    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train import transfer_vocabulary, train
+
+    trained, old, _ = load_model(tiny_model)
+    texts = [t for p in read_pairs("sample") for t in (p.a, p.b)]
+    new = Tokenizer.train(texts, 1500, seed=1)
+    emb, bias = trained.tok_emb.weight.detach(), trained.head_bias.detach()
+    moved = transfer_vocabulary(old, new, emb, bias)
+    assert moved["tok_emb.weight"].shape == (1500, emb.shape[1]) and moved["head_bias"].shape == (1500,)
+    old_ids = {old.sp.id_to_piece(i): i for i in range(old.vocab_size)}
+    shared = [i for i in range(1500) if new.sp.id_to_piece(i) in old_ids]
+    assert 3 < len(shared) < 1500  # specials and common pieces kept, the rest new
+    for i in shared[:50]:
+        assert torch.equal(moved["tok_emb.weight"][i], emb[old_ids[new.sp.id_to_piece(i)]])
+    word = next(new.sp.id_to_piece(i) for i in range(1500) if new.sp.id_to_piece(i) not in old_ids
+                and new.sp.id_to_piece(i).startswith("\u2581") and len(new.sp.id_to_piece(i)) > 4)
+    parts = old.sp.encode(word.replace("\u2581", " "))  # the old pieces of that word's text
+    assert len(parts) > 1
+    assert torch.allclose(moved["tok_emb.weight"][new.sp.piece_to_id(word)], emb[parts].mean(0))
+
+    # in a run: `tokenizer = "train"` with an init trains a new vocabulary and starts from the moved rows
+    out = tmp_path / "newvocab"
+    train(tiny_config(out, init=str(tiny_model), tokenizer="train", max_steps=2, eval_every=2,
+                      model=dict(vocab_size=1500, d_model=48, n_heads=4, d_ff=96)), progress=False)
+    assert Tokenizer.load(out / "tokenizer.model").proto != old.proto
+    with pytest.raises(UserError, match='vocab_size=1000 there, 1500 here; a new vocabulary needs its tokenizer'):
+        from edge_xsent.model import DualEncoder, EncoderConfig
+        from edge_xsent.train import load_init_weights
+        load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "vocab_size": 1500})), tiny_model)
+
+
 def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
     from edge_xsent.bundle import load_model, save_model
     from edge_xsent.model import DualEncoder, EncoderConfig
