@@ -47,6 +47,14 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-dict-cos": ("train/oog-dict-cos.toml",
                      "oog-handbooks-cos + bilingual dictionaries (corpus-g5): 78,725 FreeDict word and phrase "
                      "pairs of everyday English, train split only"),
+    "oog-dict-wide": ("train/oog-dict-wide.toml",
+                      "oog-dict-cos with feed-forward layers twice as wide (d_ff 1024): the start's widened, new "
+                      "units starting at zero output, int8 file +0.5 MB"),
+    "oog-dict-vocab48k": ("train/oog-dict-vocab48k.toml",
+                          "oog-dict-cos with a 48,000-piece vocabulary trained on corpus-g5 (the start's rows "
+                          "carried over by the text of each piece), int8 file +4 MB"),
+    "oog-dict-long": ("train/oog-dict-long.toml",
+                      "oog-dict-cos continued for 14,000 more steps (4 x an arm's budget), over several sittings"),
 }
 
 
