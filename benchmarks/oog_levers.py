@@ -53,8 +53,9 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-dict-vocab48k": ("train/oog-dict-vocab48k.toml",
                           "oog-dict-cos with a 48,000-piece vocabulary trained on corpus-g5 (the start's rows "
                           "carried over by the text of each piece), int8 file +4 MB"),
-    "oog-dict-long": ("train/oog-dict-long.toml",
-                      "oog-dict-cos continued for 14,000 more steps (4 x an arm's budget), over several sittings"),
+    "oog-vocab48k-long": ("train/oog-vocab48k-long.toml",
+                          "oog-dict-vocab48k continued for 14,000 more steps (4 x an arm's budget), over several "
+                          "sittings"),
 }
 
 
