@@ -102,14 +102,16 @@ def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, devic
 # ----------------------------------------------------------------------------- setup: tokenizer, warm start, teacher
 
 def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: bool, world: int) -> Tokenizer:
-    """A given tokenizer, else the --init model's, the run's own on resume, or one trained on the
-    train split (`tokenizer = "train"` asks for that even with --init: a new vocabulary, the
+    """A given tokenizer, else the run's own on resume, else the --init model's, or one trained on
+    the train split (`tokenizer = "train"` asks for that even with --init: a new vocabulary, the
     init's weights carried over by `transfer_vocabulary`); copied into the run folder so that it
-    stays self-contained."""
+    stays self-contained. A resumed run never reads its init: that folder may be gone or hold
+    another model by then (init only chose the first step's weights)."""
     tok_path = out / FILES["tokenizer"]
     fresh = cfg.tokenizer == TRAIN_TOKENIZER
+    own = resuming and tok_path.exists()
     given = Path(cfg.tokenizer) if cfg.tokenizer and not fresh else \
-        init_dir(cfg.init) / FILES["tokenizer"] if cfg.init and not fresh else None
+        init_dir(cfg.init) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
     if given is not None:
         tok = Tokenizer.load(given)
         if is_main and not tok_path.exists():

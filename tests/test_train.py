@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -268,3 +269,16 @@ def test_a_resumed_run_may_name_another_init_but_not_another_objective(tmp_path)
     cfg = tiny_config(tmp_path / "run", init="default")
     assert _comparable(cfg) == _comparable(dataclasses.replace(cfg, init="~/elsewhere/model", max_steps=99))
     assert _comparable(cfg) != _comparable(dataclasses.replace(cfg, teacher_loss="mse"))
+
+
+def test_a_warm_started_run_resumes_after_its_init_folder_is_gone(tiny_model, tmp_path):
+    """A long run outlives the folder it started from: resuming reads only the run's own checkpoint
+    and tokenizer."""
+    from edge_xsent.train import train
+
+    start = tmp_path / "start"
+    shutil.copytree(tiny_model, start)
+    cfg = dict(init=str(start), max_steps=4, checkpoint_every=2, eval_every=4, model=dict(d_model=48, n_heads=4, d_ff=96))
+    train(tiny_config(tmp_path / "run", **cfg), progress=False)
+    shutil.rmtree(start)
+    assert train(tiny_config(tmp_path / "run", **{**cfg, "max_steps": 6}), progress=False)["steps"] == 6
