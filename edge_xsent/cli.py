@@ -241,6 +241,46 @@ def train_cmd(config_path, fresh, quiet, **flags):
     click.echo(json.dumps({k: v for k, v in summary.items() if k != "history"}, indent=2))
 
 
+@main.group()
+def carry() -> None:
+    """Carry a training run to another machine through git (a checkpoint without optimizer moments)."""
+
+
+@carry.command("save")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@user_errors
+def carry_save(run, dest):
+    """Write RUN's last checkpoint (weights, tokenizer, log) into DEST, small enough to commit.
+
+    \b
+    Example:
+      edge-xsent carry save ~/edge-xsent-runs/oog-vocab48k-long train/carry/oog-vocab48k-long
+    """
+    from . import carry as C
+
+    meta = C.save(run, dest)
+    size = sum((dest / n).stat().st_size for n in meta["sha256"]) / 2**20
+    click.echo(f"carried step {meta['step']} of {run} into {dest}/ ({size:.1f} MB)")
+
+
+@carry.command("restore")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("run", type=click.Path(path_type=Path))
+@user_errors
+def carry_restore(src, run):
+    """Make SRC (from `carry save`) RUN's checkpoint; `edge-xsent train` then resumes at its step.
+
+    \b
+    Example:
+      edge-xsent carry restore train/carry/oog-vocab48k-long ~/edge-xsent-runs/oog-vocab48k-long
+    """
+    from . import carry as C
+
+    step = C.restore(src, run)
+    click.echo(f"{run} resumes at step {step} (Adam's moments start afresh); run the same `edge-xsent train`")
+
+
 @main.command("debias")
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--data", default="corpus", show_default=True, help="Corpus whose train split gives each language's vectors.")

@@ -362,6 +362,8 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         if self.objective.teacher_proj is not None:
             self.objective.teacher_proj.load_state_dict(state["teacher_proj"])
+        if "optimizer" not in state:  # a carried checkpoint (edge_xsent/carry.py): Adam's moments start afresh
+            return
         self.opt.load_state_dict(state["optimizer"])
         self.scaler.load_state_dict(state["scaler"])
 
@@ -505,7 +507,9 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
               f"{model.num_parameters() / 1e6:.1f}M parameters ({model.num_parameters(False) / 1e6:.1f}M without "
               f"the embedding table); {len(prep.data):,d} train pairs, langs {','.join(prep.langs)}; device "
               f"{procs.device}" + (f", {procs.world} processes" if procs.world > 1 else "")
-              + (f"; resuming at step {resume['step']}" if resume else ""), file=sys.stderr)
+              + (f"; resuming at step {resume['step']}" if resume else "")
+              + (" from a carried checkpoint (Adam's moments start afresh)" if resume and "optimizer" not in resume
+                 else ""), file=sys.stderr)
     return trainer
 
 

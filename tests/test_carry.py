@@ -1,0 +1,67 @@
+"""A run carried through git (edge_xsent/carry.py): its checkpoint folder lost, it resumes at the
+carried step, not at its start."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from conftest import tiny_config
+from edge_xsent import carry
+from edge_xsent.cli import main
+from edge_xsent.errors import UserError
+from edge_xsent.train import checkpoint_path, load_checkpoint, train
+
+
+@pytest.fixture(scope="module")
+def carried(tmp_path_factory):
+    """A run stopped at step 10 and carried: (the run folder, the carry folder)."""
+    root = tmp_path_factory.mktemp("carry")
+    run = root / "run"
+    train(tiny_config(run, max_steps=10, eval_every=5), progress=False)
+    res = CliRunner().invoke(main, ["carry", "save", str(run), str(root / "carried")])
+    assert res.exit_code == 0, res.output
+    assert "carried step 10" in res.output
+    return run, root / "carried"
+
+
+def test_a_lost_run_resumes_at_the_carried_step(carried, tmp_path):
+    run, saved = carried
+    ckpt = load_checkpoint(checkpoint_path(run))
+    assert (saved / carry.WEIGHTS).stat().st_size < checkpoint_path(run).stat().st_size / 2  # no Adam moments
+    fresh_machine = tmp_path / "run"
+    res = CliRunner().invoke(main, ["carry", "restore", str(saved), str(fresh_machine)])
+    assert res.exit_code == 0, res.output
+    back = load_checkpoint(checkpoint_path(fresh_machine))
+    assert back["step"] == 10 and "optimizer" not in back
+    assert back["model"].keys() == ckpt["model"].keys()
+    assert all(torch.equal(back["model"][k], ckpt["model"][k]) for k in ckpt["model"])
+    # the same recipe with a later end resumes at step 10 with the run's own tokenizer and log
+    summary = train(tiny_config(fresh_machine, max_steps=14, eval_every=5), progress=False)
+    assert summary["steps"] == 14
+    steps = [json.loads(line).get("step") for line in (fresh_machine / "log.jsonl").read_text().splitlines()]
+    assert steps[0] < 10 < steps[-1]  # the carried log continues
+    assert (fresh_machine / "model" / "model.safetensors").exists()  # best model after the carry
+
+
+def test_restore_never_goes_back_and_a_damaged_carry_is_refused(carried, tmp_path):
+    run, saved = carried
+    with pytest.raises(UserError, match="at step 10, the carry at 10: nothing to restore"):
+        carry.restore(saved, run)
+    broken = tmp_path / "broken"
+    shutil.copytree(saved, broken)
+    data = bytearray((broken / carry.WEIGHTS).read_bytes())
+    data[-1] ^= 1
+    (broken / carry.WEIGHTS).write_bytes(bytes(data))
+    with pytest.raises(UserError, match="does not match carry.json's SHA-256"):
+        carry.restore(broken, tmp_path / "r")
+    assert not checkpoint_path(tmp_path / "r").exists()
+
+
+def test_carry_user_errors_exit_1_without_a_traceback(tmp_path):
+    res = CliRunner().invoke(main, ["carry", "save", str(tmp_path), str(tmp_path / "c")])
+    assert res.exit_code == 1 and "no checkpoint" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["carry", "restore", str(tmp_path / "nothing"), str(tmp_path / "r")])
+    assert res.exit_code == 1 and "not a carried run" in res.output
