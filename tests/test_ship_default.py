@@ -174,16 +174,17 @@ def test_card_says_which_sweep_chose_the_vocabulary(tmp_path):
                                "p1": p1}
     (tmp_path / "default_sweep.json").write_text(json.dumps(
         {"minutes": 10, "points": {"2L-256-16k": point(16000, 91.9), "2L-256-32k": point(32000, 80.0)}}))
-    assert "vocab-sweep" not in "\n".join(mod.why_this_size(tmp_path, 16000))  # the sweep's own pick: nothing to add
-    assert "not chosen by a recorded sweep." in "\n".join(mod.why_this_size(tmp_path, 32000))
-    (tmp_path / "oog-levers.md").write_text("| run |\n")  # a vocabulary measured as an out-of-genre lever arm
-    assert "sweep: the out-of-genre levers table" in "\n".join(mod.why_this_size(tmp_path, 32000))
+    assert "vocab-sweep" not in "\n".join(mod.why_this_size(tmp_path, 16000, "arm"))  # the sweep's own pick
+    assert "not chosen by a recorded sweep." in "\n".join(mod.why_this_size(tmp_path, 32000, "arm"))
+    (tmp_path / "oog-levers.md").write_text("| run |\n|---|\n| arm (`train/arm.toml`) |\n")  # an out-of-genre lever arm
+    assert "sweep: the out-of-genre levers table" in "\n".join(mod.why_this_size(tmp_path, 32000, "arm"))
+    assert "not chosen by a recorded sweep." in "\n".join(mod.why_this_size(tmp_path, 32000, "other"))  # not a row
     (tmp_path / "oog-levers.md").unlink()
     row = lambda size, score: {"size": size, "both": True, "general_valid": score, "software_valid": score,  # noqa: E731
                                "score": score, "int8_mb": size / 3200}
     (tmp_path / "vocab-sweep.json").write_text(json.dumps(
         {"picked": "both32k", "rows": {"both16k": row(16000, 81.8), "both32k": row(32000, 82.5)}}))
-    text = "\n".join(mod.why_this_size(tmp_path, 32000))
+    text = "\n".join(mod.why_this_size(tmp_path, 32000, "arm"))
     assert "chose 2L-256-16k" in text and "| both32k | 32,000 | 82.5 | 82.5 | 82.5 | 10.0 |" in text
     assert "chose both32k: this model's 32,000 pieces" in text
 

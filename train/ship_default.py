@@ -60,7 +60,7 @@ def shipped_files(bundle: Path) -> list[str]:
     return KEEP + hf + (fp32 if small else [])
 
 
-def why_this_size(results: Path, vocab_size: int) -> list[str]:
+def why_this_size(results: Path, vocab_size: int, name: str) -> list[str]:
     """Depth and width from the CPU-budget sweep; the vocabulary from it, or from the later both-domain sweep."""
     sweep_file = results / "default_sweep.json"
     if not sweep_file.exists():
@@ -79,16 +79,18 @@ def why_this_size(results: Path, vocab_size: int) -> list[str]:
              f"chose {pick}. At that budget P@1 follows the number of steps a size can take, so the "
              "choice is an extrapolation to the full run; the figures below are its check.", ""]
     if rows[pick]["model"]["vocab_size"] != vocab_size:
-        lines += why_this_vocabulary(results, vocab_size)
+        lines += why_this_vocabulary(results, vocab_size, name)
     return lines
 
 
-def why_this_vocabulary(results: Path, vocab_size: int) -> list[str]:
-    """The sweep above ran on software text only; the vocabulary of a model for both domains was chosen apart."""
+def why_this_vocabulary(results: Path, vocab_size: int, name: str) -> list[str]:
+    """The sweep above ran on software text only; the vocabulary of a model for both domains was chosen apart:
+    by the vocabulary sweep, or as a lever arm when run `name` is a row of the levers table."""
     vocab_file = results / "vocab-sweep.json"
     vocab = json.loads(vocab_file.read_text()) if vocab_file.exists() else None
     if not vocab or vocab["rows"][vocab["picked"]]["size"] != vocab_size:
-        levers = (results / "oog-levers.md").exists()
+        levers_file = results / "oog-levers.md"
+        levers = levers_file.exists() and f"| {name} (" in levers_file.read_text()
         return [f"Its vocabulary ({vocab_size:,d} pieces) was not chosen by a recorded sweep"
                 + (": the out-of-genre levers table (`benchmarks/results/oog-levers.md`) measures vocabularies as arms "
                    "of one budget, and the rule below chose this model among them." if levers else "."), ""]
@@ -160,7 +162,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
             f"- Hardware: {training['device']}; {minutes:.0f} minutes of training wall time"
             + (f" in {segments} segments (stopped and resumed from its checkpoint)" if segments > 1 else "")
             + (f"; {note}" if note else "") + "."],
-        "before_sizes": [*why_this_size(results, m["vocab_size"]), *general],
+        "before_sizes": [*why_this_size(results, m["vocab_size"], run.name), *general],
         "sizes": sizes,
         "sizes_note": ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, "
                        "fine-tuning, re-export)" if FILES["weights"] in shipped_files(bundle) else "Only the int8 ONNX "
