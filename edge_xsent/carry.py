@@ -3,7 +3,7 @@
 A run's checkpoint folder lives outside the work tree and can be lost with the machine between
 sittings; a run longer than a sitting then starts again from its `init`. `save` writes what it takes
 to continue into a small folder that can be committed: the last checkpoint's weights (the encoder
-and the teacher projection) without the optimizer's moments (two thirds of a checkpoint), the run's
+and the teacher projection) without the optimizer's moments (three quarters of a checkpoint: amsgrad keeps three per weight), the run's
 tokenizer and its log. `restore` puts them back as the run's checkpoint, and the same
 `edge-xsent train --config R` resumes at the carried step:
 
@@ -14,6 +14,8 @@ tokenizer and its log. `restore` puts them back as the run's checkpoint, and the
 What a carried run loses: Adam's moments (they start afresh at the carried step's learning rate) and
 the best model saved before the carry (the run's model folder then holds the best validation after
 it). Batches, masks and dropout are functions of the step, so the data seen is the same.
+A finished run is carried as what comes next needs, its model folder (the best validation) and
+summary: restored, `edge-xsent train` reports it finished and `train/make_default.sh` scores it.
 """
 
 from __future__ import annotations
@@ -21,16 +23,16 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 from safetensors.torch import load_file, save as safetensors_bytes
 
-from .atomic import atomic_write
 from .errors import UserError
 from .layout import FILES
 from .train import checkpoint_path, load_checkpoint, save_checkpoint
 
-WEIGHTS, META, LOG = "weights.safetensors", "carry.json", "log.jsonl"
+WEIGHTS, META, LOG, SUMMARY, MODEL = "weights.safetensors", "carry.json", "log.jsonl", "summary.json", "model"
 PARTS = ("model", "teacher_proj")  # the checkpoint's tensors that are carried
 CARRY_FORMAT = "edge-xsent-carry"
 
@@ -40,35 +42,49 @@ def _sha256(path: Path) -> str:
 
 
 def save(run: str | Path, dest: str | Path) -> dict:
-    """Write `dest` from `run`'s last checkpoint; returns what carry.json records."""
+    """Write `dest` (replacing an older carry there) from `run`: a finished run's model folder and
+    summary, else its last checkpoint's weights; returns what carry.json records."""
     run, dest = Path(run).expanduser(), Path(dest).expanduser()
     ckpt_file = checkpoint_path(run)
     if not ckpt_file.exists():
         raise UserError(f"{run}: no checkpoint ({ckpt_file}) to carry; is this a training run's --out folder?")
     ckpt = load_checkpoint(ckpt_file)
-    tensors = {f"{part}.{k}": v.detach().clone().contiguous()  # clone: tied weights share memory
-               for part in PARTS for k, v in ckpt.get(part, {}).items()}
-    dest.mkdir(parents=True, exist_ok=True)
-    with atomic_write(dest / WEIGHTS, "wb") as f:
-        f.write(safetensors_bytes(tensors))
-    for name in (FILES["tokenizer"], LOG):
-        if (run / name).exists():
-            with atomic_write(dest / name, "wb") as f:
-                f.write((run / name).read_bytes())
-    meta = {"format": CARRY_FORMAT, "step": ckpt["step"], "config": ckpt["config"],
-            "parts": [p for p in PARTS if p in ckpt], "sha256": {n: _sha256(dest / n) for n in _files(dest)}}
-    with atomic_write(dest / META) as f:
-        f.write(json.dumps(meta, indent=2) + "\n")
+    finished = (run / SUMMARY).exists() and (run / MODEL).is_dir()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=_parent(dest)))
+    try:
+        if finished:
+            shutil.copytree(run / MODEL, tmp / MODEL)
+        else:
+            tensors = {f"{part}.{k}": v.detach().clone().contiguous()  # clone: tied weights share memory
+                       for part in PARTS for k, v in ckpt.get(part, {}).items()}
+            (tmp / WEIGHTS).write_bytes(safetensors_bytes(tensors))
+        for name in (FILES["tokenizer"], LOG, SUMMARY):
+            if (run / name).exists() and (finished or name != SUMMARY):
+                shutil.copyfile(run / name, tmp / name)
+        meta = {"format": CARRY_FORMAT, "step": ckpt["step"], "finished": finished, "config": ckpt["config"],
+                "parts": [] if finished else [p for p in PARTS if p in ckpt],
+                "sha256": {n: _sha256(tmp / n) for n in _files(tmp)}}
+        (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
+        if dest.exists():
+            shutil.rmtree(dest)
+        tmp.rename(dest)  # a carry is complete or absent, never half of one
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return meta
 
 
+def _parent(dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return dest.parent
+
+
 def _files(folder: Path) -> list[str]:
-    return [n for n in (WEIGHTS, FILES["tokenizer"], LOG) if (folder / n).exists()]
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != META)
 
 
 def restore(src: str | Path, run: str | Path) -> int:
-    """Make `src` the checkpoint of `run`; returns the step training resumes at. Refuses to replace
-    a checkpoint that is as far or further, and a carry whose files do not match their checksums."""
+    """Make `src` the state of `run`; returns the step it stands at. Refuses to replace a checkpoint
+    that is as far or further, and a carry whose files do not match their checksums."""
     src, run = Path(src).expanduser(), Path(run).expanduser()
     meta = _read_meta(src)
     ckpt_file = checkpoint_path(run)
@@ -77,15 +93,19 @@ def restore(src: str | Path, run: str | Path) -> int:
         if have >= meta["step"]:
             raise UserError(f"{ckpt_file} is at step {have}, the carry at {meta['step']}: nothing to restore; "
                             "resume with `edge-xsent train` as usual")
-    tensors = load_file(src / WEIGHTS)
-    state = {part: {k[len(part) + 1:]: v for k, v in tensors.items() if k.startswith(part + ".")}
-             for part in meta["parts"]}
-    for name in (FILES["tokenizer"], LOG):
-        if (src / name).exists():
-            run.mkdir(parents=True, exist_ok=True)
+    if meta["finished"] and (run / MODEL).exists():
+        raise UserError(f"{run / MODEL} exists: move it away to restore the carried model folder")
+    run.mkdir(parents=True, exist_ok=True)
+    for name in meta["sha256"]:
+        if name != WEIGHTS:
+            (run / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / name, run / name)
-    # best_val starts over: the model folder saved before the carry did not travel with it
-    save_checkpoint(ckpt_file, {"step": meta["step"], "best_val": float("inf"), "config": meta["config"], **state})
+    if not meta["finished"]:
+        tensors = load_file(src / WEIGHTS)
+        state = {part: {k[len(part) + 1:]: v for k, v in tensors.items() if k.startswith(part + ".")}
+                 for part in meta["parts"]}
+        # best_val starts over: the model folder saved before the carry did not travel with it
+        save_checkpoint(ckpt_file, {"step": meta["step"], "best_val": float("inf"), "config": meta["config"], **state})
     return meta["step"]
 
 

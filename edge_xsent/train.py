@@ -406,6 +406,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     procs = start_processes(cfg)
     try:
         out, ckpt_file = Path(cfg.out), checkpoint_path(Path(cfg.out))
+        if not fresh and not ckpt_file.exists() and (out / "summary.json").exists():
+            return finished_summary(cfg, out)
         resume = resume_state(cfg, ckpt_file, fresh, procs)
         prep = prepare(cfg, out, resume is not None, procs, progress)
         trainer = build_trainer(cfg, prep, resume, procs)
@@ -443,6 +445,21 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     finally:
         if procs.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def finished_summary(cfg: TrainConfig, out: Path) -> dict:
+    """A finished run whose checkpoint is gone (deleted to save space, or carried as its model folder:
+    edge_xsent/carry.py) is reported, never trained again from its start over its model."""
+    summary = json.loads((out / "summary.json").read_text())
+    training = out / "model" / FILES["training"]
+    if summary["steps"] < cfg.max_steps or not training.exists():
+        raise UserError(f"{out} holds a run finished at step {summary['steps']} with no checkpoint to go on from "
+                        f"(max_steps {cfg.max_steps}): restore one with `edge-xsent carry restore`, or start over "
+                        "with --fresh")
+    ran = TrainConfig.from_dict(json.loads(training.read_text())["train_config"], str(training))
+    if _comparable(ran) != _comparable(cfg):
+        raise UserError(f"{out} holds a finished run with a different config; use --fresh to start over")
+    return summary
 
 
 def start_processes(cfg: TrainConfig) -> Processes:

@@ -10,17 +10,35 @@ from click.testing import CliRunner
 
 from conftest import tiny_config
 from edge_xsent import carry
+from edge_xsent import Encoder
 from edge_xsent.cli import main
 from edge_xsent.errors import UserError
 from edge_xsent.train import checkpoint_path, load_checkpoint, train
 
 
+def stop_at(monkeypatch, step: int) -> None:
+    """Training stops (as a killed process would) right after the checkpoint of `step`."""
+    import edge_xsent.train as T
+
+    real = T.save_checkpoint
+
+    def save_then_stop(path, state):
+        real(path, state)
+        if state["step"] == step:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(T, "save_checkpoint", save_then_stop)
+
+
 @pytest.fixture(scope="module")
 def carried(tmp_path_factory):
-    """A run stopped at step 10 and carried: (the run folder, the carry folder)."""
+    """A run of 20 steps stopped at step 10 and carried: (the run folder, the carry folder)."""
     root = tmp_path_factory.mktemp("carry")
     run = root / "run"
-    train(tiny_config(run, max_steps=10, eval_every=5), progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        stop_at(mp, 10)
+        with pytest.raises(KeyboardInterrupt):
+            train(tiny_config(run, max_steps=20, eval_every=5), progress=False)
     res = CliRunner().invoke(main, ["carry", "save", str(run), str(root / "carried")])
     assert res.exit_code == 0, res.output
     assert "carried step 10" in res.output
@@ -39,8 +57,8 @@ def test_a_lost_run_resumes_at_the_carried_step(carried, tmp_path):
     assert back["model"].keys() == ckpt["model"].keys()
     assert all(torch.equal(back["model"][k], ckpt["model"][k]) for k in ckpt["model"])
     # the same recipe with a later end resumes at step 10 with the run's own tokenizer and log
-    summary = train(tiny_config(fresh_machine, max_steps=14, eval_every=5), progress=False)
-    assert summary["steps"] == 14
+    summary = train(tiny_config(fresh_machine, max_steps=20, eval_every=5), progress=False)
+    assert summary["steps"] == 20
     steps = [json.loads(line).get("step") for line in (fresh_machine / "log.jsonl").read_text().splitlines()]
     assert steps[0] < 10 < steps[-1]  # the carried log continues
     assert (fresh_machine / "model" / "model.safetensors").exists()  # best model after the carry
@@ -65,3 +83,20 @@ def test_carry_user_errors_exit_1_without_a_traceback(tmp_path):
     assert res.exit_code == 1 and "no checkpoint" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(main, ["carry", "restore", str(tmp_path / "nothing"), str(tmp_path / "r")])
     assert res.exit_code == 1 and "not a carried run" in res.output
+
+
+def test_a_finished_run_is_carried_as_its_model_and_is_not_trained_again(tmp_path):
+    run, saved, elsewhere = tmp_path / "run", tmp_path / "carried", tmp_path / "elsewhere"
+    cfg = dict(max_steps=10, eval_every=5)
+    summary = train(tiny_config(run, **cfg), progress=False)
+    meta = carry.save(run, saved)
+    assert meta["finished"] and not (saved / carry.WEIGHTS).exists() and (saved / "model" / "model.safetensors").exists()
+    assert carry.restore(saved, elsewhere) == 10
+    assert not checkpoint_path(elsewhere).exists()
+    assert train(tiny_config(elsewhere, **cfg), progress=False) == summary  # reported, not retrained
+    vecs = Encoder.load(elsewhere / "model").encode(["a carried model"])
+    assert torch.allclose(torch.from_numpy(vecs), torch.from_numpy(Encoder.load(run / "model").encode(["a carried model"])))
+    with pytest.raises(UserError, match="no checkpoint to go on from"):
+        train(tiny_config(elsewhere, max_steps=12, eval_every=5), progress=False)
+    with pytest.raises(UserError, match="exists: move it away"):
+        carry.restore(saved, elsewhere)
