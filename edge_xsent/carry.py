@@ -82,8 +82,8 @@ def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != META)
 
 
-def restore(src: str | Path, run: str | Path) -> int:
-    """Make `src` the state of `run`; returns the step it stands at. Refuses to replace a checkpoint
+def restore(src: str | Path, run: str | Path) -> dict:
+    """Make `src` the state of `run`; returns what carry.json records (`step`, `finished`). Refuses to replace a checkpoint
     that is as far or further, and a carry whose files do not match their checksums."""
     src, run = Path(src).expanduser(), Path(run).expanduser()
     meta = _read_meta(src)
@@ -106,7 +106,7 @@ def restore(src: str | Path, run: str | Path) -> int:
                  for part in meta["parts"]}
         # best_val starts over: the model folder saved before the carry did not travel with it
         save_checkpoint(ckpt_file, {"step": meta["step"], "best_val": float("inf"), "config": meta["config"], **state})
-    return meta["step"]
+    return meta
 
 
 def _read_meta(src: Path) -> dict:

@@ -277,8 +277,11 @@ def carry_restore(src, run):
     """
     from . import carry as C
 
-    step = C.restore(src, run)
-    click.echo(f"{run} resumes at step {step} (Adam's moments start afresh); run the same `edge-xsent train`")
+    meta = C.restore(src, run)
+    if meta["finished"]:
+        click.echo(f"{run} holds the finished run (step {meta['step']}) and its model folder")
+    else:
+        click.echo(f"{run} resumes at step {meta['step']} (Adam's moments start afresh); run the same `edge-xsent train`")
 
 
 @main.command("debias")

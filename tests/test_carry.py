@@ -91,7 +91,7 @@ def test_a_finished_run_is_carried_as_its_model_and_is_not_trained_again(tmp_pat
     summary = train(tiny_config(run, **cfg), progress=False)
     meta = carry.save(run, saved)
     assert meta["finished"] and not (saved / carry.WEIGHTS).exists() and (saved / "model" / "model.safetensors").exists()
-    assert carry.restore(saved, elsewhere) == 10
+    assert carry.restore(saved, elsewhere)["step"] == 10
     assert not checkpoint_path(elsewhere).exists()
     assert train(tiny_config(elsewhere, **cfg), progress=False) == summary  # reported, not retrained
     vecs = Encoder.load(elsewhere / "model").encode(["a carried model"])
