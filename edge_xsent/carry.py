@@ -3,8 +3,8 @@
 A run's checkpoint folder lives outside the work tree and can be lost with the machine between
 sittings; a run longer than a sitting then starts again from its `init`. `save` writes what it takes
 to continue into a small folder that can be committed: the last checkpoint's weights (the encoder
-and the teacher projection) without the optimizer's moments (three quarters of a checkpoint: amsgrad keeps three per weight), the run's
-tokenizer and its log. `restore` puts them back as the run's checkpoint, and the same
+and the teacher projection) without the optimizer's moments (three quarters of a checkpoint: amsgrad
+keeps three per weight), the run's tokenizer and its log. `restore` puts them back as the run's checkpoint, and the same
 `edge-xsent train --config R` resumes at the carried step:
 
     edge-xsent carry save ~/edge-xsent-runs/long train/carry/long        # before the machine goes
@@ -20,7 +20,6 @@ summary: restored, `edge-xsent train` reports it finished and `train/make_defaul
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tempfile
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from safetensors.torch import load_file, save as safetensors_bytes
 
+from .bundle import sha256
 from .errors import UserError
 from .layout import FILES
 from .train import checkpoint_path, load_checkpoint, save_checkpoint
@@ -35,10 +35,6 @@ from .train import checkpoint_path, load_checkpoint, save_checkpoint
 WEIGHTS, META, LOG, SUMMARY, MODEL = "weights.safetensors", "carry.json", "log.jsonl", "summary.json", "model"
 PARTS = ("model", "teacher_proj")  # the checkpoint's tensors that are carried
 CARRY_FORMAT = "edge-xsent-carry"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def save(run: str | Path, dest: str | Path) -> dict:
@@ -50,7 +46,8 @@ def save(run: str | Path, dest: str | Path) -> dict:
         raise UserError(f"{run}: no checkpoint ({ckpt_file}) to carry; is this a training run's --out folder?")
     ckpt = load_checkpoint(ckpt_file)
     finished = (run / SUMMARY).exists() and (run / MODEL).is_dir()
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=_parent(dest)))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
         if finished:
             shutil.copytree(run / MODEL, tmp / MODEL)
@@ -63,7 +60,7 @@ def save(run: str | Path, dest: str | Path) -> dict:
                 shutil.copyfile(run / name, tmp / name)
         meta = {"format": CARRY_FORMAT, "step": ckpt["step"], "finished": finished, "config": ckpt["config"],
                 "parts": [] if finished else [p for p in PARTS if p in ckpt],
-                "sha256": {n: _sha256(tmp / n) for n in _files(tmp)}}
+                "sha256": {n: sha256(tmp / n) for n in _files(tmp)}}
         (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
         if dest.exists():
             shutil.rmtree(dest)
@@ -73,18 +70,13 @@ def save(run: str | Path, dest: str | Path) -> dict:
     return meta
 
 
-def _parent(dest: Path) -> Path:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    return dest.parent
-
-
 def _files(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != META)
 
 
 def restore(src: str | Path, run: str | Path) -> dict:
-    """Make `src` the state of `run`; returns what carry.json records (`step`, `finished`). Refuses to replace a checkpoint
-    that is as far or further, and a carry whose files do not match their checksums."""
+    """Make `src` the state of `run`; returns what carry.json records (`step`, `finished`). Refuses to
+    replace a checkpoint that is as far or further, and a carry whose files do not match their checksums."""
     src, run = Path(src).expanduser(), Path(run).expanduser()
     meta = _read_meta(src)
     ckpt_file = checkpoint_path(run)
@@ -117,7 +109,7 @@ def _read_meta(src: Path) -> dict:
     if meta.get("format") != CARRY_FORMAT:
         raise UserError(f"{src / META}: format {meta.get('format')!r}, expected {CARRY_FORMAT!r}")
     for name, digest in meta["sha256"].items():
-        if not (src / name).exists() or _sha256(src / name) != digest:
+        if not (src / name).exists() or sha256(src / name) != digest:
             raise UserError(f"{src / name} is missing or does not match carry.json's SHA-256 (a truncated copy or "
                             "a Git LFS pointer?); fetch the folder again")
     return meta

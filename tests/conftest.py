@@ -27,6 +27,26 @@ def tiny_config(out: Path, **overrides):
     return TrainConfig(model=EncoderConfig(**model), **base)
 
 
+def run_until(cfg, stop_at: int) -> None:
+    """Run training but interrupt it right after the checkpoint of step `stop_at`, as a killed process would."""
+    import edge_xsent.train as T
+    from edge_xsent.train import train
+
+    real = T.save_checkpoint
+
+    def save_then_stop(path, state):
+        real(path, state)
+        if state["step"] == stop_at:
+            raise KeyboardInterrupt
+
+    T.save_checkpoint = save_then_stop
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(cfg, progress=False)
+    finally:
+        T.save_checkpoint = real
+
+
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """A trained tiny model (train output folder); its model/ is a loadable model folder."""

@@ -8,26 +8,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from conftest import tiny_config
-from edge_xsent import carry
-from edge_xsent import Encoder
+from conftest import run_until, tiny_config
+from edge_xsent import Encoder, carry
 from edge_xsent.cli import main
 from edge_xsent.errors import UserError
 from edge_xsent.train import checkpoint_path, load_checkpoint, train
-
-
-def stop_at(monkeypatch, step: int) -> None:
-    """Training stops (as a killed process would) right after the checkpoint of `step`."""
-    import edge_xsent.train as T
-
-    real = T.save_checkpoint
-
-    def save_then_stop(path, state):
-        real(path, state)
-        if state["step"] == step:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(T, "save_checkpoint", save_then_stop)
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +20,7 @@ def carried(tmp_path_factory):
     """A run of 20 steps stopped at step 10 and carried: (the run folder, the carry folder)."""
     root = tmp_path_factory.mktemp("carry")
     run = root / "run"
-    with pytest.MonkeyPatch.context() as mp:
-        stop_at(mp, 10)
-        with pytest.raises(KeyboardInterrupt):
-            train(tiny_config(run, max_steps=20, eval_every=5), progress=False)
+    run_until(tiny_config(run, max_steps=20, eval_every=5), 10)
     res = CliRunner().invoke(main, ["carry", "save", str(run), str(root / "carried")])
     assert res.exit_code == 0, res.output
     assert "carried step 10" in res.output

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from conftest import ROOT, tiny_config
+from conftest import ROOT, run_until, tiny_config
 from edge_xsent import objectives
 from edge_xsent.errors import UserError
 from edge_xsent.batches import BatchPlan
@@ -69,7 +69,7 @@ def test_deterministic_and_resume_takes_the_same_steps(tmp_path):
     # Stop after 10 steps (a checkpoint), then resume to 20 with the same config.
     resumed = tmp_path / "resumed"
     cfg10 = tiny_config(resumed, max_steps=20, eval_every=100)
-    _run_until(cfg10, 10)
+    run_until(cfg10, 10)
     assert load_checkpoint(checkpoint_path(resumed))["step"] == 10
     summary = train(cfg10, progress=False)
     assert summary["steps"] == 20
@@ -78,25 +78,6 @@ def test_deterministic_and_resume_takes_the_same_steps(tmp_path):
     recorded = (resumed / "summary.json").read_text()
     assert train(cfg10, progress=False) == json.loads(recorded)
     assert (resumed / "summary.json").read_text() == recorded
-
-
-def _run_until(cfg: TrainConfig, stop_at: int) -> None:
-    """Run training but interrupt it right after the checkpoint of step `stop_at`."""
-    import edge_xsent.train as T
-
-    real = T.save_checkpoint
-
-    def save_then_stop(path, state):
-        real(path, state)
-        if state["step"] == stop_at:
-            raise KeyboardInterrupt
-
-    T.save_checkpoint = save_then_stop
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            train(cfg, progress=False)
-    finally:
-        T.save_checkpoint = real
 
 
 def test_resume_with_different_config_is_refused(tmp_path):
