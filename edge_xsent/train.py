@@ -408,6 +408,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         out, ckpt_file = Path(cfg.out), checkpoint_path(Path(cfg.out))
         if not fresh and not ckpt_file.exists() and (out / "summary.json").exists():
             return finished_summary(cfg, out)
+        if cfg.init and (fresh or not ckpt_file.exists()):
+            refuse_own_result(cfg)
         resume = resume_state(cfg, ckpt_file, fresh, procs)
         prep = prepare(cfg, out, resume is not None, procs, progress)
         trainer = build_trainer(cfg, prep, resume, procs)
@@ -460,6 +462,21 @@ def finished_summary(cfg: TrainConfig, out: Path) -> dict:
     if _comparable(ran) != _comparable(cfg):
         raise UserError(f"{out} holds a finished run with a different config; use --fresh to start over")
     return summary
+
+
+def refuse_own_result(cfg: TrainConfig) -> None:
+    """A recipe whose run became its own init (`init = "default"` in the recipe that made the
+    default) would start again from its result and train it twice; refuse, naming the way back.
+    Its own result: trained by the same settings from the same init into a run of the same name."""
+    info = init_dir(cfg.init) / FILES["training"]
+    if not info.exists():
+        return
+    ran = TrainConfig.from_dict(json.loads(info.read_text())["train_config"], str(info))
+    same_recipe = ran.init == cfg.init and _comparable(ran) == _comparable(cfg)
+    if same_recipe and Path(ran.out).name == Path(cfg.out).name:
+        raise UserError(f"init {cfg.init!r} is this run's own result (trained by the same config into "
+                        f"{Path(ran.out).name}); starting from it would train it twice. Put the run back with "
+                        "`edge-xsent carry restore`, or set init to the model it started from")
 
 
 def start_processes(cfg: TrainConfig) -> Processes:

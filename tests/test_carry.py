@@ -12,7 +12,7 @@ from conftest import run_until, tiny_config
 from edge_xsent import Encoder, carry
 from edge_xsent.cli import main
 from edge_xsent.errors import UserError
-from edge_xsent.train import checkpoint_path, load_checkpoint, train
+from edge_xsent.train import checkpoint_path, load_checkpoint, refuse_own_result, train
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +82,22 @@ def test_a_finished_run_is_carried_as_its_model_and_is_not_trained_again(tmp_pat
         train(tiny_config(elsewhere, max_steps=12, eval_every=5), progress=False)
     with pytest.raises(UserError, match="exists: move it away"):
         carry.restore(saved, elsewhere)
+
+
+def test_a_run_is_never_started_again_from_its_own_result(carried, tmp_path):
+    """A recipe with init = "default" whose run became the default: on a machine without the run
+    folder it would start from its own result and train it twice."""
+    run, _ = carried
+    lost = tmp_path / "elsewhere" / run.name  # the same run on a machine that lost its folder
+    own = run.parent / "became-the-default"
+    shutil.copytree(run / "model", own)
+    info = json.loads((own / "training.json").read_text())
+    info["train_config"]["init"] = str(own)  # the recipe's init (`default`) now names its own result
+    (own / "training.json").write_text(json.dumps(info))
+    with pytest.raises(UserError, match="this run's own result"):
+        train(tiny_config(lost, max_steps=20, eval_every=5, init=str(own)), progress=False)
+    assert not lost.exists()  # refused before anything was written
+    # the same weights as the start of another run, or of a changed recipe, are a warm start as before
+    refuse_own_result(tiny_config(tmp_path / "next", max_steps=20, eval_every=5, init=str(own)))
+    refuse_own_result(tiny_config(lost, max_steps=20, eval_every=5, lr=1e-3, init=str(own)))
+    refuse_own_result(tiny_config(lost, max_steps=20, eval_every=5, init=str(run / "model")))  # a continuation
