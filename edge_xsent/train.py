@@ -443,7 +443,9 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
                 procs.barrier()
         finally:
             log.close()
-        return finish(cfg, out, trainer, procs, log, step, best_val, history, prep.seconds)
+        summary = finish(cfg, out, trainer, procs, log, step, best_val, history, prep.seconds)
+        procs.barrier()  # no rank tears the process group down while another still writes or gathers
+        return summary
     finally:
         if procs.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
