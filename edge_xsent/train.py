@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from .atomic import atomic_write
 from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
-from .bundle import save_model
+from .bundle import read_training, save_model
 from .data.corpus import Pair, pair_langs, read_pairs, resolve
 from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
@@ -455,12 +455,11 @@ def finished_summary(cfg: TrainConfig, out: Path) -> dict:
     """A finished run whose checkpoint is gone (deleted to save space, or carried as its model folder:
     edge_xsent/carry.py) is reported, never trained again from its start over its model."""
     summary = json.loads((out / "summary.json").read_text())
-    training = out / "model" / FILES["training"]
-    if summary["steps"] < cfg.max_steps or not training.exists():
+    ran = trained_config(out / "model")
+    if summary["steps"] < cfg.max_steps or ran is None:
         raise UserError(f"{out} holds a run finished at step {summary['steps']} with no checkpoint to go on from "
                         f"(max_steps {cfg.max_steps}): restore one with `edge-xsent carry restore`, or start over "
                         "with --fresh")
-    ran = TrainConfig.from_dict(json.loads(training.read_text())["train_config"], str(training))
     if _comparable(ran) != _comparable(cfg):
         raise UserError(f"{out} holds a finished run with a different config; use --fresh to start over")
     return summary
@@ -470,15 +469,18 @@ def refuse_own_result(cfg: TrainConfig) -> None:
     """A recipe whose run became its own init (`init = "default"` in the recipe that made the
     default) would start again from its result and train it twice; refuse, naming the way back.
     Its own result: trained by the same settings from the same init into a run of the same name."""
-    info = init_dir(cfg.init) / FILES["training"]
-    if not info.exists():
-        return
-    ran = TrainConfig.from_dict(json.loads(info.read_text())["train_config"], str(info))
-    same_recipe = ran.init == cfg.init and _comparable(ran) == _comparable(cfg)
+    ran = trained_config(init_dir(cfg.init))
+    same_recipe = ran is not None and ran.init == cfg.init and _comparable(ran) == _comparable(cfg)
     if same_recipe and Path(ran.out).name == Path(cfg.out).name:
         raise UserError(f"init {cfg.init!r} is this run's own result (trained by the same config into "
                         f"{Path(ran.out).name}); starting from it would train it twice. Put the run back with "
                         "`edge-xsent carry restore`, or set init to the model it started from")
+
+
+def trained_config(folder: Path) -> TrainConfig | None:
+    """The config a model folder was trained with (its training.json), None where it records none."""
+    made = read_training(folder).get("train_config")
+    return TrainConfig.from_dict(made, str(folder / FILES["training"])) if made else None
 
 
 def start_processes(cfg: TrainConfig) -> Processes:

@@ -89,7 +89,7 @@ def test_a_run_is_never_started_again_from_its_own_result(carried, tmp_path):
     folder it would start from its own result and train it twice."""
     run, _ = carried
     lost = tmp_path / "elsewhere" / run.name  # the same run on a machine that lost its folder
-    own = run.parent / "became-the-default"
+    own = tmp_path / "became-the-default"
     shutil.copytree(run / "model", own)
     info = json.loads((own / "training.json").read_text())
     info["train_config"]["init"] = str(own)  # the recipe's init (`default`) now names its own result

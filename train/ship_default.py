@@ -39,9 +39,9 @@ BASELINES = {  # the earlier candidates for the default, set beside it on its ca
 }
 # A model trained on more languages answers to the language rule against its like-for-like counterpart:
 # the same recipe and steps on the four goal languages only (other baselines differ in more than languages).
-# the encoders' names in `eval --peers` results: the shipped default (an int8 bundle) and the two peers
-OURS_PEER_NAME, USEM_NAME, E5_NAME = "edge-xsent onnx-int8", PEERS["usem3"].label, PEERS["e5-small"].label
 SAME_RECIPE_FEWER_LANGS = {"cpu-2h-8": "cpu-2h"}
+# The encoders' names in `eval --peers` results: the shipped default (an int8 bundle) and the two peers.
+OURS_PEER_NAME, USEM_NAME, E5_NAME = "edge-xsent onnx-int8", PEERS["usem3"].label, PEERS["e5-small"].label
 FP32_MAX_MB = 56  # the fp32 weights ship (torch backend, fine-tuning, sentence-transformers, `init = "default"`)
 #                   up to a 256-wide model with 48k pieces (51 MB; the package near 70 MB); a 512-wide 32k model's
 #                   48 MB would ship too, anything larger stays out
