@@ -16,7 +16,9 @@ import click
 from .compact import OUTPUT_PRECISIONS
 from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS
 from .errors import UserError
+from .threads import passive_openmp_wait
 
+passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
 warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
 PRECISION_HELP = "ONNX precision (default int8); fp32 without an fp32 graph runs the fp32 weights."

