@@ -64,17 +64,18 @@ def worker(args: argparse.Namespace) -> None:
     setup = json.loads(Path(args.setup).read_text())
     torch.set_num_threads(setup["threads"])
     cfg = TrainConfig.from_toml(setup["recipe"], setup["overrides"])
-    tok = Tokenizer.load(init_dir("default") / "tokenizer.model")
+    tok = Tokenizer.load(init_dir(setup["init"]) / "tokenizer.model")
     model = DualEncoder(cfg.model)
-    load_init_weights(model, init_dir("default"))
+    load_init_weights(model, init_dir(setup["init"]))
     batches = torch.load(setup["batches"], weights_only=True)
     trainer = Trainer(cfg, model, punctuation_pieces(tok), torch.device("cpu"), teacher_dim=batches[0]["t"].shape[1])
     done = 0
     print(json.dumps({"ready": True, "package": str(Path(edge_xsent.__file__).parent)}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
-        if cmd.get("flops"):
-            print(json.dumps({"flops": step_flops(trainer, batches[0]), "peak": matmul_gflops()}), flush=True)
+        if cmd.get("flops"):  # every batch's: they differ in length as much as training's do
+            flops = [step_flops(trainer, b) for b in batches]
+            print(json.dumps({"flops": flops, "peak": matmul_gflops()}), flush=True)
             continue
         n, warmup = cmd["steps"], cmd.get("warmup", 0)
         at = lambda i: batches[(done + i) % len(batches)]  # noqa: E731
@@ -112,7 +113,7 @@ def _timed(fn) -> float:
 
 # ----------------------------------------------------------------------------- the parent
 
-def make_batches(data: str, out: Path, n: int, sample: int) -> dict:
+def make_batches(recipe: Path, init: str, data: str, out: Path, n: int, sample: int) -> dict:
     """The first `n` batches of a length-bucketed plan over a fixed sample of the recipe's corpus,
     with monolingual batches and random teacher vectors, saved for the workers."""
     import numpy as np
@@ -123,16 +124,16 @@ def make_batches(data: str, out: Path, n: int, sample: int) -> dict:
     from edge_xsent.tokenizer import Tokenizer
     from edge_xsent.train import TrainConfig, init_dir
 
-    cfg = TrainConfig.from_toml(RECIPE, {"data": data})
-    tok = Tokenizer.load(init_dir("default") / "tokenizer.model")
+    cfg = TrainConfig.from_toml(recipe, {"data": data})
+    tok = Tokenizer.load(init_dir(init) / "tokenizer.model")
     rows = list(read_pairs(cfg.data, split="train"))
     rng = np.random.default_rng(0)
     rows = [rows[i] for i in sorted(rng.choice(len(rows), min(sample, len(rows)), replace=False))]
     pairs = tokenize_pairs(rows, tok, cfg.model.max_len, pair_langs(rows))
     pairs.t_vecs = unit_rows(rng, len(pairs), 512)
     pairs.t_idx = np.arange(len(pairs))
-    mono_file = resolve(cfg.data) / "mono.tsv"  # a corpus without one (the shipped sample): pairs only
-    mono_texts = [t for _, t, _ in read_mono(mono_file)][:sample] if mono_file.exists() else []
+    mono_file = resolve(cfg.data) / "mono.tsv"  # without one (the shipped sample), or a recipe without: pairs only
+    mono_texts = [t for _, t, _ in read_mono(mono_file)][:sample] if mono_file.exists() and cfg.mono_batch_size else []
     mono_ids = [np.asarray(x, dtype=np.int64) for x in tok.encode(mono_texts, cfg.model.max_len) if x]
     mono = TokenizedTexts(mono_ids, unit_rows(rng, len(mono_ids), 512), np.arange(len(mono_ids))) if mono_ids else None
     plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(pairs.a, pairs.b)]), cfg.batch_size, cfg.seed)
@@ -141,7 +142,8 @@ def make_batches(data: str, out: Path, n: int, sample: int) -> dict:
                for s in range(n)]
     torch.save(batches, out)
     padded = [sum(int(b[k].numel()) for k in ("a", "b", "m") if k in b) for b in batches]
-    return {"pairs_sampled": len(pairs), "batches": n, "padded_tokens_median": int(statistics.median(padded))}
+    return {"pairs_sampled": len(pairs), "batches": n, "batch_size": cfg.batch_size, "vocab_size": tok.vocab_size,
+            "padded_tokens_median": int(statistics.median(padded)), "mono": mono is not None}
 
 
 def unit_rows(rng, n: int, d: int):
@@ -153,10 +155,10 @@ def unit_rows(rng, n: int, d: int):
 
 class Worker:
     def __init__(self, name: str, threads: int, tree: Path, overrides: dict, batches: Path, tmp: Path,
-                 wait_policy: str | None):
+                 wait_policy: str | None, args: argparse.Namespace):
         setup = tmp / f"setup-{len(list(tmp.glob('setup-*')))}.json"
-        setup.write_text(json.dumps({"threads": threads, "recipe": str(RECIPE), "overrides": overrides,
-                                     "batches": str(batches)}))
+        setup.write_text(json.dumps({"threads": threads, "recipe": str(args.recipe), "init": args.init,
+                                     "overrides": overrides, "batches": str(batches)}))
         env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONUNBUFFERED": "1"}
         env.pop("OMP_WAIT_POLICY", None)
         if wait_policy:
@@ -206,6 +208,8 @@ def row(w: Worker, base: Worker | None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
+    ap.add_argument("--recipe", type=Path, default=RECIPE, help="the recipe whose step is timed")
+    ap.add_argument("--init", default="default", help="the weights and tokenizer it starts from")
     ap.add_argument("--before", default=BEFORE, help="commit whose step is the baseline")
     ap.add_argument("--steps", type=int, default=4, help="timed steps per turn")
     ap.add_argument("--rounds", type=int, default=3, help="turns per worker")
@@ -223,41 +227,46 @@ def main() -> None:
         old.mkdir()
         subprocess.run(f"git archive {args.before} edge_xsent | tar -x -C {old}", shell=True, check=True, cwd=ROOT)
         batches = tmp / "batches.pt"
-        info = make_batches(args.data, batches, n=args.steps * args.rounds + 2, sample=20_000)
+        info = make_batches(args.recipe, args.init, args.data, batches, n=args.steps * args.rounds + 2, sample=20_000)
         results, flops = [], None
         for threads in (1, 2):
-            workers = [Worker(name, threads, old if name == "before" else ROOT, over, batches, tmp, "PASSIVE")
+            workers = [Worker(name, threads, old if name == "before" else ROOT, over, batches, tmp, "PASSIVE", args)
                        for name, over in VARIANTS.items()]
             take_turns(workers, args.rounds, args.steps, warmup=2)
             results += [row(w, workers[0]) for w in workers]
-            if threads == 1:
-                got = workers[1].ask({"flops": True})
-                flops = {"gflop_per_step": round(got["flops"] / 1e9, 1), "peak_gflops_1_thread": round(got["peak"], 1)}
+            if threads == 1:  # the exact step's FLOPs on the batches it was timed on (batch 2 onwards)
+                got, exact = workers[1].ask({"flops": True}), workers[1]
+                timed = got["flops"][2: 2 + len(exact.times)]
+                flops = {"gflop_per_step": round(statistics.median(timed) / 1e9, 1),
+                         "achieved_gflops_1_thread": round(sum(timed) / sum(exact.times) / 1e9, 1),
+                         "peak_gflops_1_thread": round(got["peak"], 1)}
             for w in workers:
                 w.close()
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
-            workers = [Worker("exact, beside a busy process", 1, ROOT, {}, batches, tmp, "PASSIVE"),
-                       Worker("exact, beside a busy process", 2, ROOT, {}, batches, tmp, None),
-                       Worker("exact, beside a busy process", 2, ROOT, {}, batches, tmp, "PASSIVE")]
+            workers = [Worker("exact, beside a busy process", threads, ROOT, {}, batches, tmp, wait, args)
+                       for threads, wait in ((1, "PASSIVE"), (2, None), (2, "PASSIVE"))]
             take_turns(workers, args.rounds, args.steps, warmup=1)
             busy_rows = [row(w, workers[0]) for w in workers]
             for w in workers:
                 w.close()
         finally:
             busy.kill()
-    exact1 = next(r for r in results if r["variant"] == "exact" and r["threads"] == 1)
-    flops["achieved_gflops_1_thread"] = round(flops["gflop_per_step"] / (exact1["median_ms"] / 1000), 1)
     flops["fraction_of_peak"] = round(flops["achieved_gflops_1_thread"] / flops["peak_gflops_1_thread"], 2)
     report = {"command": " ".join(["python", "benchmarks/training_cost.py", *sys.argv[1:]]), "date": started,
               "machine": machine(), "load_before": [round(x, 2) for x in load0],
               "load_after": [round(x, 2) for x in os.getloadavg()], "before_commit": args.before,
-              "recipe": str(RECIPE.relative_to(ROOT)), "data": args.data, **info, "flops": flops,
+              "recipe": _shown(args.recipe), "data": args.data, **info, "flops": flops,
               "steps": results, "beside_a_busy_process": busy_rows}
     out = Path(args.out)
     out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     out.write_text(to_markdown(report))
     print(out.read_text())
+
+
+def _shown(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
 
 
 def machine() -> str:
@@ -275,7 +284,8 @@ def to_markdown(r: dict) -> str:
         f"`{r['command']}` on {r['date']}; {r['machine']}. Load average (1/5/15 min) {r['load_before']} before, "
         f"{r['load_after']} after (the benchmark's own workers included).",
         "",
-        f"Recipe `{r['recipe']}` (batch 128 pairs + 64 monolingual texts, 48,000 pieces), on the shipped model's "
+        f"Recipe `{r['recipe']}` (batch {r['batch_size']} pairs{' + monolingual texts' if r['mono'] else ''}, {r['vocab_size']:,} pieces), "
+        "on the shipped model's "
         f"weights; {r['batches']} real batches of `{r['data']}` (a sample of {r['pairs_sampled']:,} train pairs, "
         f"length-bucketed as in training; median {r['padded_tokens_median']:,} padded tokens a step). "
         f"\"before\" is commit {r['before_commit']}'s code. Every variant in its own process, the processes "
@@ -289,8 +299,8 @@ def to_markdown(r: dict) -> str:
     f = r["flops"]
     lines += [
         "",
-        f"One exact step is {f['gflop_per_step']} GFLOP (FlopCounterMode: matmuls and attention, forward and "
-        f"backward); at 1 thread that is {f['achieved_gflops_1_thread']} GFLOP/s against "
+        f"The exact step's median batch is {f['gflop_per_step']} GFLOP (FlopCounterMode: matmuls and attention, "
+        f"forward and backward); over the timed steps at 1 thread, {f['achieved_gflops_1_thread']} GFLOP/s against "
         f"{f['peak_gflops_1_thread']} GFLOP/s on a 2048 x 2048 fp32 matmul: {100 * f['fraction_of_peak']:.0f}% of "
         "one core's peak.",
         "",

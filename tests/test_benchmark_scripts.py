@@ -102,3 +102,16 @@ INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (
 def test_interop_parity(tiny_bundle, tmp_path, monkeypatch):
     run_script("interop_parity.py", str(tiny_bundle[0]), "--results", str(tmp_path), monkeypatch=monkeypatch)
     assert "sentence-transformers" in (tmp_path / "interop-parity.md").read_text()
+
+
+def test_training_cost_on_the_tiny_model(tiny_model, tmp_path, monkeypatch):
+    """Every variant's worker (this tree and HEAD's, from git) times the tiny model's step."""
+    recipe = tmp_path / "tiny.toml"
+    recipe.write_text('data = "sample"\nbatch_size = 16\n[model]\nvocab_size = 1000\nn_layers = 1\n'
+                      'd_model = 48\nn_heads = 4\nd_ff = 96\nmax_len = 32\n')
+    out = tmp_path / "training-cost.md"
+    run_script("training_cost.py", "--data", "sample", "--recipe", str(recipe), "--init", str(tiny_model),
+               "--before", "HEAD", "--steps", "1", "--rounds", "1", "--out", str(out), monkeypatch=monkeypatch)
+    table = out.read_text()
+    assert "| before | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 2 |" in table
+    assert json.loads(out.with_suffix(".json").read_text())["flops"]["gflop_per_step"] > 0
