@@ -7,6 +7,7 @@ torch so that `edge-xsent --help` stays fast.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -22,6 +23,46 @@ DISTILL_LOSSES = ("cos", "mse", "nce")  # edge_xsent.objectives.distill_loss
 # u8 x u8 kernel that does not saturate. `benchmarks/int8_variants.py` measures the three.
 INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUInt8", False)}
 DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (results/int8-variants.md)
+
+
+# Ranges of numeric settings, (low, high) inclusive; None: unbounded. Sizes are capped where a typo
+# would allocate tens of GB before any output (max_len 1e9 made a 16 GB position table).
+ENCODER_RANGES = {"vocab_size": (1, 1_000_000), "n_layers": (1, 24), "d_model": (1, 8192), "n_heads": (1, 256),
+                  "d_ff": (1, 65_536), "max_len": (1, 8192), "dropout": (0.0, 0.99), "n_langs": (0, 10_000),
+                  "lang_dim": (1, 8192), "lang_subspace": (0, 8192), "pad_id": (0, None), "mask_id": (0, None)}
+TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_weight": (0.0, None),
+                "batch_size": (2, 1_000_000), "lr": (1e-12, 10.0), "min_lr_ratio": (0.0, 1.0),
+                "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "grad_clip": (1e-12, None),
+                "eval_every": (1, None), "checkpoint_every": (1, None), "log_every": (1, None), "valid_pairs": (0, None),
+                "max_train_pairs": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
+                "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
+                "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None)}
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def check_fields(cfg, ranges: dict[str, tuple], where: str) -> None:
+    """Each field of a config dataclass has its annotated type (a whole number is no "32", no 3.5 and
+    no true; a number is finite) and lies in its range; the error names the setting and what it takes."""
+    for f in fields(cfg):
+        value, kind = getattr(cfg, f.name), str(f.type)
+        optional = kind.endswith("| None")
+        kind = kind.removesuffix("| None").strip()
+        if value is None and optional or kind not in ("int", "float", "bool", "str"):
+            continue
+        ok = {"int": isinstance(value, int) and not isinstance(value, bool),
+              "float": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+              "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
+        low, high = ranges.get(f.name, (None, None))
+        wanted = {"int": "a whole number", "float": "a finite number", "bool": "true or false", "str": "a string"}[kind]
+        bounds = f" between {low} and {high}" if low is not None and high is not None else \
+            f" >= {low}" if low is not None else ""
+        if ok and kind in ("int", "float") and ((low is not None and value < low) or (high is not None and value > high)):
+            ok = False
+        if not ok:
+            raise UserError(f"{where}: {f.name} must be {wanted}{bounds}{' (or left out)' if optional else ''}, "
+                            f"got {value!r}")
+        if kind == "float":
+            setattr(cfg, f.name, float(value))
 
 
 @dataclass
@@ -40,14 +81,9 @@ class EncoderConfig:
     mask_id: int = MASK_ID
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"model config: {name} must be a whole number >= 1, got {value!r}")
+        check_fields(self, ENCODER_RANGES, "model config")
         if self.d_model % self.n_heads:
             raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if not 1 <= self.n_layers <= 24:
-            raise UserError(f"n_layers must be between 1 and 24, got {self.n_layers}")
 
     @classmethod
     def from_dict(cls, d: dict) -> "EncoderConfig":
@@ -110,13 +146,17 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
             self.model = EncoderConfig.from_dict(self.model)
+        if not isinstance(self.model, EncoderConfig):
+            raise UserError(f"config: model must be a table of model settings ([model] in a recipe), got {self.model!r}")
+        check_fields(self, TRAIN_RANGES, "config")
         self.out = str(Path(self.out).expanduser())  # long runs keep checkpoints outside the work tree (~/...)
         if self.objective not in OBJECTIVES:
             raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
-        if self.batch_size < 2:
-            raise UserError("batch_size must be at least 2 (the contrastive losses need in-batch negatives)")
-        if self.max_steps < 1:
-            raise UserError("max_steps must be at least 1")
+        if self.device not in DEVICES:
+            raise UserError(f"config: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if not isinstance(self.matryoshka_dims, list) or not all(
+                isinstance(k, int) and not isinstance(k, bool) for k in self.matryoshka_dims):
+            raise UserError(f"config: matryoshka_dims must be a list of whole numbers, got {self.matryoshka_dims!r}")
         if self.teacher_loss not in DISTILL_LOSSES:
             raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(DISTILL_LOSSES)}")
         if self.distance_weight and not 1 <= self.distance_negatives:

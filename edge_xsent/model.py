@@ -101,10 +101,10 @@ class DualEncoder(nn.Module):
         return h - (h @ self.lang_basis.T) @ self.lang_basis
 
     def generative_logits(self, h: torch.Tensor, lang: torch.Tensor | None = None,
-                          rows: torch.Tensor | None = None) -> torch.Tensor:
+                          rows: torch.Tensor | None = None, sparse: bool = False) -> torch.Tensor:
         """(..., C) sentence or token states -> (..., V) vocabulary logits (tied output embedding);
-        with `rows`, only those vocabulary entries' logits (..., len(rows)), a sampled softmax's
-        (the table's gradient is then sparse when the embedding is: `tok_emb.sparse`)."""
+        with `rows`, only those vocabulary entries' logits (..., len(rows)), a sampled softmax's,
+        whose gradient for the table is a sparse tensor with `sparse`."""
         if self.lang_emb is not None:
             if lang is None:
                 raise ValueError("this model has a target-language head: pass lang ids")
@@ -115,7 +115,7 @@ class DualEncoder(nn.Module):
         h = self.head_ln(F.gelu(self.head_dense(h)))
         if rows is None:
             return h @ self.tok_emb.weight.T + self.head_bias
-        return h @ F.embedding(rows, self.tok_emb.weight, sparse=self.tok_emb.sparse).T + self.head_bias[rows]
+        return h @ F.embedding(rows, self.tok_emb.weight, sparse=sparse).T + self.head_bias[rows]
 
     def num_parameters(self, embeddings: bool = True) -> int:
         n = sum(p.numel() for p in self.parameters())

@@ -78,13 +78,29 @@ def support_kl(logits: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torc
     an id may repeat, its weights add up): sum q log q - sum q * logit + sum(q) * logsumexp(logits).
     The same number as `distribution_loss` on the dense target, without building a (B, V) target or
     a (B, V) log-softmax: the step's largest element-wise costs. Rows whose weights are 0 give 0."""
-    logits = logits.float()
     with torch.no_grad():  # q log q: a constant of the target, kept so the loss reads as before
         same = ids[:, :, None] == ids[:, None, :]
         q = (w[:, None, :] * same).sum(-1)  # each entry's total weight in its row
         neg_entropy = (w * torch.log(q.clamp(min=1e-12))).sum(-1)
-    picked = (w * logits.gather(1, ids)).sum(-1)
-    return neg_entropy - picked + w.sum(-1) * torch.logsumexp(logits, dim=-1)
+    return neg_entropy + _CrossEntropyOnSupport.apply(logits.float(), ids, w)
+
+
+class _CrossEntropyOnSupport(torch.autograd.Function):
+    """Per row sum(w) * logsumexp(logits) - sum_k w_k * logits[ids_k]. Its gradient, softmax * sum(w)
+    minus w at ids, is written into one (B, V) buffer: autograd's own chain (a zero tensor for the
+    gather, the softmax's sub, exp and mul, their sum) would allocate and fill five."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        lse = torch.logsumexp(logits, dim=-1)
+        ctx.save_for_backward(logits, ids, w, lse)
+        return w.sum(-1) * lse - (w * logits.gather(1, ids)).sum(-1)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        logits, ids, w, lse = ctx.saved_tensors
+        g = torch.sub(logits, lse[:, None]).exp_().mul_((w.sum(-1) * grad)[:, None])
+        return g.scatter_add_(1, ids, -w * grad[:, None]), None, None
 
 
 def mean_over_targets(per_row: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -340,7 +356,7 @@ class Objective(nn.Module):
             position = torch.zeros(V, dtype=torch.long, device=ids.device)
             position[rows] = torch.arange(len(rows), device=ids.device)
             ids = position[ids]  # weight-0 entries may point anywhere: they add nothing
-        logits = self.model.generative_logits(h, lang, rows)
+        logits = self.model.generative_logits(h, lang, rows, sparse=self.cfg.lazy_table)
         if correction is not None:
             logits = logits + correction
         per_row, half = support_kl(logits, ids, w), h.shape[0] // 2

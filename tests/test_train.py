@@ -263,3 +263,34 @@ def test_a_warm_started_run_resumes_after_its_init_folder_is_gone(tiny_model, tm
     train(tiny_config(tmp_path / "run", **cfg), progress=False)
     shutil.rmtree(start)
     assert train(tiny_config(tmp_path / "run", **{**cfg, "max_steps": 6}), progress=False)["steps"] == 6
+
+
+@pytest.mark.parametrize("setting, value, named", [
+    ("lr", -5, "lr must be a finite number"), ("lr", float("nan"), "lr must be a finite number"),
+    ("checkpoint_every", 0, "checkpoint_every must be a whole number >= 1"),
+    ("eval_every", 0, "eval_every must be a whole number >= 1"),
+    ("batch_size", "32", "batch_size must be a whole number"), ("max_steps", 3.5, "max_steps must be a whole number"),
+    ("valid_pairs", -5, "valid_pairs must be a whole number >= 0"), ("device", "tpu", "device must be one of"),
+    ("model", 5, "model must be a table"), ("threads", True, "threads must be a whole number"),
+])
+def test_a_bad_recipe_value_names_the_setting_before_any_work(tmp_path, setting, value, named):
+    with pytest.raises(UserError, match=named):
+        TrainConfig.from_dict({"data": "sample", "out": str(tmp_path / "r"), setting: value})
+
+
+@pytest.mark.parametrize("setting, value", [("dropout", 1.5), ("max_len", 10**9), ("d_ff", 10**9), ("n_layers", 2.0)])
+def test_a_bad_model_value_is_refused_before_allocating(tmp_path, setting, value):
+    with pytest.raises(UserError, match=f"{setting} must be"):
+        tiny_config(tmp_path / "r", model={setting: value})
+
+
+def test_a_bad_recipe_value_is_one_error_line_from_the_command(tmp_path):
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('data = "sample"\nlr = -5\n')
+    result = CliRunner().invoke(main, ["train", "--config", str(recipe), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "lr must be a finite number between 1e-12 and 10.0, got -5" in result.output

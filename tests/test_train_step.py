@@ -113,6 +113,23 @@ def test_fused_adam_takes_the_for_loop_adams_steps():
             assert torch.allclose(p, q, atol=1e-7)
 
 
+def test_sparse_input_lookups_give_the_dense_steps_weights():
+    """The trainer's input embedding adds the rows it looked up into the head's dense table gradient."""
+    from edge_xsent.train import Trainer
+
+    cfg = TrainConfig(model=tiny().cfg, warmup_steps=1)
+    avoid = torch.zeros(V, dtype=torch.bool)
+    sparse, dense = (Trainer(cfg, tiny(), avoid, torch.device("cpu")) for _ in range(2))
+    dense.model.tok_emb.sparse = False
+    assert sparse.model.tok_emb.sparse
+    for step in range(3):
+        for t in (sparse, dense):
+            t.step(fixed_batch(), step, torch.Generator().manual_seed(step))
+        assert not sparse.model.tok_emb.weight.grad.is_sparse
+    for p, q in zip(sparse.model.parameters(), dense.model.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
 def test_a_sampled_head_drawing_every_piece_is_the_whole_softmax():
     model, avoid = tiny(), torch.zeros(V, dtype=torch.bool)
     exact_cfg = TrainConfig(model=model.cfg, align_weight=0.0, sim_weight=0.0)
