@@ -443,8 +443,10 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             return finished_summary(cfg, out)
         if cfg.init and (fresh or not ckpt_file.exists()):
             refuse_own_result(cfg)
-        resume = resume_state(cfg, ckpt_file, fresh, procs)
+        resume = None if fresh else resume_state(cfg, ckpt_file, procs)
         prep = prepare(cfg, out, resume is not None, procs, progress)
+        if fresh:  # only now that the data is known good: a typo in --data loses nothing
+            forget_previous_run(out, procs)
         trainer = build_trainer(cfg, prep, resume, procs)
         step, best_val = (resume["step"], resume["best_val"]) if resume else (0, float("inf"))
         data, mono, world, rank = prep.data, prep.mono, procs.world, procs.rank
@@ -531,9 +533,16 @@ def start_processes(cfg: TrainConfig) -> Processes:
     return Processes(world, rank, local_rank, device)
 
 
-def resume_state(cfg: TrainConfig, ckpt_file: Path, fresh: bool, procs: Processes) -> dict | None:
-    if fresh and procs.is_main and ckpt_file.exists():
-        ckpt_file.unlink()
+def forget_previous_run(out: Path, procs: Processes) -> None:
+    """--fresh: the old run's checkpoint and finished summary go, so that a fresh run killed before
+    its first checkpoint is not later resumed, or reported finished, as the old one."""
+    if procs.is_main:
+        for old in (checkpoint_path(out), out / "summary.json"):
+            old.unlink(missing_ok=True)
+    procs.barrier()
+
+
+def resume_state(cfg: TrainConfig, ckpt_file: Path, procs: Processes) -> dict | None:
     procs.barrier()
     resume = load_checkpoint(ckpt_file) if ckpt_file.exists() else None
     if resume is not None and _comparable(TrainConfig.from_dict(resume["config"], str(ckpt_file))) != _comparable(cfg):

@@ -294,3 +294,22 @@ def test_a_bad_recipe_value_is_one_error_line_from_the_command(tmp_path):
     result = CliRunner().invoke(main, ["train", "--config", str(recipe), "--out", str(tmp_path / "run")])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "lr must be a finite number between 1e-12 and 10.0, got -5" in result.output
+
+
+def test_fresh_with_a_typo_in_data_keeps_the_run_and_a_killed_fresh_run_is_not_the_old_one(tmp_path, monkeypatch):
+    import edge_xsent.train as T
+
+    cfg = tiny_config(tmp_path / "r", max_steps=10, eval_every=100)
+    train(cfg, progress=False)
+    with pytest.raises(UserError):
+        train(tiny_config(tmp_path / "r", max_steps=10, eval_every=100, data=str(tmp_path / "sampel")), fresh=True,
+              progress=False)
+    assert load_checkpoint(checkpoint_path(tmp_path / "r"))["step"] == 10  # the typo lost nothing
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(T.Trainer, "step", killed)
+    with pytest.raises(KeyboardInterrupt):  # a fresh run killed before its first checkpoint
+        train(cfg, fresh=True, progress=False)
+    assert not checkpoint_path(tmp_path / "r").exists() and not (tmp_path / "r" / "summary.json").exists()
