@@ -1,6 +1,7 @@
 """`data build` end to end, offline, on a small fake apt cache laid out like the real one."""
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,21 @@ def test_failed_build_keeps_previous_corpus(fake_cache, tmp_path):
     with pytest.raises(UserError, match="no source carries"):
         build(out, BuildConfig(langs=["fr"], sources=["ddtp"]), fake_cache, offline=True, progress=False)
     assert (out / "train.tsv").read_text() == before
+
+
+@pytest.mark.parametrize("says", ["E: Can't select candidate version from package libreoffice-help-ar as it has no "
+                                  "candidate", "E: Unable to locate package libreoffice-help-xx"])
+def test_a_package_apt_cannot_supply_is_skipped_and_reported(tmp_path, monkeypatch, says):
+    """apt-get's own words (bookworm's, for Arabic LibreOffice help and an unknown name): skipped."""
+    from edge_xsent.data.debian import AptCache
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "apt-get").write_text(f"#!/bin/sh\necho \"{says}\" >&2\nexit 100\n")
+    (bin_dir / "apt-get").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    cache = AptCache(tmp_path / "cache")
+    assert cache.package("libreoffice-help-ar") is None and cache.missing == {"libreoffice-help-ar"}
+    (bin_dir / "apt-get").write_text("#!/bin/sh\necho 'E: Failed to fetch: network down' >&2\nexit 100\n")
+    with pytest.raises(UserError, match="network down"):
+        cache.package("libreoffice-help-de")

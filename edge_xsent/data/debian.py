@@ -61,6 +61,12 @@ def _hyphen(lang: str) -> str:  # pt_BR -> pt-BR (LibreOffice help folders)
     return _underscore(lang).replace("_", "-")
 
 
+# What apt-get says of a package it cannot supply: a name it does not know, a virtual package
+# (libreoffice-help-ar: "Can't select candidate version ... as it has no candidate"), one without a
+# version. Each is a package skipped and reported, never a stopped build.
+NO_SUCH_PACKAGE = ("Unable to locate package", "has no installation candidate", "Can't select candidate version")
+
+
 class AptCache:
     """apt-get with its own lists and download folder, so nothing system-wide changes."""
 
@@ -129,7 +135,7 @@ class AptCache:
             res = subprocess.run(["apt-get", "download", "-q", *self._apt_opts(), name],
                                  cwd=self.debs, capture_output=True, text=True)
             if res.returncode != 0:
-                if "Unable to locate package" in res.stderr or "has no installation candidate" in res.stderr:
+                if any(m in res.stderr for m in NO_SUCH_PACKAGE):
                     return None
                 raise UserError(f"apt-get download {name} failed: {res.stderr.strip()[-300:]}")
             debs = sorted(self.debs.glob(f"{name}_*.deb"))
