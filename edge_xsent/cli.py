@@ -25,6 +25,19 @@ PRECISION_HELP = "ONNX precision (default int8); fp32 without an fp32 graph runs
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
 
 
+# A lean install (`pip install edge-xsent`) encodes and evaluates; these come with an extra.
+EXTRA_OF = {"torch": "train", "safetensors": "train", "onnx": "export", "onnxscript": "export"}
+
+
+def missing_extra(e: ModuleNotFoundError) -> Exception:
+    """The error of a command that needs a package the install lacks: which extra brings it."""
+    top = (e.name or "").split(".")[0]
+    if top not in EXTRA_OF:
+        raise e
+    return UserError(f"this needs {top}, which `pip install edge-xsent` leaves out: "
+                     f"pip install \"edge-xsent[{EXTRA_OF[top]}]\" (on a CPU machine: pip install torch==2.13.0 first)")
+
+
 def user_errors(fn):
     """UserError -> one readable line and exit 1; a traceback only with --debug."""
 
@@ -32,9 +45,11 @@ def user_errors(fn):
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except UserError as e:
+        except (UserError, ModuleNotFoundError) as e:
             if click.get_current_context().find_root().params.get("debug"):
                 raise
+            if isinstance(e, ModuleNotFoundError):
+                e = missing_extra(e)
             click.echo(f"error: {e}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine, as CI runs it (.ci/run calls this after installing the
 # package): what some tests need beyond pip's extras, then pytest. Rerunning skips what is there.
-#   scripts/test.sh            # after: pip install torch==2.13.0 -e ".[test,peers,hf]"
+#   scripts/test.sh            # after: pip install torch==2.13.0 -e ".[dev]"
 #   scripts/test.sh -x -k demo # extra arguments go to pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 DEBIAN_FRONTEND=noninteractive
-python3 -m pip install -q -e ".[test,plot,peers,hf]"
+python3 -m pip install -q torch==2.13.0 -e ".[dev]"  # torch pinned: the CPU wheel, not several GB of CUDA
 # The mobile demo's browser test: Debian's Chromium, onnxruntime-web and playwright-core.
 if [ ! -x /usr/bin/chromium ]; then
   apt-get update -qq && apt-get install -y -qq chromium >/dev/null

@@ -59,3 +59,35 @@ def test_no_import_circle_in_the_package():
         return any(d == goal or (d not in seen and not seen.add(d) and reaches(d, goal, seen)) for d in graph.get(start, ()))
     circles = [m for m in graph if reaches(m, m, set())]
     assert not circles, f"modules in an import circle: {circles}"
+
+
+@pytest.mark.slow
+def test_a_bare_venv_installs_the_wheel_without_torch_and_encodes(tmp_path):
+    """`pip install edge-xsent` is the encoder: its dependencies from PyPI, no torch, onnx or
+    onnxscript; the shipped model encodes, `eval xsr` runs, and training says which extra it needs."""
+    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", str(ROOT), "--no-deps", "--no-build-isolation",
+                    "-w", str(wheels)], check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py, cli = venv / "bin" / "python", venv / "bin" / "edge-xsent"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    install = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                              str(next(wheels.glob("edge_xsent-*.whl")))], capture_output=True, text=True, env=env)
+    assert install.returncode == 0, install.stderr[-2000:]
+    listed = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                            env=env).stdout.lower()
+    assert not {"torch", "onnx", "onnxscript"} & {line.split("==")[0] for line in listed.split()}, listed
+    code = ("from edge_xsent import Encoder; "
+            "v = Encoder.load().encode(['Save the document', 'Enregistrer le document', 'The cat sleeps']); "
+            "print(round(float(v[0] @ v[1]), 4), round(float(v[0] @ v[2]), 4))")
+    done = subprocess.run([str(py), "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    translation, unrelated = map(float, done.stdout.split())
+    assert translation > unrelated + 0.2
+    xsr = subprocess.run([str(cli), "eval", "xsr", "--max-pairs", "50", "--queries", "50"], capture_output=True,
+                         text=True, cwd=tmp_path, env=env)
+    assert xsr.returncode == 0 and "average" in xsr.stdout, xsr.stderr
+    train = subprocess.run([str(cli), "train", "--config", str(ROOT / "train" / "tiny-cpu.toml"), "--out",
+                            str(tmp_path / "run")], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert train.returncode == 1 and "Traceback" not in train.stderr
+    assert 'pip install "edge-xsent[train]"' in train.stderr
