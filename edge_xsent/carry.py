@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 from pathlib import Path
 
 from safetensors.torch import load_file, save as safetensors_bytes
 
+from .atomic import atomic_dir
 from .bundle import sha256
 from .errors import UserError
 from .layout import FILES
@@ -44,11 +44,10 @@ def save(run: str | Path, dest: str | Path) -> dict:
     ckpt_file = checkpoint_path(run)
     if not ckpt_file.exists():
         raise UserError(f"{run}: no checkpoint ({ckpt_file}) to carry; is this a training run's --out folder?")
+    _check_dest(run, dest)
     ckpt = load_checkpoint(ckpt_file)
     finished = (run / SUMMARY).exists() and (run / MODEL).is_dir()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    try:
+    with atomic_dir(dest) as tmp:  # the older carry stays until the new one is swapped in, in one step
         if finished:
             shutil.copytree(run / MODEL, tmp / MODEL)
         else:
@@ -62,12 +61,19 @@ def save(run: str | Path, dest: str | Path) -> dict:
                 "parts": [] if finished else [p for p in PARTS if p in ckpt],
                 "sha256": {n: sha256(tmp / n) for n in _files(tmp)}}
         (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
-        if dest.exists():
-            shutil.rmtree(dest)
-        tmp.rename(dest)  # a carry is complete or absent, never half of one
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return meta
+
+
+def _check_dest(run: Path, dest: Path) -> None:
+    """`dest` is a new folder or an older carry: never the run, a folder around or inside it, a file,
+    or a folder of anything else (it is replaced whole)."""
+    r, d = run.resolve(), dest.resolve()
+    if d == r or d.is_relative_to(r) or r.is_relative_to(d):
+        raise UserError(f"{dest}: the carry would replace the run {run} or a folder holding it; carry to a "
+                        "folder of its own (e.g. train/carry/NAME)")
+    if dest.exists() and not (dest.is_dir() and (dest / META).is_file()):
+        raise UserError(f"{dest} exists and is not a carried run (no {META}); carry save replaces only an older "
+                        "carry: name a new folder")
 
 
 def _files(folder: Path) -> list[str]:
@@ -109,6 +115,8 @@ def _read_meta(src: Path) -> dict:
     if meta.get("format") != CARRY_FORMAT:
         raise UserError(f"{src / META}: format {meta.get('format')!r}, expected {CARRY_FORMAT!r}")
     for name, digest in meta["sha256"].items():
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise UserError(f"{src / META} names {name!r}, a file outside the carry: refused")
         if not (src / name).exists() or sha256(src / name) != digest:
             raise UserError(f"{src / name} is missing or does not match carry.json's SHA-256 (a truncated copy or "
                             "a Git LFS pointer?); fetch the folder again")

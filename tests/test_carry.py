@@ -101,3 +101,31 @@ def test_a_run_is_never_started_again_from_its_own_result(carried, tmp_path):
     refuse_own_result(tiny_config(tmp_path / "next", max_steps=20, eval_every=5, init=str(own)))
     refuse_own_result(tiny_config(lost, max_steps=20, eval_every=5, lr=1e-3, init=str(own)))
     refuse_own_result(tiny_config(lost, max_steps=20, eval_every=5, init=str(run / "model")))  # a continuation
+
+
+def test_carry_save_never_replaces_the_run_or_a_folder_of_other_files(carried, tmp_path):
+    run, saved = carried
+    mine = tmp_path / "d"
+    mine.mkdir()
+    (mine / "f").write_text("hi")
+    for dest in (run, run / "checkpoints", run.parent, mine, mine / "f"):
+        with pytest.raises(UserError, match="carry"):
+            carry.save(run, dest)
+    assert (mine / "f").read_text() == "hi" and checkpoint_path(run).exists()
+    again = tmp_path / "again"
+    shutil.copytree(saved, again)
+    assert carry.save(run, again)["step"] == 10  # an older carry is replaced
+    assert not list(tmp_path.glob(".again.*"))  # and no temporary is left beside it
+
+
+def test_a_carry_naming_a_file_outside_itself_is_refused(carried, tmp_path):
+    _, saved = carried
+    evil = tmp_path / "evil"
+    shutil.copytree(saved, evil)
+    meta = json.loads((evil / carry.META).read_text())
+    meta["sha256"]["../victim.txt"] = meta["sha256"].popitem()[1]
+    (evil / carry.META).write_text(json.dumps(meta))
+    (tmp_path / "victim.txt").write_text("keep me")
+    with pytest.raises(UserError, match="outside the carry"):
+        carry.restore(evil, tmp_path / "run")
+    assert (tmp_path / "victim.txt").read_text() == "keep me"
