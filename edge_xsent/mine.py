@@ -114,23 +114,15 @@ def tsv_field(text: str) -> str:
     return " ".join(text.replace("\t", " ").splitlines())
 
 
-def refuse_overwriting_input(out: Path, inputs: Iterable[Path]) -> None:
-    from .errors import UserError
-
-    for path in inputs:
-        if Path(path).exists() and Path(out).exists() and Path(out).resolve() == Path(path).resolve():
-            raise UserError(f"--out {out} is also an input: writing it would destroy the input; choose another name")
-
-
 def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "intersect", k: int = 4,
                threshold: float = 1.05) -> int:
     """Mine two text files (one sentence per line) into a TSV of score, source, target, written
     atomically. The source streams twice (vectors, then only the mined lines' text), so its
     length is bounded by disk; the targets are held in memory. Returns the number of pairs."""
-    from .atomic import atomic_write
+    from .atomic import atomic_write, check_output
     from .data.corpus import read_lines
 
-    refuse_overwriting_input(out, [src, tgt])
+    check_output(out, [src, tgt])
     targets = [line for _, line in read_lines(tgt)]
     found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
     wanted = {i for _, i, _ in found}

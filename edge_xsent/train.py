@@ -436,6 +436,8 @@ class Prepared:
 
 def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
+    if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
+        raise UserError(f"--out {cfg.out} is a file; a run writes a folder: name a new or existing run folder")
     procs = start_processes(cfg)
     try:
         out, ckpt_file = Path(cfg.out), checkpoint_path(Path(cfg.out))

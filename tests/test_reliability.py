@@ -114,7 +114,7 @@ def test_an_output_never_overwrites_an_input(tmp_path):
     for args in (["encode", "--input", str(src), "--out", str(src)],
                  ["mine", str(src), str(tgt), "--out", str(tgt)]):
         res = _cli(*args)
-        assert res.exit_code == 1 and "is also an input" in res.output and res.exception.__class__ is SystemExit
+        assert res.exit_code == 1 and "is an input of this command" in res.output and res.exception.__class__ is SystemExit
     assert tgt.read_text() == "Ouvrir le fichier\nEnregistrer le fichier\n" and src.read_text().startswith("Open")
 
 
@@ -221,7 +221,7 @@ def test_a_malformed_manifest_is_one_clear_error(tiny_model, tmp_path, change, m
 
 @pytest.mark.parametrize("change, message", [
     (lambda c: c.pop("model"), "field 'model'"),
-    (lambda c: c["model"].update(n_heads=0), "n_heads must be a whole number >= 1"),
+    (lambda c: c["model"].update(n_heads=0), "n_heads must be a whole number between 1 and 256"),
     (lambda c: c["model"].update(d_model=64, n_heads=4), "sizes do not match the weights"),
 ])
 def test_a_malformed_config_is_one_clear_error(tiny_model, tmp_path, change, message):
