@@ -307,8 +307,10 @@ def carry_restore(src, run):
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--data", default="corpus", show_default=True, help="Corpus whose train split gives each language's vectors.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Model folder (default: MODEL-debiased).")
-@click.option("--rank", default=1, show_default=True, help="Directions removed (at most languages - 1).")
-@click.option("--per-lang", default=3000, show_default=True, help="Sentences sampled per language.")
+@click.option("--rank", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Directions removed (at most languages - 1).")
+@click.option("--per-lang", default=3000, show_default=True, type=click.IntRange(min=2),
+              help="Sentences sampled per language.")
 @user_errors
 def debias_cmd(model_path, data, out, rank, per_lang):
     """Remove the language-identity subspace from a trained model's vectors (before export).
@@ -341,7 +343,9 @@ def debias_cmd(model_path, data, out, rank, per_lang):
               help="int8 weight storage: s8, s8-7bit (reduce_range: no saturation on x86 CPUs without VNNI) or u8 "
                    "(benchmarks/int8_variants.py compares them).")
 @click.option("--torchscript/--no-torchscript", default=True, show_default=True)
-@click.option("--min-cosine", default=0.99, show_default=True, help="Fail if int8's mean cosine vs fp32 is lower.")
+@click.option("--min-cosine", default=0.99, show_default=True, type=click.FloatRange(-1.0, 1.0),
+              callback=lambda ctx, p, v: _finite(v, "--min-cosine"),
+              help="Fail if int8's mean cosine vs fp32 is lower (between -1 and 1; nan would turn the check off).")
 @click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
 @click.option("--fuse", is_flag=True, help="Apply onnxruntime graph fusions (attention, SkipLayerNorm, BiasGelu) before quantising.")
 @click.option("--int4", is_flag=True, help="Also write 4-bit weights (onnx/model_int4.onnx).")
@@ -386,7 +390,7 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
-@click.option("--threads", type=int, default=None, help="CPU threads for inference.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for inference.")
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
 @click.option("--vectors", type=click.Choice(OUTPUT_PRECISIONS), default="float32", show_default=True,
               help="Output vectors: float32; int8 codes (the model's calibrated ranges); ubinary, packed sign bits.")
@@ -438,10 +442,13 @@ def calibrate_cmd(model_path, data, split, sentences):
 @click.option("--layers", default="1,2,4,6", show_default=True, help="Depths to measure, comma-separated.")
 @click.option("--data", default="sample", show_default=True, help="Corpus whose real pairs feed the benchmark.")
 @click.option("--vocab-size", default=8000, show_default=True)
-@click.option("--train-steps", default=8, show_default=True, help="Timed training steps per depth (after warm-up).")
-@click.option("--per-steps", default=10_000, show_default=True, help="Report training time per this many steps.")
-@click.option("--repeats", default=30, show_default=True, help="Timed inference repeats per batch size.")
-@click.option("--threads", default=1, show_default=True)
+@click.option("--train-steps", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Timed training steps per depth (after warm-up).")
+@click.option("--per-steps", default=10_000, show_default=True, type=click.IntRange(min=1),
+              help="Report training time per this many steps.")
+@click.option("--repeats", default=30, show_default=True, type=click.IntRange(min=1),
+              help="Timed inference repeats per batch size.")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--model", "models", multiple=True, help="LAYERS:FOLDER, a trained model of that depth (adds P@1).")
 @click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_BENCH_OUT, show_default=True,
@@ -469,6 +476,8 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
         trained = {int(k): v for k, _, v in (m.partition(":") for m in models)}
     except ValueError:
         raise UserError("--layers takes integers like 1,2,4,6 and --model takes LAYERS:FOLDER") from None
+    if not depth or not all(1 <= d <= 24 for d in depth):
+        raise UserError(f"--layers {layers}: each depth must be between 1 and 24, e.g. 1,2,4,6")
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
                       infer_repeats=repeats, threads=threads, device=device, models=trained,
                       peers=parse_peers(peers))
@@ -737,7 +746,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, ba
 @click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
-@click.option("--seeds", default=5, show_default=True)
+@click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
 @click.option("--peers", default=None,

@@ -26,6 +26,7 @@ def test_every_command_help_has_examples(cmd):
     (["bench", "--layers", "two"], "--layers takes integers"),
     (["data", "build", "--langs", "french", "--offline"], "unknown language code"),
     (["eval", "xsr", "--max-pairs", "0"], "use a positive number of pairs"),
+    (["bench", "--layers", "0"], "each depth must be between 1 and 24"),
 ])
 def test_user_errors_are_one_line_without_traceback(args, message):
     res = CliRunner().invoke(main, args)
@@ -116,3 +117,15 @@ def test_result_records_name_the_command_as_typed(tmp_path):
     assert res.exit_code == 0, res.output
     assert f"`edge-xsent eval xsr --data sample --queries 20 --max-pairs 50 --md {md}`" in md.read_text()
     assert "--model" not in md.read_text() and "--split" not in md.read_text()  # defaults left out
+
+
+@pytest.mark.parametrize("args, says", [
+    (["eval", "classify", "--seeds", "0"], "--seeds"),
+    (["debias", "m", "--per-lang", "0"], "--per-lang"),
+    (["export", "m", "--min-cosine", "nan"], "--min-cosine"),
+    (["bench", "--threads", "0"], "--threads"),
+])
+def test_values_that_would_give_nan_or_a_traceback_are_usage_errors(args, says):
+    """--seeds 0 printed nan and exit 0; --min-cosine nan turned the int8 parity guard off."""
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2 and says in res.output and "Traceback" not in res.output
