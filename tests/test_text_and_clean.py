@@ -77,3 +77,44 @@ def test_cleaner_length_ratio_and_too_long():
     assert c.dropped["length_ratio"] == 1
     assert c(" ".join(["word"] * 200), " ".join(["mot"] * 200)) is None
     assert c.dropped["too_long"] == 1
+
+
+# Real translations as Debian's catalogues carry them (GNOME and coreutils style strings).
+ZH = ("Could not open the file because it does not exist.", "无法打开文件，因为它不存在。")
+JA = ("Could not open the file because it does not exist.", "ファイルが存在しないため開けませんでした。")
+AR = ("Could not open the file because it does not exist.", "تعذر فتح الملف لأنه غير موجود.")
+TH = ("Could not open the file because it does not exist.", "ไม่สามารถเปิดไฟล์ได้เนื่องจากไม่มีไฟล์อยู่")
+
+
+def test_a_good_chinese_or_japanese_translation_passes_the_centred_length_rule():
+    """English has ~3 characters per Chinese one: the old symmetric 3:1 rule dropped this pair."""
+    from edge_xsent.data.clean import char_ratio
+
+    for (en, xx), lang in ((ZH, "zh_CN"), (ZH, "zh_TW"), (JA, "ja"), (AR, "ar"), (TH, "th")):
+        c = Cleaner()
+        assert c(en, xx, lang) is not None, (lang, c.dropped)
+    assert Cleaner()(*ZH) is None  # without the language: the old rule, which drops it
+    assert char_ratio("zh_CN") == 0.33 and char_ratio("fr") == 1.0
+    c = Cleaner()  # a misaligned Chinese pair (a fragment for a sentence) is still dropped
+    assert c("Could not open the file because it does not exist on this disk.", "文件", "zh_CN") is None
+    assert c.dropped["length_ratio"] == 1
+
+
+def test_word_counts_of_scripts_without_spaces():
+    from edge_xsent.data.clean import word_count
+
+    assert word_count("Open the file now") == 4
+    assert word_count(ZH[1]) == 6  # 12 Han characters at 2 a word; "，" and "。" are no words
+    assert word_count(TH[1]) == 9  # 42 Thai characters (vowel and tone marks included) at 5 a word
+    assert word_count(JA[1]) == 10 and word_count(AR[1]) == 6  # Arabic has spaces: counted as before
+    assert word_count("GNOME 桌面环境") == 1 + 2  # a Latin word, then 4 Han characters
+
+
+def test_monolingual_chinese_and_thai_text_is_kept_by_character_count():
+    """The monolingual filter needed 4 space-separated words: most Chinese and Thai fortunes were lost."""
+    from edge_xsent.data.build import mono_ok
+    from edge_xsent.data.clean import CleanConfig
+
+    cfg = CleanConfig()
+    assert mono_ok("不要在一棵树上吊死。", cfg) and mono_ok(TH[1], cfg)
+    assert not mono_ok("你好", cfg)  # two characters: one word, too short as before

@@ -18,7 +18,7 @@ from ..text import normalize
 from . import debian, reserved
 from . import sources as sources_
 from .clean import (Cleaner, CleanConfig, TemplateCap, has_markup, mentions_reserved_text,
-                    mostly_non_letters)
+                    mostly_non_letters, word_count)
 from .corpus import (CLASSIFY_HEADER, CORPUS_HEADER, MONO_HEADER, SPLITS, Pair, read_classify, read_corpus_split, read_mono, split_of,
                      write_header, write_pair)
 
@@ -110,7 +110,7 @@ class CorpusWriter:
 
     def add(self, raw: debian.RawPair, domain: str) -> None:
         self.raw[(raw.source, raw.lang)] += 1
-        cleaned = self.cleaners[domain](raw.en, raw.xx)
+        cleaned = self.cleaners[domain](raw.en, raw.xx, raw.lang)
         if cleaned is None:
             return
         en, xx = cleaned
@@ -222,7 +222,7 @@ def write_mono(path: Path, cache: debian.AptCache, chosen: list[sources_.Source]
 
 def mono_ok(text: str, cfg: CleanConfig) -> bool:
     """The pair filters that make sense for one side alone."""
-    n = len(text.split())
+    n = word_count(text)  # characters for Chinese, Japanese or Thai, which have no spaces to count
     return (cfg.min_words <= n <= cfg.max_words and len(text) <= cfg.max_chars
             and not has_markup(text, text) and not mostly_non_letters(text, text)
             and not mentions_reserved_text(text))
