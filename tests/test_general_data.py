@@ -264,3 +264,27 @@ def test_offline_cache_remembers_languages_without_a_ddtp_index(fake_cache):
         AptCache(fake_cache, offline=True).update(["fr", "pt_BR"])
     (fake_cache / "updated-langs.txt").write_text("en fr pt_BR\n")  # what a real update writes
     AptCache(fake_cache, offline=True).update(["fr", "pt_BR"])  # DDTP has no pt_BR index: accepted
+
+
+def test_wordfreq_reaches_hindi_croatian_and_not_traditional_chinese():
+    """Real wordfreq lists: Hindi's vowel signs are part of a word (2,261 of 10,000 words were kept
+    before), Croatian comes from the Serbo-Croatian list, and Traditional Chinese gets no
+    Simplified words."""
+    pytest.importorskip("wordfreq")
+    from edge_xsent.data.mono import WORDS_PER_LANG, read_wordfreq
+
+    errors = []
+    got = {}
+    for m in read_wordfreq(None, ["hi", "hr", "zh_TW"], on_error=errors.append):
+        got.setdefault(m.lang, []).append(m.text)
+    assert len(got["hi"]) == WORDS_PER_LANG and "में" in got["hi"]
+    assert len(got["hr"]) == WORDS_PER_LANG and "je" in got["hr"]
+    assert "zh_TW" not in got and any("zh_TW" in str(e) for e in errors)
+
+
+def test_dictionary_text_in_scripts_with_combining_marks():
+    from edge_xsent.data.dictionaries import FREEDICT_CODES, _TEXT
+
+    assert _TEXT.match("हिंदी भाषा") and _TEXT.match("книга") and _TEXT.match("本")
+    assert not _TEXT.match("3 books")
+    assert {"ar", "ja", "tr", "sv", "cs", "hi"} <= set(FREEDICT_CODES)

@@ -25,6 +25,25 @@ MARKUP = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>|&[a-z]+;|&#\d+;|\\[nt]"
 ACCELERATOR = re.compile(r"(?<![\w&~_])[_&~](?=\w)")
 LETTER = re.compile(r"[^\W\d_]")
 
+
+def _combining_marks() -> str:
+    """A character class body of Unicode's combining marks (Mn, Mc, Me): the vowel signs of Hindi
+    and Bengali, Thai's vowels and tones, Arabic's harakat. Python's `\w` leaves them out, so a
+    pattern of letters alone rejects most Hindi words ("हिंदी")."""
+    import unicodedata
+
+    marks = [c for c in range(0x300, 0x1F000) if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")]
+    runs, start = [], marks[0]
+    for a, b in zip(marks, marks[1:] + [None]):
+        if b != a + 1:
+            runs.append(f"\\U{start:08x}-\\U{a:08x}" if a > start else f"\\U{a:08x}")  # 8 hex digits: marks past the BMP too
+            start = b
+    return "".join(runs)
+
+
+# A letter followed by letters or combining marks: one word in any script.
+WORD_CHARS = rf"[^\W\d_](?:[^\W\d_]|[{_combining_marks()}])*"
+
 LANGUAGE_NAMES = {
     "afrikaans", "albanian", "amharic", "arabic", "armenian", "asturian", "azerbaijani", "basque", "belarusian",
     "bengali", "bosnian", "breton", "bulgarian", "burmese", "catalan", "chinese", "croatian", "czech", "danish",

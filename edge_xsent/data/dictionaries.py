@@ -23,13 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from .clean import WORD_CHARS
 from .debian import AptCache, RawPair, _underscore
 from .formats import ErrorSink, FormatError, report
 from .mono import import_wordfreq
 
 # FreeDict's three-letter codes; Brazilian Portuguese reads the (European and Brazilian) por dictionaries.
 FREEDICT_CODES = {"de": "deu", "es": "spa", "fr": "fra", "it": "ita", "nl": "nld", "pl": "pol", "pt_BR": "por",
-                  "ru": "rus"}
+                  "ru": "rus", "ar": "ara", "bg": "bul", "cs": "ces", "da": "dan", "el": "ell", "fi": "fin", "hi": "hin",
+                  "hr": "hrv", "hu": "hun", "id": "ind", "ja": "jpn", "lt": "lit", "nb": "nor", "sk": "slk", "sl": "slv",
+                  "sr": "srp", "sv": "swe", "tr": "tur"}  # every language Debian's FreeDict packages pair with English
 PAIRS_PER_LANG = 20_000
 ENGLISH_VOCAB = 50_000  # wordfreq ranks: an English word past this is not everyday vocabulary
 MAX_WORDS = 8  # an example phrase longer than this is a sentence, which the sentence sources cover
@@ -40,7 +43,7 @@ _MARKS = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")  # <fem>, [comp.]
 _EXAMPLE = re.compile(r'^\s+"([^"]+)"\s+-\s+(.+)$')  # Ding:      "build a house"  - ein Haus bauen
 _META = re.compile(r"^\s*(?:see:|Synonyms?:|Note:|Antonyms?:)")
 _ENGLISH_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
-_TEXT = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*(?: [^\W\d_]+(?:['’-][^\W\d_]+)*)*$")  # letters, words
+_TEXT = re.compile(rf"^{WORD_CHARS}(?:['’-]{WORD_CHARS})*(?: {WORD_CHARS}(?:['’-]{WORD_CHARS})*)*$")  # words
 
 
 @dataclass(frozen=True)

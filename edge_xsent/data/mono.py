@@ -13,6 +13,7 @@ from typing import Iterator
 
 from . import formats
 from .debian import AptCache, _underscore
+from .clean import WORD_CHARS
 from .formats import ErrorSink, FormatError, report, skip_bad_file
 
 
@@ -78,7 +79,10 @@ def read_wordnet(cache: AptCache, langs: list[str], on_error: ErrorSink | None =
 
 
 WORDS_PER_LANG = 10_000  # the most frequent words of each language (wordfreq's top_n_list)
-_WORD = re.compile(r"^[^\W\d_]+(?:['’-][^\W\d_]+)*$")  # letters, with inner apostrophes or hyphens
+_WORD = re.compile(rf"^{WORD_CHARS}(?:['’-]{WORD_CHARS})*$")  # letters and marks, inner apostrophes or hyphens
+# wordfreq's list for a language code where it is not the code's own: Croatian (Latin script) is in its
+# Serbo-Croatian list; its Chinese list is Simplified only, so Traditional Chinese (zh_TW) has none.
+WORDFREQ_CODES = {"hr": "sh", "zh_TW": None}
 
 
 def import_wordfreq(source: str):
@@ -99,6 +103,7 @@ def read_wordfreq(cache: AptCache, langs: list[str], on_error: ErrorSink | None 
     wordfreq = import_wordfreq("wordfreq")
     for lang in ["en", *(_underscore(l) for l in langs if _underscore(l) != "en")]:
         code = lang.split("_")[0]  # pt_BR -> pt: wordfreq has one Portuguese list
+        code = WORDFREQ_CODES.get(lang, WORDFREQ_CODES.get(code, code))
         if code not in wordfreq.available_languages():
             report(on_error, FormatError(f"wordfreq has no word list for {lang}"))
             continue
