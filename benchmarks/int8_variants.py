@@ -184,7 +184,7 @@ def report(res: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle", type=Path, nargs="?", default=ROOT / "runs/general-scratch-32k/bundle")
+    ap.add_argument("bundle", type=Path, help="a bundle exported with its fp32 graph (edge-xsent export MODEL --int8)")
     ap.add_argument("--data", type=Path, default=ROOT / "corpus-g", help="corpus folder with both domains' test split")
     ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()

@@ -11,7 +11,7 @@
 # the speed against USE-m is measured in one run: the rule of train/general-default.md.
 set -euo pipefail
 # no argument: the recipe of the model shipped now (recorded in its manifest by ship_default.py)
-shipped_recipe=$(python -c 'import json, sys; print(json.load(open(sys.argv[1])).get("recipe", "train/general-scratch-32k.toml"))' \
+shipped_recipe=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["recipe"])' \
   edge_xsent/resources/default-model/manifest.json)
 recipe=${1:-$shipped_recipe}
 # the run folder and the corpus the recipe trains on, read (and the recipe checked) by the config's own loader
