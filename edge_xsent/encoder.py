@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import re
 import warnings
 from pathlib import Path
 from typing import IO, Callable, Iterator, Sequence
@@ -268,7 +269,15 @@ def _check_items(sentences) -> list[str]:
     for i, s in enumerate(items):
         if not isinstance(s, str):
             raise UserError(f"encode(): item {i} is {type(s).__name__}, not str; convert it with str() or drop it")
+        if _SURROGATE.search(s):
+            raise UserError(f"encode(): item {i} holds a lone surrogate ({_SURROGATE.search(s).group()!r}), not "
+                            "valid Unicode: bytes decoded with errors='surrogateescape'? decode them as UTF-8, "
+                            "e.g. with errors='replace'")
     return items
+
+
+# Lone surrogates: what undecodable bytes become under errors="surrogateescape" (a POSIX-locale stdin).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def calibrate_folder(folder: str | Path, data: str = "sample", split: str = "valid", n: int = 4000) -> dict:
@@ -301,12 +310,15 @@ def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, bat
     n = 0
     bar = tqdm(disable=not show_progress, unit=" sent", desc="encode", mininterval=1)
     with tempfile.TemporaryFile() as body:
-        while batch := list(itertools.islice(lines, chunk)):
-            vecs = enc.encode(batch, batch_size=batch_size, normalize=normalize, precision=precision, dimensions=dimensions)
-            body.write(vecs.astype(dtype).tobytes())
-            n += len(batch)
-            bar.update(len(batch))
-        bar.close()
+        try:
+            while batch := list(itertools.islice(lines, chunk)):
+                vecs = enc.encode(batch, batch_size=batch_size, normalize=normalize, precision=precision,
+                                  dimensions=dimensions)
+                body.write(vecs.astype(dtype).tobytes())
+                n += len(batch)
+                bar.update(len(batch))
+        finally:
+            bar.close()  # ends the bar's line, so an error starts on a line of its own
         body.seek(0)
         with atomic_write(out, "wb") as f:
             np.lib.format.write_array_header_1_0(f, {"descr": dtype.str, "fortran_order": False, "shape": (n, width)})
@@ -328,6 +340,8 @@ def _stream_lines(source: IO[str]) -> Iterator[str]:
     try:
         for n, line in enumerate(source, 1):
             line = line.rstrip("\r\n")
+            if _SURROGATE.search(line):  # a stdin decoded with surrogateescape lets bad bytes through
+                raise UserError(f"line {n} of the input is not valid UTF-8; re-encode it as UTF-8")
             yield line.removeprefix("\ufeff") if n == 1 else line
     except UnicodeDecodeError as e:
         raise UserError(f"input line {n + 1}: not valid UTF-8 ({e.reason}); re-encode the text as UTF-8") from e

@@ -1,8 +1,11 @@
 """Loading never executes code and never leaves its folder; writes are atomic."""
 
 import json
+import os
 import pickle
 import shutil
+import subprocess
+import sys
 
 import pytest
 import numpy as np
@@ -320,3 +323,16 @@ def test_a_max_len_beyond_the_graph_fails_at_load(tiny_bundle, tmp_path):
     write_manifest(b)
     with pytest.raises(UserError, match=r"config.json: max_len \d+ does not fit the ONNX graph"):
         Encoder.load(b)
+
+
+def test_undecodable_bytes_on_a_real_stdin_and_lone_surrogates_are_one_error(tmp_path):
+    """A process's stdin under a POSIX locale decodes bad bytes to lone surrogates (surrogateescape):
+    CliRunner's strict stdin never showed it. Now: one error line naming the line, on its own line."""
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8:surrogateescape"}
+    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "encode", "--out", str(tmp_path / "v.npy")],
+                         input=b"Open the file\n\xff\xfe bad\n", capture_output=True, env=env)
+    err = res.stderr.decode()
+    assert res.returncode == 1 and "Traceback" not in err and not (tmp_path / "v.npy").exists()
+    assert "\nerror: line 2 of the input is not valid UTF-8" in "\n" + err
+    with pytest.raises(UserError, match="item 1 holds a lone surrogate"):
+        Encoder.load().encode(["ok", "ok\udcff"])
