@@ -50,9 +50,11 @@ def load_calibration(folder: Path, dim: int) -> dict | None:
         return None
     try:
         ranges = json.loads(path.read_text())
+        lo, hi = np.asarray(ranges["min"], dtype=np.float64), np.asarray(ranges["max"], dtype=np.float64)
         ok = (ranges.get("format") == CALIBRATION_FORMAT and ranges.get("dim") == dim
-              and len(ranges["min"]) == dim and len(ranges["max"]) == dim)
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+              and lo.shape == hi.shape == (dim,) and bool(np.isfinite(lo).all() and np.isfinite(hi).all())
+              and bool((lo < hi).all()))  # NaN or empty ranges would turn every code into 0 without a word
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError):
         ok = False
     if not ok:
         raise UserError(f"{path} is not a valid int8 calibration for {dim} dimensions: remake it with "

@@ -173,3 +173,16 @@ def test_compact_vectors_benchmark_runs(tmp_path, monkeypatch):
     assert rows["ubinary x 64"]["mb_per_100k"] == pytest.approx(0.76, abs=0.01)
     assert rows["float32 x 256"]["test"] >= rows["ubinary x 64"]["test"]  # 128x smaller costs something
     assert "| int8 | 256 | 24.4 |" in out.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("change", [lambda r: r["min"].__setitem__(0, float("nan")),
+                                    lambda r: r["max"].__setitem__(1, r["min"][1])])
+def test_nan_or_empty_calibration_ranges_are_refused(calibrated, tmp_path, change):
+    """A NaN range (checksums redone) made every int8 code 0 with exit 0; an empty one divides by zero."""
+    folder = tmp_path / "m"
+    shutil.copytree(calibrated, folder)
+    ranges = json.loads((folder / "calibration.json").read_text())
+    change(ranges)
+    (folder / "calibration.json").write_text(json.dumps(ranges))
+    with pytest.raises(UserError, match="not a valid int8 calibration"):
+        compact.load_calibration(folder, len(ranges["min"]))
