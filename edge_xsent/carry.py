@@ -112,8 +112,14 @@ def _read_meta(src: Path) -> dict:
         meta = json.loads((src / META).read_text())
     except (OSError, ValueError) as e:
         raise UserError(f"{src}: not a carried run ({e}); write one with `edge-xsent carry save RUN {src}`") from e
-    if meta.get("format") != CARRY_FORMAT:
-        raise UserError(f"{src / META}: format {meta.get('format')!r}, expected {CARRY_FORMAT!r}")
+    if not isinstance(meta, dict) or meta.get("format") != CARRY_FORMAT:
+        raise UserError(f"{src / META}: format {meta.get('format') if isinstance(meta, dict) else meta!r}, "
+                        f"expected {CARRY_FORMAT!r}")
+    wanted = {"step": int, "finished": bool, "config": dict, "parts": list, "sha256": dict}
+    torn = [k for k, t in wanted.items() if not isinstance(meta.get(k), t) or (t is int and isinstance(meta[k], bool))]
+    if torn or meta["step"] < 0:
+        raise UserError(f"{src / META}: field(s) {', '.join(torn) or 'step'} missing or of the wrong type (a torn or "
+                        f"hand-edited file); write the carry again with `edge-xsent carry save RUN {src}`")
     for name, digest in meta["sha256"].items():
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise UserError(f"{src / META} names {name!r}, a file outside the carry: refused")

@@ -129,3 +129,16 @@ def test_a_carry_naming_a_file_outside_itself_is_refused(carried, tmp_path):
     with pytest.raises(UserError, match="outside the carry"):
         carry.restore(evil, tmp_path / "run")
     assert (tmp_path / "victim.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("tear", [lambda m: m.pop("step"), lambda m: m.update(step="10"), lambda m: m.pop("sha256"),
+                                  lambda m: m.update(finished="no")])
+def test_a_torn_carry_json_is_one_error_naming_the_field(carried, tmp_path, tear):
+    _, saved = carried
+    torn = tmp_path / "torn"
+    shutil.copytree(saved, torn)
+    meta = json.loads((torn / carry.META).read_text())
+    tear(meta)
+    (torn / carry.META).write_text(json.dumps(meta))
+    with pytest.raises(UserError, match="missing or of the wrong type"):
+        carry.restore(torn, tmp_path / "run")
