@@ -491,7 +491,7 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
 def finished_summary(cfg: TrainConfig, out: Path) -> dict:
     """A finished run whose checkpoint is gone (deleted to save space, or carried as its model folder:
     edge_xsent/carry.py) is reported, never trained again from its start over its model."""
-    summary = json.loads((out / "summary.json").read_text())
+    summary = read_summary(out)
     ran = trained_config(out / "model")
     if summary["steps"] < cfg.max_steps or ran is None:
         raise UserError(f"{out} holds a run finished at step {summary['steps']} with no checkpoint to go on from "
@@ -499,6 +499,20 @@ def finished_summary(cfg: TrainConfig, out: Path) -> dict:
                         "with --fresh")
     if _comparable(ran) != _comparable(cfg):
         raise UserError(f"{out} holds a finished run with a different config; use --fresh to start over")
+    return summary
+
+
+def read_summary(out: Path) -> dict:
+    """A finished run's summary.json; a torn or hand-edited one is an error naming the way out."""
+    path = out / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+        ok = isinstance(summary, dict) and isinstance(summary.get("steps"), int) and not isinstance(summary["steps"], bool)
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise UserError(f"{path} is unreadable or has no whole-number 'steps' (a torn or hand-edited file): delete it "
+                        "to resume from the run's checkpoint, or start over with --fresh")
     return summary
 
 
@@ -665,7 +679,7 @@ def _saving(save, step: int, where: Path) -> None:
 def finish(cfg: TrainConfig, out: Path, trainer: Trainer, procs: Processes, log: RunLog, step: int, best_val: float,
            history: list[dict], prep_s: float) -> dict:
     if log.steps_done == 0 and (out / "summary.json").exists():  # already finished: keep the record of the real run
-        return json.loads((out / "summary.json").read_text())
+        return read_summary(out)
     summary = {"steps": step, "best_val_total": best_val, "last": log.last, "history": history,
                "train_seconds_this_run": round(time.time() - log.t_start, 1), "prep_seconds": round(prep_s, 1),
                "pairs_per_s": round(log.rate(), 1)}
@@ -676,7 +690,8 @@ def finish(cfg: TrainConfig, out: Path, trainer: Trainer, procs: Processes, log:
     if procs.device.type == "cuda":
         summary["cuda_max_allocated_mb"] = round(torch.cuda.max_memory_allocated(procs.device) / 2**20, 1)
     if procs.is_main:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        with atomic_write(out / "summary.json") as f:  # a kill mid-write leaves the old one, never half of one
+            f.write(json.dumps(summary, indent=2) + "\n")
     return summary
 
 

@@ -313,3 +313,13 @@ def test_fresh_with_a_typo_in_data_keeps_the_run_and_a_killed_fresh_run_is_not_t
     with pytest.raises(KeyboardInterrupt):  # a fresh run killed before its first checkpoint
         train(cfg, fresh=True, progress=False)
     assert not checkpoint_path(tmp_path / "r").exists() and not (tmp_path / "r" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("torn", ['{"steps": "10"}', '{"steps": 10', "[]"])
+def test_a_torn_summary_is_one_error_naming_the_way_out(tmp_path, torn):
+    cfg = tiny_config(tmp_path / "r", max_steps=10, eval_every=100)
+    train(cfg, progress=False)
+    checkpoint_path(tmp_path / "r").unlink()  # a finished run whose checkpoint is gone: its summary is read
+    (tmp_path / "r" / "summary.json").write_text(torn)
+    with pytest.raises(UserError, match="summary.json is unreadable or has no whole-number 'steps'"):
+        train(cfg, progress=False)
