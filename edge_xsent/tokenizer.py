@@ -5,12 +5,18 @@ Fixed ids, the same in every model:  0 = <pad>, 1 = <unk>, 2 = <mask>; no BOS/EO
 (`identity`): `edge_xsent.text.normalize` (NFKC + collapsed whitespace) runs first on
 every platform instead, so the browser and JVM tokenizers, which re-implement only the
 unigram Viterbi search, see exactly the text Python sees.
+
+New vocabularies have byte fallback: a character with no piece becomes the pieces of its
+UTF-8 bytes (`<0xE0>`...), never `<unk>`, so a script the corpus lacks still reaches the
+model as something it can learn. Older tokenizers (no byte pieces) keep working unchanged.
 """
 
 from __future__ import annotations
 
 import io
+import random
 import re
+from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -41,7 +47,8 @@ class Tokenizer:
             raise UserError(f"{path}: not a valid SentencePiece model ({e})") from e
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int, max_sentences: int = 1_000_000, seed: int = 0) -> "Tokenizer":
+    def train(cls, texts: Iterable[str], vocab_size: int, max_sentences: int = 1_000_000, seed: int = 0,
+              byte_fallback: bool = True) -> "Tokenizer":
         model = io.BytesIO()
         spm.set_random_generator_seed(seed)
         try:
@@ -55,6 +62,7 @@ class Tokenizer:
                 normalization_rule_name="identity",
                 remove_extra_whitespaces=False,
                 character_coverage=0.9995,
+                byte_fallback=byte_fallback,
                 input_sentence_size=max_sentences,
                 shuffle_input_sentence=True,
                 num_threads=2,
@@ -68,6 +76,10 @@ class Tokenizer:
                                 f"{limit.group(1)} pieces; lower --vocab-size or add data") from e
             raise UserError(f"tokenizer training failed: {msg.strip()}") from e
         return cls(model.getvalue())
+
+    @property
+    def byte_fallback(self) -> bool:
+        return self.sp.piece_to_id("<0x00>") != UNK_ID and self.sp.is_byte(self.sp.piece_to_id("<0x00>"))
 
     @property
     def vocab_size(self) -> int:
@@ -90,6 +102,24 @@ def _normalized(texts: Iterable[str]) -> Iterator[str]:
         t = normalize(t)
         if t:
             yield t
+
+
+def balanced_sample(pairs: Iterable, per_lang: int, seed: int = 0) -> list[str]:
+    """Up to `per_lang` texts of each language (both sides of every pair), drawn at random.
+
+    A vocabulary trained on the raw corpus spends its pieces on the big languages (German has
+    30 times Persian's pairs); an equal share each keeps every language's tokens per English
+    token low, which is what the vocabulary-size rule bounds (docs/training.md)."""
+    by_lang: dict[str, list[str]] = defaultdict(list)
+    for p in pairs:
+        by_lang[p.lang_a].append(p.a)
+        by_lang[p.lang_b].append(p.b)
+    rng = random.Random(seed)
+    out: list[str] = []
+    for lang in sorted(by_lang):
+        texts = list(dict.fromkeys(by_lang[lang]))  # one vote per distinct text
+        out += rng.sample(texts, min(per_lang, len(texts)))
+    return out
 
 
 def prune(tokenizer: Tokenizer, keep: set[int]) -> tuple[Tokenizer, list[int]]:

@@ -112,7 +112,7 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
     tok_path = out / FILES["tokenizer"]
     fresh = cfg.tokenizer == TRAIN_TOKENIZER
     own = resuming and tok_path.exists()
-    given = Path(cfg.tokenizer) if cfg.tokenizer and not fresh else \
+    given = Path(cfg.tokenizer).expanduser() if cfg.tokenizer and not fresh else \
         init_dir(cfg.init) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
     if given is not None:
         tok = Tokenizer.load(given)
@@ -250,18 +250,27 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
                    progress: bool) -> TokenizedTexts | None:
     """Label the source side of every (rows, data) split and the corpus's monolingual texts with
     the teacher (cached on disk), attach the vectors to the data, and return the monolingual
-    texts when the recipe uses them."""
+    texts when the recipe uses them. Monolingual text in a language the teacher was not trained
+    on is left out: its vectors there are noise (Reimers and Gurevych's student learns those
+    languages from the pairs, whose English side the teacher knows)."""
     from .data.corpus import read_mono
     from .peers import load_teacher
     from .teacher import label
 
-    mono_path = resolve(cfg.data) / "mono.tsv"
-    mono_texts = [t for _, t, _ in read_mono(mono_path)] if cfg.mono_batch_size and mono_path.exists() else []
-    if cfg.mono_batch_size and not mono_texts:
-        raise UserError(f"mono_batch_size is set but {mono_path} is missing or empty: build the corpus with "
-                        "monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
-    texts = [p.a for rows, _ in splits for p in rows] + mono_texts
     teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
+    known = teacher.languages
+    unknown = sorted({p.lang_a for rows, _ in splits for p in rows} - known) if known else []
+    if unknown:
+        raise UserError(f"the teacher {cfg.teacher} does not know {', '.join(unknown)}, the source side of some pairs; "
+                        f"it labels only the source side, so put a language it knows there ({', '.join(sorted(known))}) "
+                        "or leave teacher unset")
+    mono_path = resolve(cfg.data) / "mono.tsv"
+    mono_texts = [t for lang, t, _ in read_mono(mono_path) if not known or lang in known] \
+        if cfg.mono_batch_size and mono_path.exists() else []
+    if cfg.mono_batch_size and not mono_texts:
+        raise UserError(f"mono_batch_size is set but {mono_path} has no text in a language the teacher knows: build "
+                        "the corpus with monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
+    texts = [p.a for rows, _ in splits for p in rows] + mono_texts
     if is_main:  # rank 0 labels what the cache lacks; the others then read it, every text cached
         vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=progress)
     _barrier(world)

@@ -138,7 +138,7 @@ def read_corpus_split(path: str | Path, domain: str | None = None) -> Iterator[P
 
 def resolve(path: str | Path) -> Path:
     """`sample` names the small real corpus shipped inside the package."""
-    return SAMPLE_CORPUS if str(path) == "sample" else Path(path)
+    return SAMPLE_CORPUS if str(path) == "sample" else Path(path).expanduser()
 
 
 def read_pairs(path: str | Path, langs: tuple[str, str] | None = None, split: str = "train",
