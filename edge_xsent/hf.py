@@ -115,6 +115,9 @@ def projection(lang_basis: "torch.Tensor") -> "torch.Tensor":
     return torch.eye(lang_basis.shape[1]) - lang_basis.T @ lang_basis
 
 
+BYTE_SCORE = -1e9
+
+
 def tokenizer_json(tok: "Tokenizer") -> dict:
     """SentencePiece's unigram model as a `tokenizers` tokenizer.json giving the same ids.
 
@@ -122,9 +125,13 @@ def tokenizer_json(tok: "Tokenizer") -> dict:
     front (a zero-width regex: the `Strip` normaliser and Metaspace's prepend differ across
     versions and transformers.js). No pre-tokenizer: SentencePiece's pieces never hold an
     inner U+2581, so Viterbi over the whole text finds the same path.
+
+    Byte pieces (`<0xE0>`) get BYTE_SCORE: SentencePiece never matches them as text (typed
+    "<0x41>" is six characters), only as the fallback for a character without a piece; so low a
+    score keeps every other tokenizer from choosing them over the characters they spell.
     """
     sp = tok.sp
-    vocab = [[sp.id_to_piece(i), sp.get_score(i)] for i in range(tok.vocab_size)]
+    vocab = [[sp.id_to_piece(i), BYTE_SCORE if sp.is_byte(i) else sp.get_score(i)] for i in range(tok.vocab_size)]
     vocab[PAD_ID][0], vocab[UNK_ID][0] = HF_PAD, HF_UNK
     replace = lambda pattern, content: {"type": "Replace", "pattern": pattern, "content": content}  # noqa: E731
     return {
@@ -139,7 +146,7 @@ def tokenizer_json(tok: "Tokenizer") -> dict:
         ]},
         "pre_tokenizer": None, "post_processor": None,
         "decoder": {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "always", "split": True},
-        "model": {"type": "Unigram", "unk_id": UNK_ID, "vocab": vocab, "byte_fallback": False},
+        "model": {"type": "Unigram", "unk_id": UNK_ID, "vocab": vocab, "byte_fallback": tok.byte_fallback},
     }
 
 

@@ -123,8 +123,8 @@ def balanced_sample(pairs: Iterable, per_lang: int, seed: int = 0) -> list[str]:
 
 
 def prune(tokenizer: Tokenizer, keep: set[int]) -> tuple[Tokenizer, list[int]]:
-    """A tokenizer holding only the pieces in `keep` (plus specials and every single-character
-    piece, so unseen text still segments), and the old id of each new id.
+    """A tokenizer holding only the pieces in `keep` (plus specials, every single-character
+    piece and the byte pieces, so unseen text still segments), and the old id of each new id.
 
     Unigram segmentation picks the best path through the pieces; every piece on the best path
     of a text that produced `keep` is still there, so that text segments exactly as before.
@@ -133,7 +133,8 @@ def prune(tokenizer: Tokenizer, keep: set[int]) -> tuple[Tokenizer, list[int]]:
 
     proto = pb.ModelProto()
     proto.ParseFromString(tokenizer.proto)
-    keep = set(keep) | set(SPECIAL_IDS) | {i for i, p in enumerate(proto.pieces) if len(p.piece) == 1}
+    keep = set(keep) | set(SPECIAL_IDS) | {i for i, p in enumerate(proto.pieces)
+                                           if len(p.piece) == 1 or p.type == pb.ModelProto.SentencePiece.BYTE}
     old_ids = [i for i in range(len(proto.pieces)) if i in keep]
     kept = [proto.pieces[i] for i in old_ids]
     del proto.pieces[:]

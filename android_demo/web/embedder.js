@@ -1,6 +1,7 @@
 // Sentence embeddings on the device: tokenizer (Hugging Face tokenizers.js, reading the bundle's
 // tokenizer.json) + int8 ONNX model (onnxruntime-web, WASM) + L2 normalisation. Mean pooling
-// is inside the model graph.
+// is inside the model graph. tokenizers.js has no byte fallback for Unigram models, so `bytes`
+// below adds it: SentencePiece spells a character without a piece as its UTF-8 bytes (<0xE0>...).
 import { Tokenizer } from "./vendor/tokenizers.min.mjs";
 
 export class Embedder {
@@ -10,18 +11,21 @@ export class Embedder {
     ort.env.wasm.numThreads = 1; // threads need COOP/COEP headers, which a plain static host lacks
     ort.env.wasm.wasmPaths = new URL("vendor/", location.href).href;
     const session = await ort.InferenceSession.create(base + "model_int8.onnx", { executionProviders: ["wasm"] });
-    return new Embedder(new Tokenizer(tokJson, tokConfig), session, config);
+    return new Embedder(new Tokenizer(tokJson, tokConfig), session, config, tokJson.model);
   }
 
-  constructor(tokenizer, session, config) {
+  constructor(tokenizer, session, config, unigram) {
     this.tokenizer = tokenizer;
     this.session = session;
     this.maxLen = config.model.max_len;
     this.dim = config.model.d_model;
+    this.bytes = unigram.byte_fallback ? new ByteFallback(unigram) : null;
   }
 
   tokenize(text) {
-    return this.tokenizer.encode(text, { add_special_tokens: false }).ids.slice(0, this.maxLen);
+    const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+    const full = this.bytes ? this.bytes.apply(ids, this.tokenizer.normalizer(text)) : ids;
+    return full.slice(0, this.maxLen);
   }
 
   // One sentence -> Float32Array(dim), unit length (zeros for empty text).
@@ -39,6 +43,39 @@ export class Embedder {
     for (const x of out) norm += x * x;
     norm = Math.sqrt(norm) || 1;
     return Float32Array.from(out, (x) => x / norm);
+  }
+}
+
+// Replaces each <unk> by the bytes of the characters it stands for. A character without a piece
+// of its own is in no longer piece either (SentencePiece builds pieces from its characters), so
+// every path passes the same <unk> places and a run of such characters is one <unk> (tokenizers.js
+// fuses them) or one per character: fused first, either way each run gives its characters' bytes.
+class ByteFallback {
+  constructor(unigram) {
+    this.unkId = unigram.unk_id;
+    this.single = new Set(unigram.vocab.map(([p]) => p).filter((p, i) => i !== this.unkId && [...p].length === 1));
+    this.byteId = new Map(unigram.vocab.map(([p], i) => [p, i]).filter(([p]) => /^<0x[0-9A-F]{2}>$/.test(p)));
+    this.encoder = new TextEncoder();
+  }
+
+  apply(ids, normalized) {
+    const runs = [];
+    let run = "";
+    for (const ch of normalized) {
+      if (!this.single.has(ch)) run += ch;
+      else if (run) { runs.push(run); run = ""; }
+    }
+    if (run) runs.push(run);
+    const out = [];
+    let k = 0;
+    for (let i = 0; i < ids.length; i++) {
+      if (ids[i] !== this.unkId) { out.push(ids[i]); continue; }
+      if (i > 0 && ids[i - 1] === this.unkId) continue; // the same run, unfused
+      for (const b of this.encoder.encode(runs[k++])) {
+        out.push(this.byteId.get(`<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`));
+      }
+    }
+    return out;
   }
 }
 

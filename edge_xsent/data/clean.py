@@ -27,7 +27,7 @@ LETTER = re.compile(r"[^\W\d_]")
 
 
 def _combining_marks() -> str:
-    """A character class body of Unicode's combining marks (Mn, Mc, Me): the vowel signs of Hindi
+    r"""A character class body of Unicode's combining marks (Mn, Mc, Me): the vowel signs of Hindi
     and Bengali, Thai's vowels and tones, Arabic's harakat. Python's `\w` leaves them out, so a
     pattern of letters alone rejects most Hindi words ("हिंदी")."""
     import unicodedata

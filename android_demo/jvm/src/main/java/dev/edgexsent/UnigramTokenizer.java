@@ -2,6 +2,7 @@ package dev.edgexsent;
 
 import com.google.gson.JsonArray;
 import com.google.gson.JsonObject;
+import java.nio.charset.StandardCharsets;
 import java.text.Normalizer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -12,7 +13,8 @@ import java.util.Map;
 /**
  * SentencePiece unigram tokenizer from the bundle's tokenizer.json. Mirrors
  * edge_xsent/text.py (normalisation) and SentencePiece's Viterbi search, including the
- * merge of consecutive unknown characters into one unk id.
+ * merge of consecutive unknown characters into one unk id, or, when the model has byte
+ * fallback, each unknown character spelled as the byte pieces of its UTF-8 bytes.
  */
 public final class UnigramTokenizer {
   private static final double UNK_PENALTY = 10.0;
@@ -21,6 +23,7 @@ public final class UnigramTokenizer {
   private final int unkId;
   private final int maxLen;
   private final double unkScore;
+  private final int[] byteIds; // id of <0x00>..<0xFF>, or null without byte fallback
 
   /**
    * json: the bundle's tokenizer.json (Hugging Face `tokenizers` format, model.type "Unigram").
@@ -32,12 +35,18 @@ public final class UnigramTokenizer {
     JsonArray pieces = model.getAsJsonArray("vocab");
     unkId = model.get("unk_id").getAsInt();
     scores = new double[pieces.size()];
+    boolean fallback = model.has("byte_fallback") && model.get("byte_fallback").getAsBoolean();
+    byteIds = fallback ? new int[256] : null;
     double min = Double.POSITIVE_INFINITY;
     int longest = 1;
     for (int id = 0; id < pieces.size(); id++) {
       JsonArray p = pieces.get(id).getAsJsonArray();
       String piece = p.get(0).getAsString();
       scores[id] = p.get(1).getAsDouble();
+      if (fallback && piece.matches("<0x[0-9A-F]{2}>")) { // a fallback, never matched as text
+        byteIds[Integer.parseInt(piece.substring(3, 5), 16)] = id;
+        continue;
+      }
       if (id == unkId) continue;
       ids.put(piece, id);
       min = Math.min(min, scores[id]);
@@ -108,10 +117,19 @@ public final class UnigramTokenizer {
       }
     }
     List<Integer> rev = new ArrayList<>();
-    for (int j = n; j > 0; j = back[j]) rev.add(backId[j]);
+    List<Integer> starts = new ArrayList<>();
+    for (int j = n; j > 0; j = back[j]) {
+      rev.add(backId[j]);
+      starts.add(back[j]);
+    }
     List<Integer> out = new ArrayList<>();
     for (int k = rev.size() - 1; k >= 0; k--) {
       int id = rev.get(k);
+      if (id == unkId && byteIds != null) { // an unknown node covers one character
+        byte[] utf8 = new String(Character.toChars(chars[starts.get(k)])).getBytes(StandardCharsets.UTF_8);
+        for (byte b : utf8) out.add(byteIds[b & 0xff]);
+        continue;
+      }
       if (id == unkId && !out.isEmpty() && out.get(out.size() - 1) == unkId) continue;
       out.add(id);
     }

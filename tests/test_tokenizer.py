@@ -1,0 +1,52 @@
+"""The vocabulary: byte fallback (no text is <unk>), the language-balanced training sample, and
+pruning that keeps the fallback."""
+
+import pytest
+
+from edge_xsent.data.corpus import Pair, read_pairs
+from edge_xsent.encoder import DEFAULT_MODEL
+from edge_xsent.tokenizer import UNK_ID, Tokenizer, balanced_sample, prune
+
+# Scripts the shipped sample corpus (Latin and Cyrillic) never shows the tokenizer.
+UNSEEN = ["日本語の文と한국어 문장", "ไทย ภาษา", "العربية نص", "राम हिंदी", "\U0001F600 ok"]
+
+
+@pytest.fixture(scope="module")
+def latin_tokenizer() -> Tokenizer:
+    pairs = list(read_pairs("sample", split="train"))
+    return Tokenizer.train(balanced_sample(pairs, per_lang=2000), 1200, seed=0)
+
+
+def test_unseen_scripts_become_bytes_not_unk(latin_tokenizer):
+    tok = latin_tokenizer
+    assert tok.byte_fallback
+    for text in UNSEEN:
+        ids = tok.encode([text])[0]
+        assert UNK_ID not in ids, text
+        assert tok.sp.decode(ids) == text  # the bytes spell the text back exactly
+    assert tok.pieces("ไ")[1:] == ["<0xE0>", "<0xB9>", "<0x84>"]  # one Thai character, three UTF-8 bytes
+    assert "<0x41>" not in tok.pieces("<0x41>")  # a byte piece is a fallback, never matched as typed text
+
+
+def test_a_tokenizer_without_byte_pieces_still_loads_and_gives_unk():
+    old = Tokenizer.load(DEFAULT_MODEL / "tokenizer.model")  # shipped before byte fallback
+    assert not old.byte_fallback
+    assert UNK_ID in old.encode(["ไทย"])[0]
+
+
+def test_balanced_sample_caps_each_language_and_counts_distinct_texts():
+    pairs = ([Pair("en", "de", f"e{i % 50}", f"d{i}") for i in range(500)]
+             + [Pair("en", "th", f"e{i}", f"t{i}") for i in range(30)])
+    texts = balanced_sample(pairs, per_lang=100, seed=1)
+    by_lang = {p: sum(t.startswith(p) for t in texts) for p in "edt"}
+    assert by_lang == {"e": 50, "d": 100, "t": 30}  # English: its 50 distinct texts of 530 sides; Thai: all it has
+    assert len(set(texts)) == len(texts)
+    assert texts == balanced_sample(pairs, per_lang=100, seed=1) != balanced_sample(pairs, per_lang=100, seed=2)
+
+
+def test_pruning_keeps_the_byte_pieces(latin_tokenizer):
+    used = {i for ids in latin_tokenizer.encode(["a short sentence"]) for i in ids}
+    small, old_ids = prune(latin_tokenizer, used)
+    assert small.vocab_size < latin_tokenizer.vocab_size and small.byte_fallback
+    ids = small.encode(["ไทย"])[0]
+    assert UNK_ID not in ids and [old_ids[i] for i in ids] == latin_tokenizer.encode(["ไทย"])[0]
