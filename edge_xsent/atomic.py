@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
@@ -20,10 +21,12 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Write to a temporary file beside `path`, fsync, then rename over it."""
+    """Write to a temporary file beside `path`, fsync, then rename over it. The temporary's
+    name carries the writer's pid, so a later writer removes what a killed one left."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as f:
@@ -31,6 +34,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:  # name the file the user asked for, not our temporary
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if e.filename in (None, tmp) or e.errno in SPACE_ERRORS:
+            raise OSError(e.errno, e.strerror, str(path)) from None
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -66,14 +75,20 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_stale_temporaries(path: Path) -> list[Path]:
-    """Temporary folders `.NAME.PID.*.tmp` left beside `path` by writers that were killed (their
-    process is gone): removed, so that killed exports do not pile up."""
+    """Temporaries `.NAME.PID.*.tmp` (files or folders) left beside `path` by writers that were
+    killed (their process is gone): removed, so that killed encodes and exports do not pile up."""
     removed = []
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):
-        parts = tmp.name[len(path.name) + 2:].split(".")
-        if tmp.is_dir() and parts[0].isdigit() and not _pid_alive(int(parts[0])):
+        parts = tmp.name[len(path.name) + 2:].split(".")  # PID, random part, [old,] tmp: no other file's
+        if parts[2:] not in (["tmp"], ["old", "tmp"]) or not parts[0].isdigit() or _pid_alive(int(parts[0])) \
+                or tmp.is_symlink():
+            continue
+        if tmp.is_dir():
             shutil.rmtree(tmp, ignore_errors=True)
-            removed.append(tmp)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        removed.append(tmp)
     return removed
 
 
@@ -95,9 +110,27 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
         for p in tmp.rglob("*"):  # some writers (mkstemp, safetensors) create 0600 files
             os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~_umask())
         _swap_in(tmp, path)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _named_output_error(e, path) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+SPACE_ERRORS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+def _named_output_error(e: OSError, path: Path) -> OSError:
+    """A write that ran out of space failed on the output, whichever file the copy names (shutil
+    names its source); a copytree's bundle of errors becomes its first one."""
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        src, dst, why = e.args[0][0]
+        number = next((n for n in SPACE_ERRORS if f"[Errno {n}]" in str(why)), None)
+        return OSError(number, os.strerror(number), str(path)) if number else OSError(None, str(why), str(dst))
+    if e.errno in SPACE_ERRORS:
+        return OSError(e.errno, e.strerror, str(path))
+    return e
 
 
 def _swap_in(tmp: Path, path: Path) -> None:
@@ -139,6 +172,34 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
                             "choose another output")
     if not folder and o.is_dir():
         raise UserError(f"{out} is a folder; give a file name")
+    keeper = kept_folder(o)
+    if keeper is not None and (o.is_file() or keeper[1] == "training run" and o.is_relative_to(keeper[0] / "checkpoints")):
+        raise UserError(f"{out} is part of a {keeper[1]} ({keeper[0]}): writing it would break that; choose an "
+                        "output outside it")
     if folder and o.exists() and (not o.is_dir() or (any(o.iterdir()) and not (o / "manifest.json").is_file())):
         raise UserError(f"{out} exists and is not a model folder: it would be replaced whole; choose a new folder "
                         "(or remove it yourself)")
+    probe_writable(Path(out).expanduser().parent)
+
+
+def kept_folder(path: Path) -> tuple[Path, str] | None:
+    """The model folder or training run that `path` lies inside, if any: their files are not
+    outputs (a new file beside them, like a run's model-debiased/, is)."""
+    for folder in path.parents:
+        if (folder / "manifest.json").is_file() or ((folder / "config.json").is_file()
+                                                     and (folder / "tokenizer.model").is_file()):
+            return folder, "model folder"
+        if (folder / "checkpoints").is_dir() or (folder / "log.jsonl").is_file():
+            return folder, "training run"
+    return None
+
+
+def probe_writable(parent: Path) -> None:
+    """Create (and remove) a temporary where the output will go: a read-only, protected or missing
+    place fails now, as an OSError naming `parent`, not after the work is done."""
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(prefix=f".probe.{os.getpid()}.", suffix=".tmp", dir=parent):
+            pass
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, str(parent)) from None

@@ -24,7 +24,7 @@ from tqdm import tqdm
 from . import bundle, compact
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
-from .tokenizer import Tokenizer  # sentencepiece only, no torch
+from .tokenizer import Tokenizer, readable_prefix  # sentencepiece only, no torch
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
 # onnxruntime's SkipLayerNormalization fusion made the int8 model slower here: 15.3 ms of an
@@ -201,7 +201,7 @@ class Encoder:
         return self.ranges
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
-        ids = self.tokenizer.encode(sentences)
+        ids = self.tokenizer.encode([readable_prefix(s, self.max_len) for s in sentences])
         long = sum(len(x) > self.max_len for x in ids)
         if long:
             warnings.warn(f"{long} sentence(s) longer than {self.max_len} tokens were truncated", stacklevel=3)
@@ -301,7 +301,7 @@ def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, bat
     import shutil
     import tempfile
 
-    from .atomic import atomic_write
+    from .atomic import SPACE_ERRORS, atomic_write
 
     compact.check_request(precision, dimensions, enc.dim, normalize)
     dtype = compact.OUTPUT_DTYPES[precision]
@@ -309,20 +309,28 @@ def encode_file(enc: Encoder, source: str | Path | IO[str], out: str | Path, bat
     lines = _lines(source)
     n = 0
     bar = tqdm(disable=not show_progress, unit=" sent", desc="encode", mininterval=1)
-    with tempfile.TemporaryFile() as body:
-        try:
-            while batch := list(itertools.islice(lines, chunk)):
-                vecs = enc.encode(batch, batch_size=batch_size, normalize=normalize, precision=precision,
-                                  dimensions=dimensions)
-                body.write(vecs.astype(dtype).tobytes())
-                n += len(batch)
-                bar.update(len(batch))
-        finally:
-            bar.close()  # ends the bar's line, so an error starts on a line of its own
-        body.seek(0)
-        with atomic_write(out, "wb") as f:
-            np.lib.format.write_array_header_1_0(f, {"descr": dtype.str, "fortran_order": False, "shape": (n, width)})
-            shutil.copyfileobj(body, f, 1 << 20)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # The body waits on the output's own disk, unnamed (a killed run leaves nothing behind).
+        with tempfile.TemporaryFile(dir=Path(out).parent, buffering=0) as body:
+            try:
+                while batch := list(itertools.islice(lines, chunk)):
+                    vecs = enc.encode(batch, batch_size=batch_size, normalize=normalize, precision=precision,
+                                      dimensions=dimensions)
+                    body.write(vecs.astype(dtype).tobytes())
+                    n += len(batch)
+                    bar.update(len(batch))
+            finally:
+                bar.close()  # ends the bar's line, so an error starts on a line of its own
+            body.seek(0)
+            with atomic_write(out, "wb") as f:
+                np.lib.format.write_array_header_1_0(f, {"descr": dtype.str, "fortran_order": False,
+                                                         "shape": (n, width)})
+                shutil.copyfileobj(body, f, 1 << 20)
+    except OSError as e:  # a full disk fails on the body or the output: either way, the output's error
+        if e.errno in SPACE_ERRORS:
+            raise OSError(e.errno, e.strerror, str(out)) from None
+        raise
     return n, width
 
 
@@ -336,9 +344,11 @@ def _lines(source: str | Path | IO[str]) -> Iterator[str]:
 
 def _stream_lines(source: IO[str]) -> Iterator[str]:
     """Lines of an open text stream (stdin): a leading BOM dropped, undecodable bytes a clear error."""
+    from .data.corpus import bounded_lines
+
     n = 0
     try:
-        for n, line in enumerate(source, 1):
+        for n, line in bounded_lines(source, name="stdin"):
             line = line.rstrip("\r\n")
             if _SURROGATE.search(line):  # a stdin decoded with surrogateescape lets bad bytes through
                 raise UserError(f"line {n} of the input is not valid UTF-8; re-encode it as UTF-8")

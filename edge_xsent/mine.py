@@ -119,12 +119,19 @@ def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "inter
     """Mine two text files (one sentence per line) into a TSV of score, source, target, written
     atomically. The source streams twice (vectors, then only the mined lines' text), so its
     length is bounded by disk; the targets are held in memory. Returns the number of pairs."""
-    from .atomic import atomic_write, check_output
+    from .atomic import SPACE_ERRORS, atomic_write, check_output
     from .data.corpus import read_lines
 
     check_output(out, [src, tgt])
     targets = [line for _, line in read_lines(tgt)]
-    found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the source's vectors spill beside the output, on its disk: a full one is the output's error
+        found = mine((line for _, line in read_lines(src)), targets, embed, mode=mode, k=k, threshold=threshold,
+                     workdir=out.parent)
+    except OSError as e:
+        if e.errno in SPACE_ERRORS:
+            raise OSError(e.errno, e.strerror, str(out)) from None
+        raise
     wanted = {i for _, i, _ in found}
     src_text = {n - 1: line for n, line in read_lines(src) if n - 1 in wanted}
     with atomic_write(out) as f:

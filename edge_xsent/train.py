@@ -476,8 +476,9 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
                 try:
                     losses = trainer.step(batch, step, gen)
                 except NonFiniteLoss as e:
-                    raise TrainingStopped(f"{e}; stopped without saving it, the last good checkpoint ({ckpt_file}) "
-                                          "is intact. Lower --lr or check the data") from None
+                    kept = f"the last good checkpoint ({ckpt_file}) is intact" if ckpt_file.exists() else \
+                        "no checkpoint was written yet"
+                    raise TrainingStopped(f"{e}; stopped without saving it, {kept}. Lower --lr or check the data") from None
                 step += 1
                 log.step(step, losses)
                 if step % cfg.eval_every == 0 or step == cfg.max_steps:

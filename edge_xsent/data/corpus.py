@@ -58,13 +58,29 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return open(path, "rb")
 
 
+# No sentence or pair is this long; a "line" that is (`/dev/zero`, a binary file) would take memory
+# without end, so reading stops there with an error instead.
+MAX_LINE_BYTES = 64 << 20
+
+
+def bounded_lines(f: IO, limit: int = MAX_LINE_BYTES, name: str = "the input") -> Iterator[tuple[int, str | bytes]]:
+    """(line number, line) of a binary or text stream, never holding more than `limit` of one line."""
+    n = 0
+    while line := f.readline(limit + 1):
+        n += 1
+        if len(line) > limit and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            raise UserError(f"{name}: line {n} is longer than {limit >> 20} MB; is it a text file with one sentence "
+                            "per line? (a binary file or a device like /dev/zero is not)")
+        yield n, line
+
+
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, line without its newline), decoded line by line so that an error
     names the exact line."""
     n = 0
     try:
         with open_binary(path) as f:
-            for n, raw in enumerate(f, 1):
+            for n, raw in bounded_lines(f, name=str(path)):
                 line = raw.decode("utf-8").rstrip("\r\n")
                 yield n, (line.removeprefix("\ufeff") if n == 1 else line)  # a BOM (Windows editors) is not text
     except UnicodeDecodeError as e:
