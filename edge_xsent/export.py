@@ -341,11 +341,16 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
 
 
 def model_card(config: dict, parity: dict, folder: Path) -> str:
-    from .card import render
+    from .card import data_licence, front_matter, render
+    from .data.corpus import resolve
+    from .data.sources import corpus_licences
 
     training = read_training(folder)
     tc = training.get("train_config", {})
+    licences = corpus_licences(resolve(tc["data"])) if tc.get("data") else None
+    licence, licence_line = data_licence(licences) if licences else (None, "")
     return render({
+        "metadata": front_matter(config, licence, sorted(licences) if licences else None),
         "title": "edge-xsent model", "config": config,
         "usage": ["enc = Encoder.load('THIS_FOLDER')", "vecs = enc.encode(['Open the file', 'Ouvrir le fichier'])",
                   "# the same vectors in sentence-transformers (edge_xsent/hf.py):",
@@ -357,4 +362,5 @@ def model_card(config: dict, parity: dict, folder: Path) -> str:
         "parity": parity,
         "limits": f"Expect weaker results outside the domains of its training data (`{tc.get('data', '?')}`, see "
                   "training.json) and on languages it was not trained on.",
+        "footer": [licence_line] if licence_line else [],
     }) + "\n"

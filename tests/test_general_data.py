@@ -101,6 +101,25 @@ def test_ding_and_fortunes(tmp_path):
     f = tmp_path / "wisdom"
     f.write_text("A stitch in time\nsaves nine.\n%\n\n%\nLook before you leap.\n")
     assert list(formats.read_fortunes(f)) == ["A stitch in time saves nine.", "Look before you leap."]
+    zh = tmp_path / "chinese"  # fortunes-zh's real layout: a saying, then a coloured attribution
+    zh.write_text("要有礼貌 在 Debian 这种规模的项目中，很难避免遇到与你意见不和的人。\n\x1b[33m    -- Debian\x1b[m\n%\n",
+                  encoding="utf-8")
+    assert list(formats.read_fortunes(zh)) == ["要有礼貌 在 Debian 这种规模的项目中，很难避免遇到与你意见不和的人。 -- Debian"]
+
+
+def test_fortunes_in_bulgarian_czech_chinese_and_a_slovak_file(fake_cache):
+    from edge_xsent.data.debian import AptCache
+    from edge_xsent.data.mono import read_fortunes
+
+    add_package(fake_cache, "fortunes-cs", {"usr/share/games/fortunes/citace": "Kdo jinému jámu kopá, sám do ní padá.\n",
+                                            "usr/share/games/fortunes/klasik-sk": "Kto druhému jamu kope, sám do nej padne.\n"})
+    add_package(fake_cache, "fortunes-bg", {"usr/share/games/fortunes/bgproverb": "Бързата работа срам за майстора.\n"})
+    add_package(fake_cache, "fortunes-zh", {"usr/share/games/fortunes/tang300": "床前明月光，疑是地上霜。\n"})
+    cache = AptCache(fake_cache, offline=True)
+    got = {(t.lang, t.text) for t in read_fortunes(cache, ["cs", "sk", "bg", "zh_CN"])}
+    assert got == {("cs", "Kdo jinému jámu kopá, sám do ní padá."), ("sk", "Kto druhému jamu kope, sám do nej padne."),
+                   ("bg", "Бързата работа срам за майстора."), ("zh_CN", "床前明月光，疑是地上霜。")}
+    assert {t.lang for t in read_fortunes(cache, ["cs"])} == {"cs"}  # the Slovak file only when sk is asked for
 
 
 def test_locale_matching():

@@ -66,7 +66,7 @@ def test_int8_leaves_the_language_projection_in_fp32(tiny_debiased_bundle):
 def compare(folder: Path, out: dict, precision: str, byte_fallback: bool = True) -> None:
     """Their ids equal SentencePiece's on every text; their vectors match Encoder.load(folder)'s,
     computed one text a time as theirs are (int8's dynamic scales depend on the batch).
-    `byte_fallback=False`: a stack that ignores it (transformers.js: tokenizers.js issue 26) gives
+    `byte_fallback=False`: a stack that ignores it (transformers.js: huggingface/tokenizers.js#26) gives
     one <unk> where SentencePiece gives a run of byte pieces, as docs/model-folder.md says; those
     texts' vectors are left out."""
     sample = texts()

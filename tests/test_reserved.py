@@ -229,7 +229,7 @@ def test_levers_table_script(tmp_path):
              "xsr-oog-genres-cos-int8.json": xsr(0.96), "oog-peers.json": {"USE multilingual v3": oog(0.94, 1.0)}}
     for name, content in files.items():
         (tmp_path / name).write_text(json.dumps(content))
-    done = subprocess.run([sys.executable, str(root / "benchmarks/oog_levers.py"), "--results", str(tmp_path)],
+    done = subprocess.run([sys.executable, str(root / "studies/oog-levers/oog_levers.py"), "--results", str(tmp_path)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     md = (tmp_path / "oog-levers.md").read_text()

@@ -4,8 +4,8 @@
 # continues from its last checkpoint; a debiased model, a bundle and each result written
 # after the bundle are kept, the rest is redone).
 # Usage: train/make_default.sh [RECIPE]          (default: the shipped model's recipe; ~1.5 h on 2 cores)
-#        EVAL_DATA=corpus-g train/make_default.sh train/oog-genres-cos.toml   (trained on corpus-g2, judged on corpus-g)
-#        LEVER=1 EVAL_DATA=corpus-g train/make_default.sh train/oog-genres-nce.toml  (a lever arm: its scores only)
+#        EVAL_DATA=corpus-g train/make_default.sh studies/oog-levers/oog-genres-cos.toml   (trained on corpus-g2, judged on corpus-g)
+#        LEVER=1 EVAL_DATA=corpus-g train/make_default.sh studies/oog-levers/oog-genres-nce.toml  (a lever arm: its scores only)
 # A corpus with general-domain text (corpus-g) is scored per domain: the software split as before
 # (the main tables) and the general split, each beside the model shipped until now and USE-m, and
 # the speed against USE-m is measured in one run: the rule of train/general-default.md.
@@ -42,8 +42,8 @@ python -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["source"] != 
 save "$res/xsr-$name-int8.json" $x eval xsr --model "$run/bundle" --data "$data" "${dom[@]}" --json
 [ "$general" = 1 ] && save "$res/xsr-$name-int8-general.json" $x eval xsr --model "$run/bundle" --data "$data" --domain general --json
 [ -f "$oog/RESERVED-FOR-EVALUATION" ] && save "$res/oog-$name.json" $x eval oog --model "$run/bundle" --data "$oog" --json
-# LEVER=1: a lever arm for benchmarks/oog_levers.py, scored and not offered for shipping.
-[ "${LEVER:-0}" = 1 ] && { echo "lever $name scored: python benchmarks/oog_levers.py"; exit 0; }
+# LEVER=1: a lever arm for studies/oog-levers/oog_levers.py, scored and not offered for shipping.
+[ "${LEVER:-0}" = 1 ] && { echo "lever $name scored: python studies/oog-levers/oog_levers.py"; exit 0; }
 save "$res/xsr-$name-raw.json" $x eval xsr --model "$run/model" --data "$data" "${dom[@]}" --json
 save "$res/xsr-$name.json" $x eval xsr --model "$run/model-debiased" --data "$data" "${dom[@]}" --json
 # The same queries with the query's own language among the candidates: where the language direction hurts.

@@ -114,7 +114,9 @@ def why_this_vocabulary(results: Path, vocab_size: int, name: str) -> list[str]:
 
 def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") -> str:
     from edge_xsent.bundle import read_training
-    from edge_xsent.card import render
+    from edge_xsent.card import data_licence, front_matter, render
+    from edge_xsent.data.corpus import resolve
+    from edge_xsent.data.sources import corpus_licences
     from edge_xsent.evaluate import average
     from edge_xsent.train import training_minutes
 
@@ -151,7 +153,10 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
               "(the sections above give both domains' figures): expect it to trail USE-m on long news or conversational "
               "text" if general else "Trained on software text: package descriptions, help pages and UI messages. "
               "Expect weaker results on news, conversation or other domains")
+    licences = corpus_licences(ROOT / resolve(tc["data"]))
+    licence, licence_line = data_licence(licences) if licences else (None, "")
     return render({
+        "metadata": front_matter(cfg, licence, sorted(licences) if licences else None),
         "title": "edge-xsent default model (`Encoder.load()`)", "config": cfg,
         "usage": ["enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Save the document', 'Enregistrer le document'])"],
@@ -174,7 +179,8 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         "sections": sections,
         "limits": f"{limits}, and on languages other than {', '.join(cfg['langs'])}.",
         "footer": [*margin_advice(int8),
-                   f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", ""],
+                   f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", "",
+                   *([licence_line, ""] if licence_line else [])],
     })
 
 

@@ -242,10 +242,13 @@ def read_ding(path: Path) -> Iterator[tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- fortune files
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours (fortunes-zh colours its attributions)
+
+
 def read_fortunes(path: Path) -> Iterator[str]:
     """The records of a fortune file, separated by lines holding only `%`; each record's lines joined."""
     record: list[str] = []
-    for line in _text(path).splitlines():
+    for line in _ANSI_ESCAPE.sub("", _text(path)).splitlines():
         if line.strip() == "%":
             if record:
                 yield " ".join(record)

@@ -26,7 +26,10 @@ class MonoText:
 
 # fortune package -> language; fortunes-br is Brazilian Portuguese.
 FORTUNE_PACKAGES = {"fortunes": "en", "fortunes-de": "de", "fortunes-es": "es", "fortunes-it": "it",
-                    "fortunes-pl": "pl", "fortunes-ru": "ru", "fortunes-br": "pt_BR"}
+                    "fortunes-pl": "pl", "fortunes-ru": "ru", "fortunes-br": "pt_BR", "fortunes-bg": "bg",
+                    "fortunes-cs": "cs", "fortunes-zh": "zh_CN"}
+# A file in another language than its package's: fortunes-cs ships Slovak sayings too.
+FORTUNE_FILE_LANGS = {"klasik-sk": "sk"}
 # Files left out: slurs against groups (ethnic, gender, sexuality), religious jokes, ASCII art.
 FORTUNE_SKIP = {"ethnic", "ascii-art", "asciiart", "racistas", "misogino", "hembrismo", "homosexuales", "machosno",
                 "dowcipy-szowinistyczne", "dowcipy-feministyczne", "koscielne", "radio_maryja", "religion",
@@ -56,8 +59,11 @@ def read_fortunes(cache: AptCache, langs: list[str], on_error: ErrorSink | None 
         if root is None:
             continue
         for path in fortune_files(root):
+            file_lang = FORTUNE_FILE_LANGS.get(path.name.removesuffix(".u8"), lang)
+            if file_lang not in wanted:
+                continue
             for text in skip_bad_file(on_error, formats.read_fortunes(path)):
-                yield MonoText(lang, text, "fortunes")
+                yield MonoText(file_lang, text, "fortunes")
 
 
 _WN_EXAMPLE = re.compile(r'"([^"]{10,300})"')

@@ -10,6 +10,7 @@ general-domain cleaning drops any line that quotes them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 from . import debian, dictionaries, games, genres, mono
@@ -118,3 +119,18 @@ def select(names: Iterable[str] | None) -> list[Source]:
     if unknown:
         raise UserError(f"unknown source(s) {unknown}; choose from {', '.join(SOURCES)}")
     return [s for s in _SOURCES if s.name in names]
+
+
+def corpus_licences(folder: str | Path) -> dict[str, str] | None:
+    """The licence text of every source a built corpus holds (its stats.json), or None when the
+    training data was not a corpus folder (a TSV, Moses files): then nothing can be said."""
+    import json
+
+    stats = Path(folder).expanduser() / "stats.json"
+    try:
+        recorded = json.loads(stats.read_text(encoding="utf-8"))
+        names = list(recorded.get("sources", {}))  # parallel sources; then the monolingual ones, per language
+        names += [n for per_lang in recorded.get("mono", {}).values() for n in per_lang if n not in names]
+    except (OSError, ValueError, AttributeError):
+        return None
+    return {n: SOURCES[n].licence for n in names if n in SOURCES} or None

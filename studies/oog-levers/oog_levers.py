@@ -1,7 +1,7 @@
 """The out-of-genre levers table: each lever a recipe in train/, scored by the result files that
 `train/make_default.sh RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
 
-    python benchmarks/oog_levers.py            # -> benchmarks/results/oog-levers.md
+    python studies/oog-levers/oog_levers.py            # -> benchmarks/results/oog-levers.md
 
 Columns: `edge-xsent eval oog --data oog` per reserved source, reserved P@1, teacher agreement and
 the score of train/out-of-genre-default.md, then corpus-g's general and software test P@1 (int8,
@@ -18,39 +18,39 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write
 from edge_xsent.evaluate import average
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 BASELINE = "general-scratch-32k"  # the default the levers are measured against (shipped until oog-genres-cos)
 LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     BASELINE: ("train/general-scratch-32k.toml",
               "the baseline (the default shipped before): corpus-g, paper + 2 x nce to USE-m, 32 monolingual "
               "texts a step, 7,000 steps"),
-    "oog-genres-cos": ("train/oog-genres-cos.toml",
+    "oog-genres-cos": ("studies/oog-levers/oog-genres-cos.toml",
                        "+ FreeOrion and GNOME help (corpus-g2), cos to USE-m x 4, 64 monolingual texts a step; "
                        "3,500 more steps warm from the shipped default"),
-    "oog-genres-nce": ("train/oog-genres-nce.toml",
+    "oog-genres-nce": ("studies/oog-levers/oog-genres-nce.toml",
                        "+ FreeOrion and GNOME help (corpus-g2), the baseline's objective (nce x 2, 32 monolingual "
                        "texts); 3,500 more steps warm from the baseline"),
-    "oog-words-cos": ("train/oog-words-cos.toml",
+    "oog-words-cos": ("studies/oog-levers/oog-words-cos.toml",
                       "oog-genres-cos + word-level distillation: the 10,000 most frequent words of each of the 9 "
                       "languages (wordfreq) among the monolingual texts (corpus-g3)"),
-    "oog-words-distance": ("train/oog-words-distance.toml",
+    "oog-words-distance": ("studies/oog-levers/oog-words-distance.toml",
                            "oog-words-cos + T-LASER's distance constraint (pair distance + 0.5 margin over 20 "
                            "sampled unrelated pairs, over the batch's mean norm), weight 0.5"),
-    "oog-handbooks-cos": ("train/oog-handbooks-cos.toml",
+    "oog-handbooks-cos": ("studies/oog-levers/oog-handbooks-cos.toml",
                           "oog-words-cos + KDE handbooks and GNOME application help (corpus-g4): how-to prose and "
                           "game rules for ordinary users"),
-    "oog-words-mse": ("train/oog-words-mse.toml",
+    "oog-words-mse": ("studies/oog-levers/oog-words-mse.toml",
                       "oog-words-cos with mean squared error to USE-m's vectors instead of 1 - cosine (weight 4)"),
-    "oog-handbooks-deep4": ("train/oog-handbooks-deep4.toml",
+    "oog-handbooks-deep4": ("studies/oog-levers/oog-handbooks-deep4.toml",
                             "oog-handbooks-cos with 4 layers instead of 2: the start's 2 layers stacked twice "
                             "([0, 1, 0, 1]), int8 file +1 MB"),
-    "oog-dict-cos": ("train/oog-dict-cos.toml",
+    "oog-dict-cos": ("studies/oog-levers/oog-dict-cos.toml",
                      "oog-handbooks-cos + bilingual dictionaries (corpus-g5): 78,725 FreeDict word and phrase "
                      "pairs of everyday English, train split only"),
-    "oog-dict-wide": ("train/oog-dict-wide.toml",
+    "oog-dict-wide": ("studies/oog-levers/oog-dict-wide.toml",
                       "oog-dict-cos with feed-forward layers twice as wide (d_ff 1024): the start's widened, new "
                       "units starting at zero output, int8 file +0.5 MB"),
-    "oog-dict-vocab48k": ("train/oog-dict-vocab48k.toml",
+    "oog-dict-vocab48k": ("studies/oog-levers/oog-dict-vocab48k.toml",
                           "oog-dict-cos with a 48,000-piece vocabulary trained on corpus-g5 (the start's rows "
                           "carried over by the text of each piece), int8 file +4 MB"),
     "oog-vocab48k-long": ("train/oog-vocab48k-long.toml",
@@ -111,7 +111,7 @@ def main() -> None:
     text = table(args.results)
     out = args.out or args.results / "oog-levers.md"
     with atomic_write(out) as f:
-        f.write(f"# Out-of-genre levers\n\n`python benchmarks/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
+        f.write(f"# Out-of-genre levers\n\n`python studies/oog-levers/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
                 "is its recipe run by `train/make_default.sh`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
                 "general and software: corpus-g's test splits, 16 directions). The rule that ships one: "
                 "`train/out-of-genre-default.md`.\n\n" + text + "\n")
