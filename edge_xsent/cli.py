@@ -249,8 +249,13 @@ def data_stats(folder, as_json):
     stats = corpus_stats(folder)
     saved = Path(folder) / "stats.json"
     if saved.exists():  # keep the build report (filters, duplicates) that only the build knows
-        build_info = json.loads(saved.read_text()).get("build")
-        if build_info:
+        try:
+            build_info = json.loads(saved.read_text(encoding="utf-8")).get("build")
+        except (ValueError, AttributeError):  # torn, hand-edited, not an object
+            build_info = None
+            warnings.warn(f"{saved} is torn or not a JSON object: its build report is left out; rebuild the corpus "
+                          "(edge-xsent data build) to restore it")
+        if isinstance(build_info, dict):
             stats["build"] = build_info
     click.echo(json.dumps(stats, indent=2, ensure_ascii=False) if as_json else format_stats(stats))
 

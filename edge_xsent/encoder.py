@@ -75,14 +75,18 @@ def _onnx_backend(path: Path, threads: int | None, precision: str, session_optio
     return run
 
 
-def _probe(run: Backend, max_len: int, path: Path) -> None:
+def _probe(run: Backend, max_len: int, d_model: int, path: Path) -> None:
     """One sentence of config.json's max_len through the graph at load: a config that does not fit
-    the graph (more positions than it has) fails here, named, not on the first long input."""
+    the graph (more positions than it has, another width) fails here, named, not on the first long
+    input nor blamed on a file checked later (calibration.json)."""
     try:
-        run(np.ones((1, max_len), dtype=np.int64), np.ones((1, max_len), dtype=np.int64))
+        out = run(np.ones((1, max_len), dtype=np.int64), np.ones((1, max_len), dtype=np.int64))
     except Exception as e:  # onnxruntime raises its own exception types  # noqa: BLE001
         raise UserError(f"{path / bundle.FILES['config']}: max_len {max_len} does not fit the ONNX graph "
                         f"({str(e).splitlines()[0][:200]}); re-export the model") from None
+    if np.shape(out)[-1] != d_model:
+        raise UserError(f"{path / bundle.FILES['config']}: d_model {d_model}, but the ONNX graph gives vectors of "
+                        f"{np.shape(out)[-1]} dimensions: the config does not belong to this model; re-export it")
 
 
 def _torchscript_backend(path: Path, threads: int | None) -> Backend:
@@ -183,7 +187,7 @@ class Encoder:
             run = _torch_backend(path, threads)
         elif backend == "onnx":
             run = _onnx_backend(path, threads, precision or "int8", session_options, disabled_optimizers)
-            _probe(run, config["model"]["max_len"], path)
+            _probe(run, config["model"]["max_len"], config["model"]["d_model"], path)
         else:
             run = _torchscript_backend(path, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others

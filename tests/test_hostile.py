@@ -185,3 +185,18 @@ def test_fuzz_hostile_output_targets(world, command):
     full = world / "full"
     assert not full.exists() or not any(p.name.startswith(command) for p in full.iterdir())  # no half output
     assert {p: digest(p) for p in watched} == before  # nothing a command read or a user keeps was changed
+
+
+def test_a_torn_corpus_stats_json_is_a_warning_not_a_traceback(tmp_path):
+    import shutil
+
+    from edge_xsent.data.corpus import SAMPLE_CORPUS
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    for torn in ('{"build": {"dropped_by_filter": {"too_short": "many"}, "duplicates_removed": 1}', '{"build": {"dropped', "[1, 2]"):
+        (corpus / "stats.json").write_text(torn)
+        res = run("data", "stats", str(corpus))
+        out, err = res.stdout.decode(), res.stderr.decode()
+        assert res.returncode == 0 and "Traceback" not in err and "en-fr" in out, err[-1000:]
+        assert "build report: unreadable" in out or "torn or not a JSON object" in err

@@ -325,6 +325,20 @@ def test_a_max_len_beyond_the_graph_fails_at_load(tiny_bundle, tmp_path):
         Encoder.load(b)
 
 
+def test_a_config_of_another_width_is_blamed_on_the_config_not_the_calibration(tiny_bundle, tmp_path):
+    from edge_xsent.bundle import write_manifest
+
+    b = _copy(tiny_bundle[0], tmp_path)
+    config = json.loads((b / "config.json").read_text())
+    width = config["model"]["d_model"]
+    config["model"]["d_model"] = 2 * width
+    (b / "config.json").write_text(json.dumps(config))
+    write_manifest(b)
+    assert (b / "calibration.json").exists()  # checked after the graph: it must not take the blame
+    with pytest.raises(UserError, match=rf"config.json: d_model {2 * width}, but the ONNX graph gives vectors of {width}"):
+        Encoder.load(b)
+
+
 def test_undecodable_bytes_on_a_real_stdin_and_lone_surrogates_are_one_error(tmp_path):
     """A process's stdin under a POSIX locale decodes bad bytes to lone surrogates (surrogateescape):
     CliRunner's strict stdin never showed it. Now: one error line naming the line, on its own line."""

@@ -365,14 +365,19 @@ def format_stats(stats: dict) -> str:
         c = stats["classify"]
         lines.append(f"classify: {c['packages']} packages, labels {c['labels']}, langs {c['langs']}")
     if "build" in stats:
-        b = stats["build"]
-        lines.append("dropped by filter: " + ", ".join(f"{k} {v:,d}" for k, v in b["dropped_by_filter"].items() if v))
-        lines.append(f"accelerator marks stripped {b['accelerator_marks_stripped']:,d}; duplicates removed "
-                     f"{b['duplicates_removed']:,d}; held out for classification {b['held_out_for_classification']:,d}; "
-                     f"English sentences over the template cap {b.get('template_capped_sentences', 0):,d}")
-        for source, pkgs in b.get("missing_packages", {}).items():
-            lines.append(f"missing: {source}: {', '.join(pkgs)}")
+        try:
+            lines += _build_report(stats["build"])
+        except (KeyError, TypeError, ValueError, AttributeError):  # a torn or hand-edited stats.json
+            lines.append("build report: unreadable (stats.json has missing or mistyped fields); rebuild to restore it")
     return "\n".join(lines)
+
+
+def _build_report(b: dict) -> list[str]:
+    lines = ["dropped by filter: " + ", ".join(f"{k} {v:,d}" for k, v in b["dropped_by_filter"].items() if v),
+             f"accelerator marks stripped {b['accelerator_marks_stripped']:,d}; duplicates removed "
+             f"{b['duplicates_removed']:,d}; held out for classification {b['held_out_for_classification']:,d}; "
+             f"English sentences over the template cap {b.get('template_capped_sentences', 0):,d}"]
+    return lines + [f"missing: {source}: {', '.join(pkgs)}" for source, pkgs in b.get("missing_packages", {}).items()]
 
 
 def provenance(cfg: BuildConfig, stats: dict) -> str:
