@@ -55,6 +55,14 @@ def reserved_cache(fake_cache):  # noqa: F811
         (SHARED.encode(), SHARED_FR.encode()),
         (b"The old bridge across the river has fallen into ruin.", "Le vieux pont sur la rivière est en ruine.".encode())])})
     add_package(fake_cache, "fortunes", {"usr/share/games/fortunes/wisdom": f"{SHARED}\n%\nA fool and his money are soon parted.\n"})
+    docs = "usr/share/doc/debian-history/docs"
+    add_package(fake_cache, "debian-history", {
+        f"{docs}/detailed.en.html": "<h2>Releases</h2><p>Debian 0.91 was released in January 1994. It had a primitive "
+                                    "package system.</p><p>Bruce Perens took over in 1996.</p>",
+        f"{docs}/detailed.ja.html": "<h2>リリース</h2><p>Debian 0.91 は 1994 年 1 月にリリースされました。原始的なパッケージ"
+                                    "システムを備えていました。</p><p>1996 年に Bruce Perens が引き継ぎました。</p>",
+        f"{docs}/detailed.ko.html": "<p>데비안 0.91은 1994년 1월에 출시되었습니다. 원시적인 패키지 시스템이 있었습니다.</p>"
+                                    "<p>1996년 Bruce Perens가 이어받았습니다.</p>"})
     return fake_cache
 
 
@@ -64,6 +72,9 @@ def test_sentences_and_paragraph_alignment():
     assert align_paragraph("One. Two.", "Un. Deux.") == [("One.", "Un."), ("Two.", "Deux.")]
     assert align_paragraph("One and two.", "Un. Deux.") == [("One and two.", "Un. Deux.")]  # short: kept whole
     assert align_paragraph("word " * 70 + ".", "Un. Deux.") == []  # long and unaligned: dropped
+    # scripts without capitals and without spaces between sentences
+    assert sentences("第一句。「はい。」と言った！第三句？") == ["第一句。", "「はい。」と言った！", "第三句？"]
+    assert sentences("출시되었습니다. 끝났습니다.") == ["출시되었습니다.", "끝났습니다."]
 
 
 def test_reserved_readers_on_real_formats(reserved_cache):
@@ -81,6 +92,10 @@ def test_reserved_readers_on_real_formats(reserved_cache):
     assert [p.en for p in ufo] == ["Our scientists have finished the autopsy of the alien creature and its strange organs.",
                                    "The creature breathes through its skin.",
                                    "It has no lungs at all, which surprised the whole team."]  # the UI string is not read
+    history = [(p.lang, p.en, p.xx) for p in reserved.read_debian_history(cache, ["ja", "ko"])]
+    assert ("ja", "It had a primitive package system.", "原始的なパッケージシステムを備えていました。") in history
+    assert ("ko", "Debian 0.91 was released in January 1994.", "데비안 0.91은 1994년 1월에 출시되었습니다.") in history
+    assert len(history) == 6  # two sentences and one paragraph, in each language
 
 
 def test_a_reserved_source_is_never_a_training_source():

@@ -8,12 +8,17 @@ import re
 
 MAX_PARAGRAPH_WORDS = 60  # a paragraph that cannot be split into aligned sentences is kept up to this length
 
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"”»)]))\s+(?=[\"“«(¿¡]?[A-ZÀ-ÖØ-ÞĀ-ŽА-ЯЁ])")
+# Scripts without capitals (Arabic, Hebrew, Indic, Thai, Hangul, kana, CJK): after . ! ? and a space,
+# any letter of theirs starts a sentence.
+_CASELESS = "\u0590-\u06FF\u0900-\u0DFF\u0E00-\u0E7F\u1100-\u11FF\u3040-\u30FF\u3400-\u9FFF\uAC00-\uD7AF"
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"”»)]))\s+(?=[\"“«(¿¡]?[A-ZÀ-ÖØ-ÞĀ-ŽА-ЯЁ" + _CASELESS + "])"
+                           r"|(?<=[。！？])\s*(?=[^\s」』）)”。！？])")  # Chinese and Japanese need no space
 _TAG = re.compile(r"<[^>]+>")
 
 
 def sentences(text: str) -> list[str]:
-    """A paragraph cut after ., !, ? or … where the next word starts with a capital."""
+    """A paragraph cut after ., !, ? or … where the next word starts with a capital (or a letter of
+    a script without capitals), and after 。！？ where a sentence follows (no space needed)."""
     return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 

@@ -7,6 +7,8 @@ training source has, read only by `edge-xsent data reserved` and never by `data 
               (tuxpaint-stamps-default), one English line and its translations per stamp
   ufoai       narrative research reports and encyclopedia entries of UFO: Alien Invasion
               (ufoai-misc, gettext; an entry's paragraphs aligned by order)
+  debian-history  "A Brief History of Debian" as an article, in ten languages (ja and ko among
+              them), one HTML page per chapter, paragraphs aligned by order
 
 Paragraphs are split into sentences where both sides have the same number of them, so the
 benchmark retrieves sentences, as users search; a paragraph whose sentence counts differ is
@@ -112,6 +114,24 @@ def read_tuxpaint(cache: AptCache, langs: list[str], on_error: ErrorSink | None 
                 yield RawPair(lang, en, text.strip().rstrip("|"), "tuxpaint", str(path.relative_to(root)))
 
 
+def read_debian_history(cache: AptCache, langs: list[str], on_error: ErrorSink | None = None) -> Iterator[RawPair]:
+    """"A Brief History of Debian" (debian-history): one HTML page per chapter and language,
+    paragraphs aligned by order (every translation has the English paragraph count)."""
+    root = cache.package("debian-history")
+    if root is None:
+        return
+    docs = root / "usr/share/doc/debian-history/docs"
+    for english in sorted(docs.glob("*.en.html")):
+        en_pars = html_paragraphs(english.read_text(encoding="utf-8", errors="replace"))
+        chapter = english.name.split(".")[0]
+        for page in sorted(docs.glob(f"{chapter}.*.html")):
+            code = page.name.split(".")[1]
+            for lang in [l for l in langs if code != "en" and locale_matches(code, l)]:
+                xx_pars = html_paragraphs(page.read_text(encoding="utf-8", errors="replace"))
+                for a, b in align_paragraphs(en_pars, xx_pars):
+                    yield RawPair(lang, a, b, "debian-history", page.name)
+
+
 RESERVED_SOURCES: dict[str, ReservedSource] = {s.name: s for s in [
     ReservedSource("stellarium", "star lore and ethnography (sky-culture descriptions)",
                    "Stellarium sky cultures (stellarium-data): GPL-2+ (texts: each culture's own licence, "
@@ -120,6 +140,9 @@ RESERVED_SOURCES: dict[str, ReservedSource] = {s.name: s for s in [
                    "Tux Paint stamps (tuxpaint-stamps-default): GPL-2+.", "tuxpaint-stamps-default", read_tuxpaint),
     ReservedSource("ufoai", "narrative research reports and encyclopedia entries (science fiction)",
                    "UFO: Alien Invasion (ufoai-misc): GPL-2+.", "ufoai-misc", read_ufoai),
+    ReservedSource("debian-history", "a community's history told as an article (people, dates, events)",
+                   "A Brief History of Debian (debian-history): GPL-2+.",
+                   "debian-history", read_debian_history),
 ]}
 
 
