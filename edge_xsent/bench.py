@@ -87,12 +87,13 @@ def peak_rss_mb() -> float:
 def write_report(path: str | Path, markdown: str, data: dict | list) -> None:
     """A result as `path` (markdown, for people) and `path` with .json (for machines), atomically."""
     from .atomic import atomic_write
+    from .config import portable
 
     path = Path(path)
     with atomic_write(path) as f:
         f.write(markdown if markdown.endswith("\n") else markdown + "\n")
     with atomic_write(path.with_suffix(".json")) as f:
-        json.dump(data, f, indent=2)
+        json.dump(portable(data), f, indent=2)
 
 
 def summarize(times: list[float]) -> dict:

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from .compact import OUTPUT_PRECISIONS
-from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS
+from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS, portable
 from .atomic import check_output
 from .errors import UserError
 from .threads import passive_openmp_wait
@@ -577,7 +577,7 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
     md = to_markdown(results)
     write_report(base.with_suffix(".md"), md, results)
     png = plot(results, base.with_suffix(".png"))
-    click.echo(json.dumps(results, indent=2) if as_json else md)
+    click.echo(json.dumps(portable(results), indent=2) if as_json else md)
     click.echo(f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)"), err=True)
 
 

@@ -218,3 +218,15 @@ class TrainConfig:
         return asdict(self)
 
 
+def portable(value):
+    """A record as a shipped file keeps it: every string path under the home folder as ~/..., in
+    dicts and lists too, so a model folder or a result names no machine's user (TrainConfig and the
+    CLI expand ~ again when they read them)."""
+    home = str(Path.home())
+    if isinstance(value, dict):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    if isinstance(value, str) and (value == home or value.startswith(home + "/")):
+        return "~" + value[len(home):]
+    return value

@@ -31,7 +31,7 @@ from .atomic import atomic_write
 from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
 from .bundle import read_training, save_model
 from .data.corpus import Pair, pair_langs, read_pairs, resolve
-from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
+from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig, portable  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
 from .layout import FILES
 from .model import DualEncoder
@@ -658,7 +658,7 @@ class RunLog:
 def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs: Processes, log: RunLog, step: int,
                       best_val: float, history: list[dict]) -> float:
     """Validate; the model folder keeps the best validation loss (the newest without a valid split)."""
-    info = {"train_config": cfg.to_dict(), "langs": prep.langs, "train_pairs": len(prep.data),
+    info = {"train_config": portable(cfg.to_dict()), "langs": prep.langs, "train_pairs": len(prep.data),
             "world_size": procs.world, "device": _device_name(procs.device), "step": step}
     folder = Path(cfg.out) / "model"
     if prep.valid is None:

@@ -323,3 +323,17 @@ def test_a_torn_summary_is_one_error_naming_the_way_out(tmp_path, torn):
     (tmp_path / "r" / "summary.json").write_text(torn)
     with pytest.raises(UserError, match="summary.json is unreadable or has no whole-number 'steps'"):
         train(cfg, progress=False)
+
+
+def test_a_model_folder_records_paths_under_home_as_tilde(tmp_path):
+    from pathlib import Path
+
+    from edge_xsent.config import portable
+    from edge_xsent.train import TrainConfig
+
+    home = str(Path.home())
+    recorded = portable({"out": f"{home}/edge-xsent-runs/x", "data": "corpus", "init": None, "lr": 1e-3,
+                               "teacher_cache": f"{home}x/elsewhere"})
+    assert recorded == {"out": "~/edge-xsent-runs/x", "data": "corpus", "init": None, "lr": 1e-3,
+                        "teacher_cache": f"{home}x/elsewhere"}  # only the home folder itself, not a look-alike
+    assert TrainConfig(out=recorded["out"]).out == f"{home}/edge-xsent-runs/x"  # read back, it is the same run
