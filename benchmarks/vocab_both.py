@@ -1,8 +1,8 @@
-"""The vocabulary for both domains, from the results train/vocab-sweep.sh writes.
+"""The vocabulary for both domains, from the results studies/general-default/vocab-sweep.sh writes.
 
     python benchmarks/vocab_both.py   # benchmarks/results/vocab-sweep.md, and the rule's pick
 
-The rule (train/vocab-both-domains.md, fixed before the runs) is `decisions.vocabulary`: each
+The rule (studies/general-default/vocab-both-domains.md, fixed before the runs) is `decisions.vocabulary`: each
 run's score is the mean of its general and software valid P@1; the int8 size is estimated as
 one byte per weight of the saved encoder (model.safetensors: what the int8 ONNX holds).
 """
@@ -69,10 +69,10 @@ def main() -> None:
         lines.append(f"| {run}{' (picked)' if run == pick else ''} | {RUNS[run][0]} | {r['size']:,} | "
                      f"{r['general_valid']:.1f} | {r['software_valid']:.1f} | {r['score']:.1f} | {r['general_test']:.1f} | "
                      f"{r['software_test']:.1f} | {r['int8_mb']:.1f} | {r['s_per_step']:.2f} |")
-    text = (f"# Vocabulary for both domains\n\n`train/vocab-sweep.sh`, {time.strftime('%Y-%m-%d')}: 600 steps each "
+    text = (f"# Vocabulary for both domains\n\n`studies/general-default/vocab-sweep.sh`, {time.strftime('%Y-%m-%d')}: 600 steps each "
             "(batch 128, 2 layers x 256, max_len 128, paper objective + USE-m teacher), from scratch; P@1 cosine, "
             "fp32, mean of the 16 directions, 2,000 queries per direction. Score = mean of the two valid columns.\n\n"
-            f"Rule (`train/vocab-both-domains.md`): the smallest vocabulary within {VOCAB_TIE_POINTS} points of the best "
+            f"Rule (`studies/general-default/vocab-both-domains.md`): the smallest vocabulary within {VOCAB_TIE_POINTS} points of the best "
             f"score under the int8 limit. Picked: **{pick}**.\n\n" + "\n".join(lines) + "\n")
     with atomic_write(args.results.parent / "vocab-sweep.md") as f:
         f.write(text)

@@ -334,7 +334,7 @@ def train_cmd(config_path, fresh, quiet, **flags):
       edge-xsent train --config train/tiny-cpu.toml
       edge-xsent train --config train/paper-2layer.toml --data corpus --out runs/p2
       edge-xsent train --config train/paper-2layer.toml --objective xtr --align-weight 0 --sim-weight 0
-      edge-xsent train --config train/cpu-2h-8.toml --data corpus-g --init default --teacher usem3 --out runs/adapt
+      edge-xsent train --config studies/default-sweep/cpu-2h-8.toml --data corpus-g --init default --teacher usem3 --out runs/adapt
       torchrun --nproc-per-node 4 -m edge_xsent.cli train --config train/paper-2layer.toml
     """
     from .train import TrainConfig, train

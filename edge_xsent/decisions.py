@@ -70,7 +70,7 @@ def general_default(rows: dict[str, dict]) -> str | None:
     return min(near, key=lambda k: passing[k]["int8_mb"])
 
 
-# train/vocab-both-domains.md: the vocabulary for both domains (issue 18, item 3).
+# studies/general-default/vocab-both-domains.md: the vocabulary for both domains (issue 18, item 3).
 VOCAB_TIE_POINTS = 0.5
 
 

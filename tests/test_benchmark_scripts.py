@@ -115,3 +115,17 @@ def test_training_cost_on_the_tiny_model(tiny_model, tmp_path, monkeypatch):
     table = out.read_text()
     assert "| before | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 2 |" in table
     assert json.loads(out.with_suffix(".json").read_text())["flops"]["gflop_per_step"] > 0
+
+
+def test_oog_by_language_tabulates_each_language_over_its_sources(tmp_path, monkeypatch, capsys):
+    results = {"edge-xsent onnx-int8": {"retrieval": {"tuxpaint": {"en->ja": 0.2, "ja->en": 0.4, "en->de": 0.8, "de->en": 0.9},
+                                                      "ufoai": {"en->de": 0.9, "de->en": 1.0}}},
+               "USE multilingual v3": {"retrieval": {"tuxpaint": {"en->ja": 0.9, "ja->en": 0.9, "en->de": 0.9, "de->en": 0.9},
+                                                     "ufoai": {"en->de": 1.0, "de->en": 1.0}}}}
+    (tmp_path / "r.json").write_text(json.dumps(results))
+    (tmp_path / "stats.json").write_text(json.dumps({"pairs": {"tuxpaint": {"ja": 196, "de": 241}, "ufoai": {"de": 2129}}}))
+    run_script("oog_by_language.py", str(tmp_path / "r.json"), "--data", str(tmp_path), "--trained", "de",
+               monkeypatch=monkeypatch)
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[2] == "| de (trained) | tuxpaint 241, ufoai 2,129 | 90.0 | 95.0 | +5.0 |"  # trained languages first
+    assert rows[3] == "| ja | tuxpaint 196 | 30.0 | 90.0 | +60.0 |"

@@ -248,5 +248,5 @@ def test_levers_table_script(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     md = (tmp_path / "oog-levers.md").read_text()
-    assert "| general-scratch-32k (`train/general-scratch-32k.toml`) |" in md and "not run" in md  # its files are missing
+    assert "| general-scratch-32k (`studies/general-default/general-scratch-32k.toml`) |" in md and "not run" in md  # its files are missing
     assert "| 85.0 | 85.0 | 40.0 | 71.5 | 88.0 | 96.0 |" in md and "| USE-m v3 (the teacher) | | 94.0 |" in md

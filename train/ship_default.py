@@ -32,9 +32,9 @@ FOUR = ["de", "en", "es", "fr", "it"]
 BASELINES = {  # the earlier candidates for the default, set beside it on its card: (what it is, its languages)
     "cpu-hour": ("`train/cpu-hour.toml`, 2 layers x 512, 16k, en + de/es/fr/it, about an hour: the base recipe that "
                  "`benchmarks/default_sweep.py` varies (its size lost the sweep), not debiased", FOUR),
-    "cpu-2h": ("`train/cpu-2h.toml`, 2 layers x 256, 16k, en + de/es/fr/it, 12,000 steps in about two hours, debiased: "
+    "cpu-2h": ("`studies/default-sweep/cpu-2h.toml`, 2 layers x 256, 16k, en + de/es/fr/it, 12,000 steps in about two hours, debiased: "
                "the sweep's choice, trained on the four goal languages only", FOUR),
-    "cpu-2h-8": ("`train/cpu-2h-8.toml`: cpu-2h's recipe and steps on en + de/es/fr/it/nl/pl/pt_BR/ru, debiased",
+    "cpu-2h-8": ("`studies/default-sweep/cpu-2h-8.toml`: cpu-2h's recipe and steps on en + de/es/fr/it/nl/pl/pt_BR/ru, debiased",
                  FOUR + ["nl", "pl", "pt_BR", "ru"]),
 }
 # A model trained on more languages answers to the language rule against its like-for-like counterpart:
@@ -100,14 +100,14 @@ def why_this_vocabulary(results: Path, vocab_size: int, name: str) -> list[str]:
     from edge_xsent.decisions import INT8_MAX_MB, VOCAB_TIE_POINTS
 
     rows = vocab["rows"]
-    return ["The vocabulary was chosen afterwards for both domains: `train/vocab-sweep.sh` trained the same "
+    return ["The vocabulary was chosen afterwards for both domains: `studies/general-default/vocab-sweep.sh` trained the same "
             "2 x 256 model for 600 steps with tokenizers trained on corpus-g (software and general text) at each size, "
             "beside the software-only 16k tokenizer shipped until then (vocab-sw16k), and scored P@1 on the valid "
             "splits (`benchmarks/results/vocab-sweep.md`):", "",
             "| run | pieces | general valid | software valid | score | int8 MB (est.) |", "|---|---|---|---|---|---|",
             *[f"| {k} | {r['size']:,d} | {r['general_valid']:.1f} | {r['software_valid']:.1f} | {r['score']:.1f} | "
               f"{r['int8_mb']:.1f} |" for k, r in rows.items()], "",
-            f"The rule fixed before those runs (`train/vocab-both-domains.md`: the smallest vocabulary within "
+            f"The rule fixed before those runs (`studies/general-default/vocab-both-domains.md`: the smallest vocabulary within "
             f"{VOCAB_TIE_POINTS:g} points of the best score, under the {INT8_MAX_MB:g} MB int8 limit) chose "
             f"{vocab['picked']}: this model's {vocab_size:,d} pieces.", ""]
 

