@@ -154,11 +154,12 @@ def _swap_in(tmp: Path, path: Path) -> None:
 
 
 def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLike | None] = (),
-                 folder: bool = False) -> None:
+                 folder: bool = False, replaces: tuple[str, str] = ("manifest.json", "model folder")) -> None:
     """Refuse, before any work, an output that would destroy what a command reads or a user keeps:
     the path of an input, a file inside an input folder (a model's config.json), and for a folder
-    output, a folder holding an input or an existing folder that is not a model folder (a training
-    run with its checkpoints, a folder of the user's files). The error names the fix."""
+    output, a folder holding an input or an existing folder that is not of the kind it writes
+    (`replaces`: the file that marks it, and its name; a training run with its checkpoints, a
+    folder of the user's files). The error names the fix."""
     if out is None or str(out) == "-":
         return
     o = Path(out).expanduser().resolve()
@@ -176,8 +177,9 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
     if keeper is not None and (o.is_file() or keeper[1] == "training run" and o.is_relative_to(keeper[0] / "checkpoints")):
         raise UserError(f"{out} is part of a {keeper[1]} ({keeper[0]}): writing it would break that; choose an "
                         "output outside it")
-    if folder and o.exists() and (not o.is_dir() or (any(o.iterdir()) and not (o / "manifest.json").is_file())):
-        raise UserError(f"{out} exists and is not a model folder: it would be replaced whole; choose a new folder "
+    marker, kind = replaces  # a folder output replaces only a folder of its own kind (a model, a corpus)
+    if folder and o.exists() and (not o.is_dir() or (any(o.iterdir()) and not (o / marker).is_file())):
+        raise UserError(f"{out} exists and is not a {kind}: it would be replaced whole; choose a new folder "
                         "(or remove it yourself)")
     probe_writable(Path(out).expanduser().parent)
 

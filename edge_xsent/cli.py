@@ -190,6 +190,7 @@ def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, gener
     from .data.build import BuildConfig, build, format_stats
     from .data.sources import SOURCES
 
+    check_output(out, [cache], folder=True, replaces=("stats.json", "corpus folder"))
     chosen = {"all": list(SOURCES)}.get(sources) or _langs(sources)
     cfg = BuildConfig(langs=_langs(langs), sources=chosen,
                       test_frac=test_frac, valid_frac=valid_frac, general_test_frac=general_test_frac,
@@ -221,6 +222,9 @@ def data_reserved(langs, out, exclude, cache, offline):
     from .data.debian import AptCache, check_lang_codes
     from .data.reserved import build_reserved
 
+    from .data.reserved import MARKER
+
+    check_output(out, [cache, *exclude], folder=True, replaces=(MARKER, "reserved benchmark folder"))
     lang_list = check_lang_codes(_langs(langs))
     apt = AptCache(cache, offline=offline)
     if not offline:

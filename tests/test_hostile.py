@@ -200,3 +200,45 @@ def test_a_torn_corpus_stats_json_is_a_warning_not_a_traceback(tmp_path):
         out, err = res.stdout.decode(), res.stderr.decode()
         assert res.returncode == 0 and "Traceback" not in err and "en-fr" in out, err[-1000:]
         assert "build report: unreadable" in out or "torn or not a JSON object" in err
+
+
+@pytest.mark.parametrize("command", ["data build", "data reserved"])
+def test_data_builders_never_replace_a_folder_of_another_kind(world, tmp_path, command):
+    """A corpus or benchmark build replaces only an earlier corpus or benchmark: never the user's
+    folder, a model folder or a training run (refused before any download or work)."""
+    watched = [world / n for n in ("model", "run", "mine")]
+    before = {p: digest(p) for p in watched}
+    for target in watched:
+        res = run(*command.split(), "--out", str(target), "--offline", "--cache", str(tmp_path / "cache"))
+        assert "exists and is not a" in one_error_line(res)
+    assert {p: digest(p) for p in watched} == before
+
+
+# Hostile inputs: what a careless user passes where text is expected.
+HOSTILE_INPUTS = {
+    "binary": bytes(range(256)) * 40,  # invalid UTF-8
+    "invalid UTF-8 mid-file": "Open the file\n".encode() + b"\xff\xfe\xfd\n",
+    "empty": b"",
+    "NUL bytes": b"\0" * 5000 + b"\n",
+    "a folder": None,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["encode", "mine", "eval"])
+def test_fuzz_hostile_inputs(world, tmp_path, command):
+    failures = []
+    for name, content in HOSTILE_INPUTS.items():
+        path = tmp_path / f"{name.replace(' ', '-')}.en-fr.tsv"  # the languages in the name, as eval reads them
+        if content is None:
+            path.mkdir()
+        else:
+            path.write_bytes(content)
+        args = {"encode": ["encode", "--model", str(world / "model"), "--input", str(path), "--out", str(tmp_path / "v.npy")],
+                "mine": ["mine", str(path), str(world / "b.txt"), "--model", str(world / "model"), "--out", str(tmp_path / "m.tsv")],
+                "eval": ["eval", "xsr", "--model", str(world / "model"), "--data", str(path)]}[command]
+        res = run(*args)
+        err = res.stderr.decode()
+        if res.returncode not in (0, 1) or "Traceback" in err or (res.returncode and "error:" not in err):
+            failures.append((name, res.returncode, err[-300:]))
+    assert not failures, failures
