@@ -205,3 +205,19 @@ def probe_writable(parent: Path) -> None:
             pass
     except OSError as e:
         raise OSError(e.errno, e.strerror, str(parent)) from None
+
+
+def save_safetensors(tensors: dict, path: str | os.PathLike, metadata: dict | None = None) -> None:
+    """safetensors' save_file, its I/O errors (a full disk: "os error 28") raised as the OSError they
+    are, so the one handler of OS errors (the CLI, a training run's clean stop) sees them."""
+    import re
+
+    from safetensors.torch import save_file
+
+    try:
+        save_file(tensors, str(path), metadata=metadata)
+    except Exception as e:  # SafetensorError is not an OSError  # noqa: BLE001
+        code = re.search(r"os error (\d+)", str(e))
+        if code is None:
+            raise
+        raise OSError(int(code.group(1)), os.strerror(int(code.group(1))), str(path)) from None

@@ -130,9 +130,9 @@ def check_version(meta: dict, where: Path) -> None:
 def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs: list[str], training: dict) -> None:
     """Write the model folder atomically: a crash leaves the previous folder untouched."""
     import torch
-    from safetensors.torch import save_file
 
     from . import hf
+    from .atomic import save_safetensors
     model = getattr(model, "module", model)
     cfg = model.cfg
     with atomic_dir(folder) as tmp:
@@ -142,8 +142,8 @@ def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs
         (tmp / FILES["config"]).write_text(json.dumps(config, indent=2) + "\n")
         state = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()}
         bert, extra = hf.to_bert(state, cfg)
-        save_file(bert, str(tmp / FILES["weights"]), metadata={"format": "pt"})  # "pt": transformers requires it
-        save_file(extra, str(tmp / FILES["extra_weights"]), metadata={"format": FORMAT})
+        save_safetensors(bert, tmp / FILES["weights"], metadata={"format": "pt"})  # "pt": transformers requires it
+        save_safetensors(extra, tmp / FILES["extra_weights"], metadata={"format": FORMAT})
         tokenizer.save(tmp / FILES["tokenizer"])
         hf.write_hf_files(tmp, cfg, tokenizer, extra.get("lang_basis"))
         info = {**training, "python": platform.python_version(), "torch": torch.__version__}

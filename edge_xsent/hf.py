@@ -175,7 +175,7 @@ def sentence_transformers_files(cfg: EncoderConfig, with_projection: bool) -> di
 
 def write_hf_files(folder: Path, cfg: EncoderConfig, tok: "Tokenizer", lang_basis: "torch.Tensor | None") -> None:
     """Everything but config.json and model.safetensors (bundle.save_model writes those)."""
-    from safetensors.torch import save_file
+    from .atomic import save_safetensors
 
     folder = Path(folder)
     (folder / layout.FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
@@ -183,7 +183,7 @@ def write_hf_files(folder: Path, cfg: EncoderConfig, tok: "Tokenizer", lang_basi
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(json.dumps(content, indent=2) + "\n")
     if lang_basis is not None:
-        save_file({"linear.weight": projection(lang_basis).contiguous()}, str(folder / DENSE_WEIGHTS))
+        save_safetensors({"linear.weight": projection(lang_basis).contiguous()}, folder / DENSE_WEIGHTS)
 
 
 # --- loading a folder in the Hugging Face stacks ---

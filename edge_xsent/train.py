@@ -682,7 +682,7 @@ def _saving(save, step: int, where: Path) -> None:
     try:
         save()
     except OSError as e:
-        raise TrainingStopped(f"saving {where} failed at step {step} ({e}); the previous one is intact. "
+        raise TrainingStopped(f"saving {where} failed at step {step} ({e}); the previous one, if any, is intact. "
                               "Free disk space and run the same command to resume") from e
 
 

@@ -242,3 +242,12 @@ def test_fuzz_hostile_inputs(world, tmp_path, command):
         if res.returncode not in (0, 1) or "Traceback" in err or (res.returncode and "error:" not in err):
             failures.append((name, res.returncode, err[-300:]))
     assert not failures, failures
+
+
+@pytest.mark.slow
+def test_training_on_a_full_disk_stops_cleanly_and_the_rerun_finishes(tmp_path):
+    args = ("train", "--config", str(ROOT / "train" / "tiny-cpu.toml"), "--out", str(tmp_path / "run"),
+            "--max-steps", "60", "--quiet")
+    line = one_error_line(run(*args, limit_bytes=1_500_000))  # the tokenizer fits, the model folder does not
+    assert "failed at step 50" in line and "run the same command to resume" in line
+    assert run(*args).returncode == 0 and (tmp_path / "run" / "model" / "model.safetensors").exists()
