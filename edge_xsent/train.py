@@ -577,9 +577,28 @@ def resume_state(cfg: TrainConfig, ckpt_file: Path, procs: Processes) -> dict | 
     return resume
 
 
+def training_bytes(m: EncoderConfig) -> int:
+    """Memory a model's training state takes at least: fp32 weights, their gradients and Adam's
+    three moments (amsgrad), five copies of every parameter."""
+    params = (m.vocab_size * m.d_model + m.vocab_size + m.max_len * m.d_model + m.d_model ** 2
+              + m.n_layers * (4 * m.d_model ** 2 + 2 * m.d_model * m.d_ff))
+    return 5 * 4 * params
+
+
+def check_fits_memory(m: EncoderConfig) -> None:
+    """A model too large for this machine fails now, named, before the data is read and the
+    tokenizer trained, not by the kernel's out-of-memory killer an hour later."""
+    need, have = training_bytes(m), os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > have:
+        raise UserError(f"model config: vocab_size={m.vocab_size}, d_model={m.d_model}, d_ff={m.d_ff}, "
+                        f"n_layers={m.n_layers} need at least {need / 2**30:.1f} GiB to train (weights, gradients, "
+                        f"Adam's moments); this machine has {have / 2**30:.1f} GiB: make the model smaller")
+
+
 def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progress: bool) -> Prepared:
     """Read and tokenise the train and valid splits (training the tokenizer if need be), and
     attach the teacher's vectors when distilling."""
+    check_fits_memory(cfg.model)
     t0 = time.time()
     rows = load_texts(cfg, "train", cfg.max_train_pairs)
     if not rows:

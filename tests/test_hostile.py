@@ -251,3 +251,14 @@ def test_training_on_a_full_disk_stops_cleanly_and_the_rerun_finishes(tmp_path):
     line = one_error_line(run(*args, limit_bytes=1_500_000))  # the tokenizer fits, the model folder does not
     assert "failed at step 50" in line and "run the same command to resume" in line
     assert run(*args).returncode == 0 and (tmp_path / "run" / "model" / "model.safetensors").exists()
+
+
+def test_a_model_too_large_for_the_machine_fails_before_reading_data(tmp_path):
+    recipe = tmp_path / "huge.toml"
+    recipe.write_text((ROOT / "train" / "tiny-cpu.toml").read_text()
+                      .replace("vocab_size = 4000", "vocab_size = 1000000").replace("d_model = 128", "d_model = 8192")
+                      .replace("n_heads = 4", "n_heads = 8"))
+    res = run("train", "--config", str(recipe), "--out", str(tmp_path / "run"), "--quiet")
+    line = one_error_line(res)
+    assert "need at least 164.0 GiB to train" in line and "make the model smaller" in line
+    assert not (tmp_path / "run" / "tokenizer.model").exists()  # refused before the tokenizer was trained
