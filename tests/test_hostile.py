@@ -253,6 +253,8 @@ def test_training_on_a_full_disk_stops_cleanly_and_the_rerun_finishes(tmp_path):
     assert run(*args).returncode == 0 and (tmp_path / "run" / "model" / "model.safetensors").exists()
 
 
+@pytest.mark.skipif(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") > 160 * 2**30,
+                    reason="this machine could hold the largest model the config ranges allow")
 def test_a_model_too_large_for_the_machine_fails_before_reading_data(tmp_path):
     recipe = tmp_path / "huge.toml"
     recipe.write_text((ROOT / "train" / "tiny-cpu.toml").read_text()
