@@ -445,8 +445,7 @@ class Prepared:
 
 def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
-    if Path(cfg.out).exists() and not Path(cfg.out).is_dir():
-        raise UserError(f"--out {cfg.out} is a file; a run writes a folder: name a new or existing run folder")
+    check_run_folder(Path(cfg.out))
     procs = start_processes(cfg)
     try:
         out, ckpt_file = Path(cfg.out), checkpoint_path(Path(cfg.out))
@@ -575,6 +574,28 @@ def resume_state(cfg: TrainConfig, ckpt_file: Path, procs: Processes) -> dict | 
         raise UserError(f"{ckpt_file} was written by a run with a different config; "
                         "use the same config to resume, or --fresh to start over")
     return resume
+
+
+RUN_FILES = {"checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
+
+
+def check_run_folder(out: Path) -> None:
+    """--out is a new folder or a run's own (resumed): never a file, a model folder (the shipped
+    default's files would be overwritten), nor a folder of other files (the run would mix its own
+    in), and never inside a model folder."""
+    from .atomic import kept_folder
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; a run writes a folder: name a new or existing run folder")
+    keeper = kept_folder(out.resolve() / "x")
+    if keeper is not None and keeper[1] == "model folder":
+        raise UserError(f"--out {out} is or lies inside a model folder ({keeper[0]}): a run would overwrite its files; "
+                        "name a new folder")
+    if out.is_dir():
+        other = sorted(set(os.listdir(out)) - RUN_FILES)
+        if other and not (out / "log.jsonl").exists() and not (out / "checkpoints").is_dir():
+            raise UserError(f"--out {out} holds files that are not a training run's ({', '.join(other[:3])}); name a "
+                            "new folder or a run's own to resume it")
 
 
 def training_bytes(m: EncoderConfig) -> int:
