@@ -195,9 +195,13 @@ class TrainConfig:
     def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":
         path = Path(path)
         try:
-            raw = tomllib.loads(path.read_text())
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as e:
             raise UserError(f"{path}: no such config file") from e
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the recipe as UTF-8") from e
+        except IsADirectoryError as e:
+            raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)") from e
         except tomllib.TOMLDecodeError as e:
             raise UserError(f"{path}: invalid TOML ({e})") from e
         overrides = dict(overrides or {})

@@ -211,6 +211,11 @@ def test_config_file_and_unknown_keys(tmp_path):
     p.write_text("max_steps = \n")
     with pytest.raises(UserError, match="invalid TOML"):
         TrainConfig.from_toml(p)
+    p.write_bytes(b'data = "\xff\xfe"\n')
+    with pytest.raises(UserError, match=rf"{p.name}: not UTF-8 text .* save the recipe as UTF-8"):
+        TrainConfig.from_toml(p)
+    with pytest.raises(UserError, match="is a folder; --config takes a recipe file"):
+        TrainConfig.from_toml(p.parent)
 
 
 @pytest.mark.slow
