@@ -454,6 +454,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         if cfg.init and (fresh or not ckpt_file.exists()):
             refuse_own_result(cfg)
         resume = None if fresh else resume_state(cfg, ckpt_file, procs)
+        if resume is None:
+            check_pinned_start(cfg)
         prep = prepare(cfg, out, resume is not None, procs, progress)
         if fresh:  # only now that the data is known good: a typo in --data loses nothing
             forget_previous_run(out, procs)
@@ -574,6 +576,19 @@ def resume_state(cfg: TrainConfig, ckpt_file: Path, procs: Processes) -> dict | 
         raise UserError(f"{ckpt_file} was written by a run with a different config; "
                         "use the same config to resume, or --fresh to start over")
     return resume
+
+
+def check_pinned_start(cfg: TrainConfig) -> None:
+    """A recipe that pins its start (init_sha256) starts from exactly that model or not at all:
+    `init = "default"` names whatever ships now, which changes when a new default ships."""
+    if not cfg.init or not cfg.init_sha256:
+        return
+    manifest = init_dir(cfg.init) / "manifest.json"
+    have = hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file() else "(no manifest.json)"
+    if have != cfg.init_sha256:
+        raise UserError(f"init {cfg.init} is not this recipe's pinned start: its manifest.json has SHA-256 {have[:16]}..., "
+                        f"the recipe pins {cfg.init_sha256[:16]}...; put the pinned model in a folder (the recipe's "
+                        "header says how) and set init to it")
 
 
 RUN_FILES = {"checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
@@ -780,7 +795,8 @@ def _comparable(cfg: TrainConfig) -> dict:
     only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
     so fields added since take their defaults."""
     d = cfg.to_dict()
-    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "init"):
+    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "init",
+              "init_sha256"):
         d.pop(k, None)
     return d
 

@@ -342,3 +342,19 @@ def test_a_model_folder_records_paths_under_home_as_tilde(tmp_path):
     assert recorded == {"out": "~/edge-xsent-runs/x", "data": "corpus", "init": None, "lr": 1e-3,
                         "teacher_cache": f"{home}x/elsewhere"}  # only the home folder itself, not a look-alike
     assert TrainConfig(out=recorded["out"]).out == f"{home}/edge-xsent-runs/x"  # read back, it is the same run
+
+
+def test_a_pinned_start_is_that_model_or_an_error_before_any_work(tiny_run, tmp_path):
+    import hashlib
+
+    from conftest import tiny_config
+    from edge_xsent.train import check_pinned_start
+
+    model = tiny_run / "model"
+    right = hashlib.sha256((model / "manifest.json").read_bytes()).hexdigest()
+    check_pinned_start(tiny_config(tmp_path / "a", init=str(model), init_sha256=right))  # the pinned model: fine
+    wrong = tiny_config(tmp_path / "b", init=str(model), init_sha256="0" * 64)
+    with pytest.raises(UserError, match=r"is not this recipe's pinned start: its manifest.json has SHA-256 "
+                                        rf"{right[:16]}\.\.\., the recipe pins 0000000000000000"):
+        train(wrong, progress=False)
+    assert not (tmp_path / "b" / "tokenizer.model").exists()  # refused before the data was read
