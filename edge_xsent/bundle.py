@@ -195,8 +195,9 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
     from .tokenizer import Tokenizer
 
     folder = Path(folder)
+    derived = not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists()
     if verify_checksums:
-        verify(folder, expected=[FILES["config"], FILES["weights"], FILES["tokenizer"]])
+        verify(folder, expected=[FILES["config"], ONNX_INT8 if derived else FILES["weights"], FILES["tokenizer"]])
     config = read_config(folder)
     model = DualEncoder(EncoderConfig.from_dict(config["model"]))
     state = read_state(folder, config)
@@ -205,6 +206,8 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
     except RuntimeError as e:  # shapes differ: config.json's d_model, max_len or vocab_size is not the weights'
         first = str(e).split("\n")[1].strip() if "\n" in str(e) else str(e)
         raise UserError(f"{folder / FILES['config']}: its sizes do not match the weights ({first})") from None
+    if derived:  # no generative head beside the graph: inference does not need it, training starts it afresh
+        missing = [k for k in missing if not k.startswith("head")]
     if missing or unexpected:
         raise UserError(f"{folder / FILES['weights']}: weights do not match config.json "
                         f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
@@ -222,6 +225,12 @@ def read_state(folder: Path, config: dict) -> dict:
     from . import hf
     from .model import EncoderConfig
 
+    if not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists():  # one artifact: the int8 graph
+        from .int8_weights import state_from_int8
+
+        extra = folder / FILES["extra_weights"]
+        head = load_file(str(extra)) if extra.exists() else {}
+        return {**state_from_int8(folder / ONNX_INT8, EncoderConfig.from_dict(config["model"])), **head}
     weights = load_file(str(folder / FILES["weights"]))
     if config["format_version"] == 1:
         return weights

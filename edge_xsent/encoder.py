@@ -181,9 +181,9 @@ class Encoder:
         if manifest is not None and (path / weights).exists():
             bundle.require_listed(manifest, [weights], path)  # an unlisted file was never checked
         if backend == "torch":
-            if not (path / bundle.FILES["weights"]).exists():
-                raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) for backend='torch': "
-                                "use backend='onnx', or load a model folder that has them")
+            if not (path / bundle.FILES["weights"]).exists() and not (path / bundle.ONNX_INT8).exists():
+                raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) nor an int8 graph to derive "
+                                "them from, for backend='torch': use backend='onnx', or load a model folder that has them")
             run = _torch_backend(path, threads)
         elif backend == "onnx":
             run = _onnx_backend(path, threads, precision or "int8", session_options, disabled_optimizers)

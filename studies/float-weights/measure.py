@@ -15,46 +15,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnx
 import torch
-from onnx import numpy_helper
 
 from edge_xsent.atomic import atomic_write
 from edge_xsent.bundle import load_model
 from edge_xsent.data.corpus import read_pairs
+from edge_xsent.int8_weights import state_from_int8
 from edge_xsent.layout import ONNX_INT8
 
 HERE = Path(__file__).parent
-LINEARS = ("qkv", "proj", "ff1", "ff2")  # each block's matmuls, in the order the exporter emits them
-
-
-def dequantize(q: np.ndarray, scale: np.ndarray, zero: np.ndarray, axis: int | None = None) -> np.ndarray:
-    if axis is not None:  # per output channel: scale and zero point along the weight's last axis
-        return (q.astype(np.float32) - zero.astype(np.float32)) * scale
-    return (q.astype(np.float32) - float(zero)) * float(scale)
-
-
-def state_from_int8(graph_path: Path, n_layers: int) -> dict[str, torch.Tensor]:
-    """DualEncoder's state dict read back from the int8 graph: named float initializers as they are,
-    the uint8 embedding tables and the int8 per-channel matmul weights dequantized. The matmul
-    weights carry generated names; they are matched to the blocks' linears by order and shape."""
-    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(graph_path)).graph.initializer}
-    state = {k[len("model."):]: torch.from_numpy(v.copy()) for k, v in inits.items()
-             if k.startswith("model.") and v.dtype == np.float32 and not k.endswith(("_scale",))}
-    for table in ("tok_emb", "pos_emb"):
-        p = f"model.{table}.weight"
-        state[f"{table}.weight"] = torch.from_numpy(
-            dequantize(inits[p + "_quantized"], inits[p + "_scale"], inits[p + "_zero_point"]))
-    mats = [k[: -len("_quantized")] for k in inits if k.endswith("_quantized") and not k.startswith("model.")]
-    names = [f"blocks.{b}.{lin}.weight" for b in range(n_layers) for lin in LINEARS]
-    if len(mats) != len(names):
-        raise ValueError(f"{len(mats)} quantized matmuls in the graph, {len(names)} linears in the model")
-    for name, m in zip(names, mats):
-        w = dequantize(inits[m + "_quantized"], inits[m + "_scale"], inits[m + "_zero_point"], axis=1)
-        state[name] = torch.from_numpy(np.ascontiguousarray(w.T))  # the graph multiplies by W^T
-    return state
-
-
 def encode(model, tok, texts: list[str]) -> np.ndarray:
     from edge_xsent.bundle import pad_batch
 
@@ -102,7 +71,7 @@ def main() -> None:
     args = ap.parse_args()
     original, tok, _ = load_model(args.model)
     derived, _, _ = load_model(args.model)
-    state = state_from_int8(args.model / ONNX_INT8, original.cfg.n_layers)
+    state = state_from_int8(args.model / ONNX_INT8, original.cfg)
     missing, unexpected = derived.load_state_dict(state, strict=False)
     pairs = list(read_pairs(args.data, split="test"))[: args.sentences]
     texts = [p.a for p in pairs] + [p.b for p in pairs]

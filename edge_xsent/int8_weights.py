@@ -1,0 +1,63 @@
+"""Float weights read back from an int8 ONNX graph, so a model can ship one artifact.
+
+The graph holds every encoder weight: the named float tensors as they are, the embedding tables
+as uint8 with one scale each, the matmuls as int8 per output channel. Dequantized, they give
+sentence vectors at cosine 0.9999 to the trained fp32 weights and fine-tune alike
+(studies/float-weights/). The generative head, which inference does not use, is not in the graph;
+it ships beside it in edge_xsent.safetensors.
+
+    state = state_from_int8(folder / "onnx/model_int8.onnx", EncoderConfig(...))
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .config import EncoderConfig
+from .errors import UserError
+
+LINEARS = ("qkv", "proj", "ff1", "ff2")  # each block's matmuls, in the order the exporter emits them
+
+
+def dequantize(q: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    """(q - zero) * scale; scale and zero are scalars or one per output channel (the last axis)."""
+    return (q.astype(np.float32) - zero.astype(np.float32)) * scale.astype(np.float32)
+
+
+def _shapes(cfg: EncoderConfig) -> dict[str, tuple[int, int]]:
+    d, f = cfg.d_model, cfg.d_ff
+    return {"qkv": (d, 3 * d), "proj": (d, d), "ff1": (d, f), "ff2": (f, d)}  # as the graph multiplies: x @ W^T
+
+
+def state_from_int8(graph: Path, cfg: EncoderConfig) -> dict:
+    """DualEncoder's encoder weights (no generative head) from an int8 graph. The matmul weights
+    carry generated names; they are matched to the blocks' linears by order, and each shape is
+    checked, so a graph of another model is an error, not wrong weights."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    try:
+        inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(graph)).graph.initializer}
+    except Exception as e:  # onnx raises its own types for a torn file  # noqa: BLE001
+        raise UserError(f"{graph}: not a readable ONNX graph ({e})") from None
+    state = {k[len("model."):]: torch.from_numpy(v.copy()) for k, v in inits.items()
+             if k.startswith("model.") and v.dtype == np.float32 and not k.endswith("_scale")}
+    for table in ("tok_emb", "pos_emb"):
+        name = f"model.{table}.weight"
+        if name + "_quantized" not in inits:
+            raise UserError(f"{graph}: no quantized {table} table; is it an int8 graph made by `edge-xsent export --int8`?")
+        state[f"{table}.weight"] = torch.from_numpy(
+            dequantize(inits[name + "_quantized"], inits[name + "_scale"], inits[name + "_zero_point"]))
+    mats = [k[: -len("_quantized")] for k in inits if k.endswith("_quantized") and not k.startswith("model.")]
+    wanted = [(b, lin) for b in range(cfg.n_layers) for lin in LINEARS]
+    shapes = _shapes(cfg)
+    if len(mats) != len(wanted) or any(inits[m + "_quantized"].shape != shapes[lin] for m, (_, lin) in zip(mats, wanted)):
+        raise UserError(f"{graph}: its quantized matmuls do not match config.json ({cfg.n_layers} layers, d_model "
+                        f"{cfg.d_model}, d_ff {cfg.d_ff}); re-export the model")
+    for m, (b, lin) in zip(mats, wanted):
+        w = dequantize(inits[m + "_quantized"], inits[m + "_scale"], inits[m + "_zero_point"])
+        state[f"blocks.{b}.{lin}.weight"] = torch.from_numpy(np.ascontiguousarray(w.T))
+    return state

@@ -1,0 +1,49 @@
+"""One model artifact: float weights derived from the int8 graph where a folder ships no fp32
+weights (studies/float-weights/ measured it on the shipped default: cosine 0.99991, the same
+fine-tuning)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from edge_xsent import Encoder
+from edge_xsent.bundle import load_model, write_manifest
+from edge_xsent.errors import UserError
+
+
+@pytest.fixture
+def graph_only(tiny_bundle, tmp_path):
+    """The tiny bundle without its fp32 weights: the int8 graph, the head file, tokenizer, config."""
+    folder = tmp_path / "graph-only"
+    shutil.copytree(tiny_bundle[0], folder)
+    (folder / "model.safetensors").unlink()
+    write_manifest(folder)
+    return folder
+
+
+def test_the_torch_backend_runs_weights_derived_from_the_int8_graph(tiny_bundle, graph_only):
+    texts = ["Open the file", "Ouvrir le fichier", "Save the current document before closing the window"]
+    fp32 = Encoder.load(tiny_bundle[0], backend="torch").encode(texts)
+    derived = Encoder.load(graph_only, backend="torch").encode(texts)
+    assert (fp32 * derived).sum(1).min() > 0.999
+
+
+def test_a_derived_model_keeps_the_head_for_fine_tuning(tiny_bundle, graph_only):
+    original, _, _ = load_model(tiny_bundle[0])
+    derived, _, _ = load_model(graph_only)
+    for name in ("head_bias", "head_dense.weight", "head_ln.weight"):  # from edge_xsent.safetensors, exactly
+        assert torch.equal(derived.state_dict()[name], original.state_dict()[name])
+    worst = max(float((derived.state_dict()[k] - v).abs().max()) for k, v in original.state_dict().items())
+    assert 0 < worst < 0.05  # dequantized, not copied
+
+
+def test_a_graph_of_another_model_is_an_error_not_wrong_weights(graph_only):
+    config = json.loads((graph_only / "config.json").read_text())
+    config["model"]["d_ff"] *= 2
+    (graph_only / "config.json").write_text(json.dumps(config))
+    write_manifest(graph_only)
+    with pytest.raises(UserError, match="its quantized matmuls do not match config.json"):
+        load_model(graph_only)
