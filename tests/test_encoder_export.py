@@ -264,11 +264,14 @@ def test_default_model_covers_the_added_languages():
     assert set(np.argsort(-sims)[:4]) == {0, 2, 4, 6}, sims
 
 
-def test_torch_backend_without_fp32_weights_says_so(tiny_bundle, tmp_path):
+def test_torch_backend_without_fp32_weights_or_int8_graph_says_so(tiny_bundle, tmp_path):
+    """Without fp32 weights the torch backend derives them from the int8 graph (test_int8_weights.py);
+    with neither, it says what to do."""
     bundle_dir, _ = tiny_bundle
     shutil.copytree(bundle_dir, tmp_path / "b")
     (tmp_path / "b/model.safetensors").unlink()
-    with pytest.raises(UserError, match="has no model.safetensors.*backend='onnx'"):
+    (tmp_path / "b/onnx/model_int8.onnx").unlink()
+    with pytest.raises(UserError, match="has no model.safetensors .* nor an int8 graph .*backend='onnx'"):
         Encoder.load(tmp_path / "b", backend="torch", verify=False)
 
 
