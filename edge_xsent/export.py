@@ -32,7 +32,7 @@ import torch.nn as nn
 from . import __version__
 from .atomic import atomic_dir
 from .bundle import (CARD, FILES, FORMAT, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
-                     read_training, write_manifest)
+                     read_training, save_model, write_manifest)
 from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
@@ -260,11 +260,14 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         pruned = prune_vocabulary(model_dir, keep_vocab, tmp / ".pruned") if keep_vocab is not None else None
         model_dir = tmp / ".pruned" if pruned else model_dir
         model, tok, config = load_model(model_dir)
+        if not (model_dir / FILES["weights"]).exists():  # one artifact (int8 graph + head): write the float weights
+            save_model(tmp / ".float", model, tok, config["langs"], read_training(model_dir))
+            model_dir = tmp / ".float"
         example = example_inputs(tok, model.cfg.max_len)
         for src in model_files(model_dir):  # the model folder as saved, Hugging Face files included
             (tmp / src.relative_to(model_dir)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, tmp / src.relative_to(model_dir))
-        if pruned:
+        if model_dir.parent == tmp:  # a pruned or materialised copy, inside the temporary folder
             shutil.rmtree(model_dir)
         export_onnx(model, example, tmp / ONNX_FP32)
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}

@@ -47,3 +47,15 @@ def test_a_graph_of_another_model_is_an_error_not_wrong_weights(graph_only):
     write_manifest(graph_only)
     with pytest.raises(UserError, match="its quantized matmuls do not match config.json"):
         load_model(graph_only)
+
+
+def test_export_of_a_graph_only_folder_writes_the_float_weights_back(graph_only, tmp_path):
+    """What a sentence-transformers user runs on a one-artifact default: a full bundle again."""
+    from edge_xsent.export import export_bundle
+
+    parity = export_bundle(graph_only, tmp_path / "full", parity_pairs=80, torchscript=False)
+    assert (tmp_path / "full" / "model.safetensors").exists() and not (tmp_path / "full" / ".float").exists()
+    assert parity["formats"]["onnx-int8"]["cosine_mean"] > 0.99  # the export's own gate, against the derived fp32
+    a = Encoder.load(tmp_path / "full", backend="torch").encode(["Open the file"])
+    b = Encoder.load(graph_only, backend="torch").encode(["Open the file"])
+    assert float((a * b).sum()) > 0.9999
