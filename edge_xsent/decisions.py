@@ -141,3 +141,51 @@ def oog_default(rows: dict[str, dict], current: str) -> str:
     best = max(r["score"] for r in ok.values())
     near = [k for k, r in ok.items() if r["score"] >= best - OOG_TIE_POINTS]
     return min(near, key=lambda k: (ok[k]["int8_mb"], -ok[k]["score"]))
+
+
+# train/multilingual-default.md: the next default, every language the data reaches.
+CLAIM_MIN_PAIRS = 10_000  # general-domain train pairs a language needs to be claimed
+CLAIM_MIN_P1 = 80.0  # and its general test P@1 (int8, both directions with English)
+MIN_CLAIMED = 20
+MULTI_INT8_MAX_MB = 20.0
+MULTI_SPEED_MIN_RATIO = 2.0  # sentences/s against USE-m's, same sentences, 1 thread, one run
+OLD_OOG_MEAN_MAX_DROP = 0.5  # the old languages' reserved P@1 on `oog`, averaged over its cells
+OLD_OOG_LANG_MAX_DROP = 2.0  # and per language
+CORPUS_G_MAX_DROP = 1.0  # corpus-g's software and general test splits, mean P@1
+
+
+def claimed_languages(pairs: dict[str, int], p1: dict[str, float]) -> list[str]:
+    """Languages with enough general train pairs whose general test P@1 (points) reaches the bar."""
+    return sorted(l for l, n in pairs.items() if n >= CLAIM_MIN_PAIRS and p1.get(l, 0.0) >= CLAIM_MIN_P1)
+
+
+def multilingual_failed_constraints(row: dict, shipped: dict) -> list[str]:
+    """row and shipped: {"oog_mean", "oog_by_lang" {lang: P@1}, "software", "general" (points)}; row also
+    {"claimed" [langs], "int8_mb", "speed_ratio"} -> the constraints of the rule that the row misses."""
+    drops = {l: shipped["oog_by_lang"][l] - row["oog_by_lang"].get(l, 0.0) for l in shipped["oog_by_lang"]}
+    worst = max(drops, key=drops.get) if drops else None
+    return [msg for ok, msg in [
+        (len(row["claimed"]) >= MIN_CLAIMED, f"{len(row['claimed'])} claimed languages < {MIN_CLAIMED}"),
+        (row["int8_mb"] <= MULTI_INT8_MAX_MB, f"int8 {row['int8_mb']:.1f} MB > {MULTI_INT8_MAX_MB:g} MB"),
+        (row["speed_ratio"] >= MULTI_SPEED_MIN_RATIO,
+         f"{row['speed_ratio']:.2f}x USE-m's sentences/s < {MULTI_SPEED_MIN_RATIO:g}x"),
+        (shipped["oog_mean"] - row["oog_mean"] <= OLD_OOG_MEAN_MAX_DROP,
+         f"old languages' oog P@1 {row['oog_mean']:.1f}, more than {OLD_OOG_MEAN_MAX_DROP:g} below {shipped['oog_mean']:.1f}"),
+        (worst is None or drops[worst] <= OLD_OOG_LANG_MAX_DROP,
+         f"oog P@1 of {worst} {drops.get(worst, 0):.1f} points below the shipped default's (> {OLD_OOG_LANG_MAX_DROP:g})"),
+        *[(shipped[k] - row[k] <= CORPUS_G_MAX_DROP,
+           f"corpus-g {k} P@1 {row[k]:.1f}, more than {CORPUS_G_MAX_DROP:g} below {shipped[k]:.1f}")
+          for k in ("software", "general")],
+    ] if not ok]
+
+
+def multilingual_default(rows: dict[str, dict], shipped: dict, current: str) -> str:
+    """{candidate: row with "oog_claimed" (mean out-of-genre P@1 over the claimed languages the
+    benchmark covers) too} -> the best passing candidate, a tie within OOG_TIE_POINTS going to the
+    smaller int8 file; `current` (the model shipped now) when none passes."""
+    ok = {k: r for k, r in rows.items() if not multilingual_failed_constraints(r, shipped)}
+    if not ok:
+        return current
+    best = max(r["oog_claimed"] for r in ok.values())
+    near = [k for k, r in ok.items() if r["oog_claimed"] >= best - OOG_TIE_POINTS]
+    return min(near, key=lambda k: (ok[k]["int8_mb"], -ok[k]["oog_claimed"]))

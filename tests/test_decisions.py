@@ -69,3 +69,20 @@ def test_int8_variant_takes_the_most_faithful_that_keeps_quality_and_speed():
     rows["u8"] = int8_row(0.9999, general=88.1)
     assert int8_variant(rows) == "s8-7bit"  # loses 0.4 general P@1
     assert int8_variant({"s8": int8_row(0.9969), "u8": int8_row(0.9999, software=96.0)}) == "s8"  # nothing else keeps quality
+
+
+def test_the_multilingual_default_rule_on_small_tables():
+    from edge_xsent.decisions import claimed_languages, multilingual_default, multilingual_failed_constraints
+
+    pairs = {"de": 134_700, "ja": 43_200, "vi": 6_500, "ar": 23_500}
+    assert claimed_languages(pairs, {"de": 95.0, "ja": 81.0, "vi": 99.0, "ar": 79.9}) == ["de", "ja"]  # vi: too few pairs
+    shipped = {"oog_mean": 86.5, "oog_by_lang": {"de": 93.4, "fr": 87.5}, "software": 95.8, "general": 88.0}
+    good = {"claimed": [f"l{i}" for i in range(22)], "int8_mb": 13.5, "speed_ratio": 3.1, "oog_mean": 86.2,
+            "oog_by_lang": {"de": 92.0, "fr": 88.0}, "software": 95.0, "general": 87.5, "oog_claimed": 70.0}
+    assert multilingual_failed_constraints(good, shipped) == []
+    old_lost = {**good, "oog_by_lang": {"de": 76.2, "fr": 88.0}, "oog_mean": 80.0}  # what step 6,000 looked like
+    failed = multilingual_failed_constraints(old_lost, shipped)
+    assert len(failed) == 2 and "oog P@1 of de 17.2 points below" in failed[1]
+    assert multilingual_default({"m1": old_lost}, shipped, current="shipped") == "shipped"  # none passes: it stays
+    smaller = {**good, "int8_mb": 12.0, "oog_claimed": 69.8}
+    assert multilingual_default({"m1": good, "m1-small": smaller}, shipped, "shipped") == "m1-small"  # a tie: smaller file
