@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def main() -> None:
         print(f"rank {rank}: {rows[rank]}", flush=True)
     chosen = debias_rank(rows)
     lines = [f"# `debias` rank, chosen on the {args.split} split", "",
-             f"`python benchmarks/debias_rank.py {args.model} --data {args.data} --ranks {args.ranks}`; fp32, "
+             f"`python benchmarks/debias_rank.py {args.model} --data {args.data} --ranks {args.ranks}`, {time.strftime('%Y-%m-%d')}; fp32, "
              f"P@1 in % averaged over all directions; singular values {info['singular_values']}.", "",
              "| rank | P@1 cosine, pair pool | P@1 margin, pair pool | P@1 cosine, mixed pool | nearest in own language |",
              "|---|---|---|---|---|",

@@ -14,6 +14,7 @@ import json
 import runpy
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +75,7 @@ def main() -> None:
            "onnxruntime": onnxruntime.__version__}
     md = ["# Demo latency: in the browser vs Python", "",
           f"Model `{res['model']}` (int8 ONNX), sentence \"{SENTENCE}\" ({tokens} tokens), one thread, medians of "
-          f"{REPEATS} after warm-up, same machine, one run (`python benchmarks/demo_latency.py`):", "",
+          f"{REPEATS} after warm-up, same machine, one run (`python benchmarks/demo_latency.py`, {time.strftime('%Y-%m-%d')}):", "",
           "| where | median (ms) |", "|---|---|",
           f"| headless {browser_version}, Pixel 7 profile, onnxruntime-web WASM (tokenizer + model + normalise, "
           f"`android_demo/test/browser.test.mjs`) | {browser['median_ms']:.2f} |",

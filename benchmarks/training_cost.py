@@ -35,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = "328aba9"  # the last commit whose step built dense (B, V) targets and used the for-loop Adam
-RECIPE = ROOT / "train" / "oog-vocab48k-long.toml"  # the shipped default's recipe
+RECIPE = ROOT / "train" / "default.toml"  # the shipped default's recipe
 
 # name -> recipe overrides (the approximate options); "before" runs the old tree with none.
 VARIANTS = {

@@ -345,6 +345,7 @@ def to_markdown(results: dict) -> str:
     c, m = results["config"], results["machine"]
     flag = lambda s: " (noisy)" if s["noisy"] else ""  # noqa: E731
     lines = [f"# edge-xsent bench ({time.strftime('%Y-%m-%d')})", "",
+             *([f"`{results['command']}`, {time.strftime('%Y-%m-%d')}", ""] if results.get("command") else []),
              f"Machine: {m['cpu']}, {m['cores']} cores" + (f", GPU {m['gpu']}" if "gpu" in m else "") +
              f"; torch {m['torch']}, onnxruntime {m['onnxruntime']}, Python {m['python']}.", "",
              f"## Training cost (the paper's Table 5 in shape)", "",

@@ -2,13 +2,15 @@
 
 A run's checkpoint folder lives outside the work tree and can be lost with the machine between
 sittings; a run longer than a sitting then starts again from its `init`. `save` writes what it takes
-to continue into a small folder that can be committed: the last checkpoint's weights (the encoder
+to continue into a small folder that can be committed on a branch of its own, never on main (git keeps
+every blob, and every clone of main would download it): the last checkpoint's weights (the encoder
 and the teacher projection) without the optimizer's moments (three quarters of a checkpoint: amsgrad
 keeps three per weight), the run's tokenizer and its log. `restore` puts them back as the run's checkpoint, and the same
 `edge-xsent train --config R` resumes at the carried step:
 
-    edge-xsent carry save ~/edge-xsent-runs/long train/carry/long        # before the machine goes
-    edge-xsent carry restore train/carry/long ~/edge-xsent-runs/long     # on the next one
+    git worktree add ../carry-long -b carry/long                        # a branch for the carry, off main
+    edge-xsent carry save ~/edge-xsent-runs/long ../carry-long/long      # before the machine goes; commit there
+    edge-xsent carry restore ../carry-long/long ~/edge-xsent-runs/long   # on the next one
     edge-xsent train --config R                                         # resumes at the carried step
 
 What a carried run loses: Adam's moments (they start afresh at the carried step's learning rate) and
@@ -70,7 +72,7 @@ def _check_dest(run: Path, dest: Path) -> None:
     r, d = run.resolve(), dest.resolve()
     if d == r or d.is_relative_to(r) or r.is_relative_to(d):
         raise UserError(f"{dest}: the carry would replace the run {run} or a folder holding it; carry to a "
-                        "folder of its own (e.g. train/carry/NAME)")
+                        "folder of its own (e.g. ../carry-NAME/NAME, a worktree of a carry branch)")
     if dest.exists() and not (dest.is_dir() and (dest / META).is_file()):
         raise UserError(f"{dest} exists and is not a carried run (no {META}); carry save replaces only an older "
                         "carry: name a new folder")

@@ -367,7 +367,7 @@ def carry_save(run, dest):
 
     \b
     Example:
-      edge-xsent carry save ~/edge-xsent-runs/oog-vocab48k-long train/carry/oog-vocab48k-long
+      edge-xsent carry save ~/edge-xsent-runs/long ../carry-long/long
     """
     from . import carry as C
 
@@ -385,7 +385,7 @@ def carry_restore(src, run):
 
     \b
     Example:
-      edge-xsent carry restore train/carry/oog-vocab48k-long ~/edge-xsent-runs/oog-vocab48k-long
+      edge-xsent carry restore ../carry-long/long ~/edge-xsent-runs/long
     """
     from . import carry as C
 
@@ -575,6 +575,7 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
                       infer_repeats=repeats, threads=threads, device=device, models=trained,
                       peers=parse_peers(peers))
     results = run(cfg, progress=lambda m: click.echo(m, err=True))
+    results["command"] = _typed_command()  # the result's record says how it was made
     stamp = time.strftime("%Y%m%d-%H%M%S")
     kind = "gpu" if "gpu" in results["machine"] and device != "cpu" else "cpu"
     base = out / f"bench-{kind}-{stamp}"

@@ -144,7 +144,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
     threads: int | None = None  # CPU threads (torch.set_num_threads)
-    init: str | None = None  # start from this trained model folder (its tokenizer and weights)
+    init: str | None = None  # start from this trained model folder (its tokenizer and weights); "default" (the shipped model) or "git:COMMIT" (the one shipped at COMMIT)
     init_sha256: str | None = None  # SHA-256 of init's manifest.json: the start pinned ("default" changes when a model ships)
     distance_weight: float = 0.0  # T-LASER's distance constraint beside align and sim (objectives.distance_loss)
     distance_margin: float = 0.5  # its margin alpha (the paper: 0.5)

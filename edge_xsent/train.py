@@ -135,11 +135,50 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
 
 
 def init_dir(init: str) -> Path:
-    """`default` names the model shipped in the package; a run folder means its model/."""
+    """`default` names the model shipped in the package; `git:COMMIT` the one shipped at that commit;
+    a run folder means its model/."""
     from .bundle import resolve_model_dir
     from .encoder import DEFAULT_MODEL
 
+    if init.startswith(GIT_INIT):
+        return model_from_git(init)
     return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
+
+
+GIT_INIT = "git:"  # init = "git:COMMIT" or "git:COMMIT:PATH": a model folder from this checkout's history
+GIT_MODEL_PATH = "edge_xsent/resources/default-model"
+INIT_CACHE = Path("~/.cache/edge-xsent/init")
+
+
+def model_from_git(spec: str, repo: Path | None = None, cache: Path = INIT_CACHE) -> Path:
+    """The model folder `spec` names, taken once from git into the cache. `default` moves on when a
+    model ships; a recipe that started from an earlier default names it this way and stays runnable."""
+    import io
+    import shutil
+    import subprocess
+    import tarfile
+    import tempfile
+
+    _, commit, *rest = spec.split(":", 2)
+    path = rest[0] if rest else GIT_MODEL_PATH
+    repo = repo or Path(__file__).resolve().parent.parent
+    dest = Path(cache).expanduser() / commit / path
+    if (dest / "manifest.json").is_file():
+        return dest
+    done = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, path], capture_output=True)
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["git failed"]
+        raise UserError(f"init {spec}: {why[0]}; it needs a git checkout of edge-xsent with that commit "
+                        "(a --depth 1 clone has no history: git fetch --unshallow)")
+    root = Path(cache).expanduser() / commit
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
+        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+            tar.extractall(tmp, filter="data")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(Path(tmp) / path, dest)  # whole or not at all: a stopped extraction leaves no half model
+    return dest
 
 
 TRAIN_TOKENIZER = "train"  # the `tokenizer` setting that trains a new vocabulary even with --init

@@ -14,6 +14,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def script_module(rel: str):
+    """A script of the repository (train/, benchmarks/: not part of the package) imported as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(rel).stem, ROOT / rel)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def tiny_config(out: Path, **overrides):
     from edge_xsent.model import EncoderConfig
     from edge_xsent.train import TrainConfig

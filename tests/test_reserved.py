@@ -242,8 +242,9 @@ def test_levers_table_script(tmp_path):
                         "agreement_mean": a, "score": 0.7 * p + 0.3 * a}
     files = {"oog-oog-genres-cos.json": oog(0.85, 0.4), "xsr-oog-genres-cos-int8-general.json": xsr(0.88),
              "xsr-oog-genres-cos-int8.json": xsr(0.96), "oog-peers.json": {"USE multilingual v3": oog(0.94, 1.0)}}
-    for name, content in files.items():
-        (tmp_path / name).write_text(json.dumps(content))
+    (tmp_path / "runs").mkdir()
+    for name, content in files.items():  # a run's own scores in runs/, the peers' table beside
+        (tmp_path / ("" if name.startswith("oog-peers") else "runs") / name).write_text(json.dumps(content))
     done = subprocess.run([sys.executable, str(root / "studies/oog-levers/oog_levers.py"), "--results", str(tmp_path)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

