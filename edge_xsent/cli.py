@@ -430,7 +430,8 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 
 @main.command("export")
 @click.argument("model_path", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Bundle folder (default: MODEL-bundle).")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Bundle folder (default: MODEL-bundle; for `default`, default-model-bundle here).")
 @click.option("--int8/--no-int8", default=True, show_default=True, help="Also write the dynamic int8 ONNX model.")
 @click.option("--int8-weights", type=click.Choice(list(INT8_WEIGHTS)), default=DEFAULT_INT8_WEIGHTS, show_default=True,
               help="int8 weight storage: s8, s8-7bit (reduce_range: no saturation on x86 CPUs without VNNI) or u8 "
@@ -449,15 +450,21 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from,
                force):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
+    MODEL_PATH `default` is the shipped model: its full bundle has the float weights that
+    sentence-transformers and transformers read.
 
     \b
     Examples:
       edge-xsent export runs/tiny/model --int8 --out runs/tiny/bundle
       edge-xsent export runs/cpu-hour/model --min-cosine 0.995
+      edge-xsent export default --out default-full
     """
     from .data.corpus import read_lines
+    from .encoder import DEFAULT_MODEL
     from .export import export_bundle
 
+    if str(model_path) == "default" and not model_path.exists():
+        model_path, out = DEFAULT_MODEL, out or Path("default-model-bundle")  # never into the installed package
     out = out or model_path.with_name(model_path.name + "-bundle")
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,

@@ -59,3 +59,23 @@ def test_export_of_a_graph_only_folder_writes_the_float_weights_back(graph_only,
     a = Encoder.load(tmp_path / "full", backend="torch").encode(["Open the file"])
     b = Encoder.load(graph_only, backend="torch").encode(["Open the file"])
     assert float((a * b).sum()) > 0.9999
+
+
+def test_the_shipped_default_is_one_artifact_and_exports_for_sentence_transformers(tmp_path, monkeypatch):
+    """The package ships the int8 graph and the head, not fp32 weights; `export default` gives the full folder."""
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+    from edge_xsent.encoder import DEFAULT_MODEL
+
+    assert not (DEFAULT_MODEL / "model.safetensors").exists() and (DEFAULT_MODEL / "edge_xsent.safetensors").exists()
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["export", "default", "--no-torchscript"])
+    assert res.exit_code == 0, res.output
+    full = tmp_path / "default-model-bundle"  # here, never inside the installed package
+    assert (full / "model.safetensors").exists() and not (DEFAULT_MODEL.parent / "default-model-bundle").exists()
+    texts = ["Where is the station?", "Où est la gare ?", "Wo ist der Bahnhof?"]
+    shipped = Encoder.load().encode(texts)
+    st = pytest.importorskip("sentence_transformers")
+    theirs = st.SentenceTransformer(str(full), device="cpu").encode(texts, normalize_embeddings=True)
+    assert float((theirs * shipped).sum(axis=1).min()) > 0.999

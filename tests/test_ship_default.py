@@ -65,10 +65,10 @@ def test_ship_a_run(tiny_run, tiny_bundle, tiny_encoder, tmp_path):
     assert "minutes of training wall time" in card
     assert "int8 weights `s8-7bit`, the storage `benchmarks/int8_variants.py` chose" in card  # the export's default
     shipped = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    assert "onnx/model_int8.onnx" in shipped and "model.safetensors" in shipped  # small fp32 weights ship too
+    assert "onnx/model_int8.onnx" in shipped and "model.safetensors" not in shipped  # one artifact: the int8 graph
     assert {"edge_xsent.safetensors", "modules.json", "tokenizer_config.json", "1_Pooling/config.json"} <= set(shipped)
     assert not any(p.startswith("torchscript") or p == "onnx/model.onnx" for p in shipped)  # the rest does not
-    assert "ships the int8 ONNX model and the fp32 weights" in card
+    assert "Only the int8 ONNX model ships in the package" in card
     enc = Encoder.load(out)
     v = enc.encode(["Save the document", "Enregistrer le document"])
     assert np.allclose(v, int8_enc.encode(["Save the document", "Enregistrer le document"]), atol=1e-6)
@@ -81,16 +81,6 @@ def test_training_minutes_sums_resumed_segments(tmp_path):
            {"step": 60, "elapsed_s": 30.0}, {"step": 80, "elapsed_s": 90.0}]  # resumed after step 40
     (tmp_path / "log.jsonl").write_text("\n".join(json.dumps(e) for e in log) + "\n")
     assert training_minutes(tmp_path) == (3.5, 2)
-
-
-def test_large_fp32_weights_stay_out(tmp_path):
-    """Over FP32_MAX_MB the package carries the int8 model only."""
-    mod = ship_module()
-    with open(tmp_path / "model.safetensors", "wb") as f:
-        f.truncate(int((mod.FP32_MAX_MB + 1) * 2**20))  # sparse: no real disk use
-    assert "model.safetensors" not in mod.shipped_files(tmp_path)
-    (tmp_path / "model.safetensors").write_bytes(b"x" * 1000)
-    assert "model.safetensors" in mod.shipped_files(tmp_path)
 
 
 def test_card_sets_the_choice_beside_the_earlier_candidates(tmp_path):

