@@ -93,6 +93,20 @@ def export_onnx(model: DualEncoder, example: tuple[torch.Tensor, torch.Tensor], 
             dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}},
             external_data=False, verbose=False)
     program.save(str(path))
+    strip_stack_traces(path)
+
+
+def strip_stack_traces(path: Path) -> None:
+    """torch's exporter records each node's Python stack trace: the exporting machine's file paths
+    (its home folder, its site-packages), in a file that ships. Only that metadata goes; the graph stays."""
+    import onnx
+
+    model = onnx.load(str(path))
+    for node in model.graph.node:
+        kept = [p for p in node.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        del node.metadata_props[:]
+        node.metadata_props.extend(kept)
+    onnx.save(model, str(path))
 
 
 def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str = DEFAULT_INT8_WEIGHTS) -> dict:

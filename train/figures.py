@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
@@ -107,7 +108,9 @@ def describe(model: Path, name: str) -> dict:
     info = json.loads(manifest.read_text()) if manifest.exists() else {}
     int8 = model / ONNX_INT8
     training = model / FILES["training"]
-    return {"name": name, "model": str(model).replace(str(Path.home()), "~"),
+    where = model.resolve()
+    shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else Path(str(where).replace(str(Path.home()), "~"))
+    return {"name": name, "model": str(shown),
             "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.exists() else None,
             "recipe": info.get("recipe") or (json.loads(training.read_text()).get("recipe") if training.exists() else None),
             "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None}
@@ -118,6 +121,7 @@ def measure(args: argparse.Namespace) -> dict:
     figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
     figures.update(describe(args.model, args.name), command=" ".join(["python train/figures.py", *sys.argv[1:]]),
                    machine=machine_info())
+    warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # counted, not news, here
     enc = Encoder.load(args.model, precision=args.precision, threads=args.threads)
     embed = lambda s: enc.encode(list(s), batch_size=64)  # noqa: E731
     jobs = {"general": lambda: general(embed, args.data, args.queries),

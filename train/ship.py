@@ -144,7 +144,7 @@ def ship(fig: dict, out: Path, table: list[str], usem: dict[str, float], recipe:
     from edge_xsent.atomic import atomic_dir
     from edge_xsent.bundle import verify, write_manifest
 
-    bundle = Path(fig["model"]).expanduser()
+    bundle = ROOT / Path(fig["model"]).expanduser()  # a path in the repository is relative to it
     manifest = verify(bundle)
     with atomic_dir(out) as tmp:
         for rel in SHIPPED_FILES:
