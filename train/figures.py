@@ -119,8 +119,8 @@ def describe(model: Path, name: str) -> dict:
 def measure(args: argparse.Namespace) -> dict:
     out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{args.name}.json")
     figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
-    figures.update(describe(args.model, args.name), command=" ".join(["python train/figures.py", *sys.argv[1:]]),
-                   machine=machine_info())
+    figures.update(describe(args.model, args.name), machine=machine_info())
+    command = " ".join(["python train/figures.py", *sys.argv[1:]])
     warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # counted, not news, here
     enc = Encoder.load(args.model, precision=args.precision, threads=args.threads)
     embed = lambda s: enc.encode(list(s), batch_size=64)  # noqa: E731
@@ -136,10 +136,16 @@ def measure(args: argparse.Namespace) -> dict:
             continue
         print(f"{args.name}: {part} ...", file=sys.stderr)
         figures[part] = jobs[part]()
-        figures["date"] = time.strftime("%Y-%m-%d")
-        with atomic_write(out) as f:
-            f.write(json.dumps(figures, indent=1) + "\n")
+        figures.setdefault("provenance", {})[part] = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
+                                                      "load_average_1min": round(os.getloadavg()[0], 2)}
+        write(out, figures)
+    write(out, figures)  # what was measured is named as it is now (its manifest's SHA-256)
     return figures
+
+
+def write(out: Path, figures: dict) -> None:
+    with atomic_write(out) as f:
+        f.write(json.dumps(figures, indent=1) + "\n")
 
 
 def main() -> None:
