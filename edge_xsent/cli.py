@@ -25,7 +25,8 @@ from .threads import passive_openmp_wait
 passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
 warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
-PRECISION_HELP = "ONNX precision (default int8); fp32 without an fp32 graph runs the fp32 weights."
+PRECISION_HELP = ("ONNX precision (default int8); fp32 without an fp32 graph runs the float weights in PyTorch "
+                  "(derived from the int8 graph where the folder ships none).")
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
 DEFAULT_BENCH_OUT = Path.home() / "edge-xsent-bench"
 

@@ -110,12 +110,13 @@ def _torchscript_backend(path: Path, threads: int | None) -> Backend:
 
 def _auto_backend(path: Path, precision: str | None) -> tuple[str, str | None]:
     """What backend='auto' runs: the int8 ONNX model, else the fp32 weights; an asked precision is
-    honoured (fp32: the fp32 ONNX graph, else the fp32 PyTorch weights) or refused, never swapped."""
+    honoured (fp32: the fp32 ONNX graph, else float PyTorch weights: the folder's own, or derived from
+    its int8 graph where it ships none, computed in fp32) or refused, never swapped."""
     if precision is None:
         return ("onnx", "int8") if (path / bundle.ONNX_INT8).exists() else ("torch", None)
     if (path / ONNX_FILES[precision]).exists():
         return "onnx", precision
-    if precision == "fp32" and (path / bundle.FILES["weights"]).exists():
+    if precision == "fp32" and ((path / bundle.FILES["weights"]).exists() or (path / bundle.ONNX_INT8).exists()):
         return "torch", None
     raise UserError(f"{path} has no {precision} model ({ONNX_FILES[precision]}): export one with "
                     f"`edge-xsent export {path} --out BUNDLE`" + (" --int4" if precision == "int4" else ""))

@@ -89,7 +89,7 @@ def test_a_precision_is_honoured_or_refused_never_swapped(tiny_model, tiny_bundl
 
     from edge_xsent.cli import main
 
-    assert Encoder.load(precision="fp32").backend == "torch"  # the shipped folder: fp32 weights, no fp32 ONNX
+    assert Encoder.load(precision="fp32").backend == "torch"  # the shipped folder: float weights derived from int8
     assert Encoder.load(tiny_bundle[0], precision="fp32").backend == "onnx-fp32"
     assert Encoder.load(precision="int8").backend == "onnx-int8"
     with pytest.raises(UserError, match="precision='int8' needs backend='onnx'"):
