@@ -111,6 +111,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     card = (out / "README.md").read_text()
     assert "| de | 20,000 | 90.0 | 70.0 | 85.0 | claimed |" in card and "| th | 14 | 95.0 | - | - | thin: 14 pairs |" in card
     assert "| good | 21 |" in card and "**ships**" in card
+    assert "- Objective: `" in card and "the best validation checkpoint, step" in card
     vecs = Encoder.load(out).encode(["Save the file", "Enregistrer le fichier"])
     assert vecs.shape[0] == 2 and abs(float((vecs ** 2).sum(axis=1)[0]) - 1) < 1e-4
 

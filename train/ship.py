@@ -103,6 +103,20 @@ def language_table(fig: dict, usem: dict[str, float]) -> list[str]:
     return lines
 
 
+def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
+    """How the model was trained, from its training.json: recipe, data, objective, teacher, steps, hardware."""
+    tc = training.get("train_config", {})
+    teacher = (f" + {tc['teacher_weight']:g} x distillation from `{tc['teacher']}` ({tc.get('teacher_loss')} loss, English "
+               "sides and monolingual text in the teacher's own languages)") if tc.get("teacher") else ""
+    return [f"- Data: `{tc.get('data')}`, {training.get('train_pairs', 0):,d} train pairs, English with {n_langs} languages "
+            "(docs/data.md; no Bible or Quran text, no UDHR; the out-of-genre sources reserved whole).",
+            f"- Objective: `{tc.get('objective')}` (SMLM + XTR) + {tc.get('align_weight', 0):g} x align + "
+            f"{tc.get('sim_weight', 0):g} x sim{teacher}.",
+            f"- Recipe `{recipe}`: batch {tc.get('batch_size', 0)}, lr {tc.get('lr', 0):g}, {tc.get('max_steps', 0):,d} steps, "
+            f"started from `{tc.get('init')}`; the weights are the best validation checkpoint, step "
+            f"{training.get('step', 0):,d}; trained on {training.get('device', '?')}."]
+
+
 def card(fig: dict, bundle: Path, table: list[str], usem: dict[str, float], recipe: str) -> str:
     from edge_xsent.bundle import read_training
     from edge_xsent.card import front_matter, render
@@ -121,8 +135,7 @@ def card(fig: dict, bundle: Path, table: list[str], usem: dict[str, float], reci
         "title": "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
         "usage": ["enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', '駅はどこですか？'])"],
-        "training": [f"- Recipe `{recipe}`: {tc.get('max_steps', 0):,d} steps of batch {tc.get('batch_size', 0)} on "
-                     f"`{tc.get('data')}` (English with {len(fig['general'])} languages), teacher `{tc.get('teacher')}`."],
+        "training": training_lines(recipe, read_training(bundle), len(fig["general"])),
         "before_sizes": ["## Languages", "",
                          f"Claimed: a language with >= {rule.CLAIM_MIN_PAIRS:,d} general train pairs whose general test "
                          f"P@1 reaches {rule.CLAIM_MIN_P1:g} (both directions with English, int8). Out of genre: "
