@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from test_figures import corpus_with_domains, figures_file, reserved_folder
@@ -42,3 +43,33 @@ def test_finish_makes_a_candidate_and_redoes_nothing_on_a_rerun(tiny_run, tmp_pa
     assert again.returncode != 0 and "no speed" in again.stderr
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing redone: debias, export, calibration
     assert json.loads((results / "tiny-candidate.json").read_text())["provenance"] == fig["provenance"]  # nor a part
+
+
+def test_interpolate_walks_from_the_runs_start_to_its_end(tiny_model, tmp_path):
+    import torch
+
+    from edge_xsent.bundle import load_model
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.train import train
+
+    run = tmp_path / "run"
+    recipe = tmp_path / "warm.toml"  # a warm run of a few steps from the tiny model: its start is that model
+    recipe.write_text(f'data = "sample"\nout = "{run}"\ninit = "{tiny_model}"\nbatch_size = 32\nlr = 0.003\n'
+                      "warmup_steps = 2\nmax_steps = 10\neval_every = 10\ncheckpoint_every = 10\nvalid_pairs = 200\n"
+                      "threads = 1\n\n[model]\nvocab_size = 1000\nn_layers = 1\nd_model = 48\nn_heads = 4\nd_ff = 96\n"
+                      "max_len = 32\n")
+    train(TrainConfig.from_toml(recipe), progress=False)
+    start, end = (load_model(m)[0].state_dict() for m in (tiny_model, run / "model"))
+    for alpha in (0.0, 0.5, 1.0):
+        done = subprocess.run([sys.executable, str(ROOT / "train/interpolate.py"), str(recipe), "--alpha", str(alpha),
+                               "--out", str(tmp_path / f"a{alpha}")], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        mixed = load_model(tmp_path / f"a{alpha}" / "model")[0].state_dict()
+        for k in ("tok_emb.weight", "blocks.0.ffn.0.weight" if "blocks.0.ffn.0.weight" in end else "pos_emb.weight"):
+            assert torch.allclose(mixed[k], start[k] + alpha * (end[k] - start[k]), atol=1e-6), (alpha, k)
+        assert not torch.equal(start["tok_emb.weight"], end["tok_emb.weight"])  # the run moved: the test can fail
+        info = json.loads((tmp_path / f"a{alpha}" / "model" / "training.json").read_text())
+        assert info["interpolated"]["alpha"] == alpha and info["train_config"]["init"] == str(tiny_model)
+    bad = subprocess.run([sys.executable, str(ROOT / "train/interpolate.py"), str(recipe), "--alpha", "1.5", "--out",
+                          str(tmp_path / "bad")], capture_output=True, text=True)
+    assert bad.returncode != 0 and "from 0 (the start) to 1" in bad.stderr

@@ -4,13 +4,19 @@
 # (train/ship.py), which writes its table and ships the winner, if any.
 # Resumable: a step whose output is newer than its input is not redone, and figures.py goes on at its
 # next part. Run it with nothing else on the machine: the speed part is timed.
-# Usage: train/finish.sh RECIPE [RECIPE ...]       e.g. train/finish.sh train/m1-extend.toml
+# Usage: train/finish.sh RECIPE|RUN [...]      e.g. train/finish.sh train/m1-extend.toml ~/edge-xsent-runs/m1-extend-a50
 #        DATA=... OOG=... OOG_WIDE=... CORPUS_G=... change the benchmarks (defaults: figures.py's);
 #        PARTS=general,oog measures only those parts; RESULTS=DIR keeps the figures and the table there
 #        (default benchmarks/results/candidates, which holds shipped.json, the model shipped now)
 set -euo pipefail
 x="python -m edge_xsent.cli"
-cfg() { python -c 'import sys; from edge_xsent.config import TrainConfig; print(getattr(TrainConfig.from_toml(sys.argv[1]), sys.argv[2]))' "$1" "$2"; }
+# a recipe's setting, or a run folder's own (its model's training.json: a run made by train/interpolate.py)
+cfg() { python -c 'import json, os, sys; from pathlib import Path; from edge_xsent.config import TrainConfig
+a, key = Path(sys.argv[1]), sys.argv[2]
+if a.is_dir():
+    print(a if key == "out" else os.path.expanduser(json.loads((a / "model/training.json").read_text())["train_config"][key]))
+else:
+    print(os.path.expanduser(str(getattr(TrainConfig.from_toml(a), key))))' "$1" "$2"; }
 fresh() { [ -e "$1" ] && [ "$1" -nt "$2" ]; }  # output $1 exists and is newer than input $2
 results=${RESULTS:-benchmarks/results/candidates}
 parts=${PARTS:-general,oog,oog_wide,oog_small,corpus_g,speed}
@@ -19,7 +25,7 @@ for k in DATA OOG OOG_WIDE CORPUS_G; do
   [ -n "${!k:-}" ] && opts+=("--$(echo "$k" | tr 'A-Z_' 'a-z-')" "${!k}")
 done
 candidates=()
-for recipe in "$@"; do
+for recipe in "$@"; do  # a recipe, or a run folder
   run=$(cfg "$recipe" out); data=$(cfg "$recipe" data); name=$(basename "$run")
   [ -f "$run/model/manifest.json" ] || { echo "$recipe: no trained model in $run/model; train it first" >&2; exit 1; }
   # Project out the English-vs-rest direction the shared encoder learns (edge_xsent/debias.py).
