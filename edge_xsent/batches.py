@@ -68,23 +68,38 @@ class BatchPlan:
     Each epoch shuffles the pairs, sorts chunks of `bucket` batches by length (so a batch
     pads to little more than its own length: ~3x faster on CPU than random batches), then
     shuffles the order of the batches. Process `rank` of `world` takes its own slice.
+    With `groups` (a label per pair, e.g. its language pair) every batch holds one group only,
+    so in-batch negatives share the positive's language and cannot be told apart by it; a
+    group's last partial batch is left out of that epoch (another share of it next epoch).
     """
 
-    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, world: int = 1, bucket: int = 50):
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, world: int = 1, bucket: int = 50,
+                 groups: np.ndarray | None = None):
         self.lengths, self.batch_size, self.seed, self.world, self.bucket = lengths, batch_size, seed, world, bucket
-        self.per_epoch = len(lengths) // (batch_size * world)
+        self.groups = groups
+        g = batch_size * world
+        self.per_epoch = (len(lengths) // g if groups is None
+                          else int(sum(n // g for n in np.unique(groups, return_counts=True)[1])))
         self._epoch, self._batches = -1, None
 
-    def _plan(self, epoch: int) -> np.ndarray:
-        rng = np.random.default_rng([self.seed, epoch])
+    def _by_length(self, order: np.ndarray) -> np.ndarray:
+        """`order` (a multiple of the global batch) as batches of similar lengths, chunk by chunk."""
         g = self.batch_size * self.world
-        order = rng.permutation(len(self.lengths))[: self.per_epoch * g]
         chunk = g * self.bucket
         for start in range(0, len(order), chunk):
             part = order[start: start + chunk]
             order[start: start + chunk] = part[np.argsort(self.lengths[part], kind="stable")]
-        batches = order.reshape(self.per_epoch, g)
-        return batches[rng.permutation(self.per_epoch)]
+        return order.reshape(-1, g)
+
+    def _plan(self, epoch: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, epoch])
+        g = self.batch_size * self.world
+        if self.groups is None:
+            batches = self._by_length(rng.permutation(len(self.lengths))[: self.per_epoch * g])
+        else:
+            parts = [rng.permutation(np.flatnonzero(self.groups == label)) for label in np.unique(self.groups)]
+            batches = np.concatenate([self._by_length(idx[: len(idx) // g * g]) for idx in parts if len(idx) >= g])
+        return batches[rng.permutation(len(batches))]
 
     def indices(self, step: int, rank: int = 0) -> np.ndarray:
         epoch, k = divmod(step, self.per_epoch)

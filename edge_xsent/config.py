@@ -157,6 +157,7 @@ class TrainConfig:
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
+    batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
 
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):

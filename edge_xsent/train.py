@@ -501,7 +501,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         trainer = build_trainer(cfg, prep, resume, procs)
         step, best_val = (resume["step"], resume["best_val"]) if resume else (0, float("inf"))
         data, mono, world, rank = prep.data, prep.mono, procs.world, procs.rank
-        plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world)
+        plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
+                         groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)
         mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
             if mono else None
         log = RunLog(out, cfg, procs, step, progress)

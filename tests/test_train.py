@@ -53,6 +53,22 @@ def test_batch_plan_is_deterministic_and_covers_each_epoch_once():
     assert np.median(spread) < 10  # batches hold similar lengths (less padding)
 
 
+def test_batch_plan_by_pair_keeps_each_batch_in_one_group():
+    rng = np.random.default_rng(0)
+    groups = np.repeat([1002, 1003, 1004], [700, 300, 20])  # the third group is smaller than a batch
+    lengths = rng.integers(1, 50, size=len(groups))
+    plan = BatchPlan(lengths, batch_size=32, seed=3, groups=groups)
+    assert plan.per_epoch == 700 // 32 + 300 // 32
+    batches = [plan.indices(s) for s in range(plan.per_epoch)]
+    assert all(len(set(groups[b].tolist())) == 1 for b in batches)  # one language pair per batch
+    epoch = np.concatenate(batches)
+    assert len(set(epoch.tolist())) == len(epoch) and not (groups[epoch] == 1004).any()
+    where = np.flatnonzero([groups[b[0]] == 1003 for b in batches])
+    assert np.ptp(where) + 1 > len(where)  # the groups' batches are interleaved, not one block after another
+    assert np.median([np.ptp(lengths[b]) for b in batches]) < 10  # and still of similar lengths
+    assert np.array_equal(plan.indices(5), BatchPlan(lengths, 32, 3, groups=groups).indices(5))
+
+
 def test_lr_schedule():
     cfg = TrainConfig(warmup_steps=10, max_steps=110, lr=1.0, min_lr_ratio=0.1)
     assert lr_at(0, cfg) == pytest.approx(0.1) and lr_at(9, cfg) == pytest.approx(1.0)
@@ -358,3 +374,22 @@ def test_a_pinned_start_is_that_model_or_an_error_before_any_work(tiny_run, tmp_
                                         rf"{right[:16]}\.\.\., the recipe pins 0000000000000000"):
         train(wrong, progress=False)
     assert not (tmp_path / "b" / "tokenizer.model").exists()  # refused before the data was read
+
+
+def test_batch_by_pair_reaches_the_training_plan(tmp_path, monkeypatch):
+    import edge_xsent.train as T
+    from conftest import tiny_config
+
+    seen = []
+
+    class Recording(T.BatchPlan):
+        def __init__(self, *args, groups=None, **kwargs):
+            seen.append(groups)
+            super().__init__(*args, groups=groups, **kwargs)
+
+    monkeypatch.setattr(T, "BatchPlan", Recording)
+    T.train(tiny_config(tmp_path / "run", batch_by_pair=True, max_steps=3, eval_every=3, checkpoint_every=3), progress=False)
+    pairs = seen[0]
+    assert pairs is not None and len(np.unique(pairs)) == 4  # en with de, es, fr, it: one label per language pair
+    info = json.loads((tmp_path / "run" / "model" / "training.json").read_text())
+    assert info["train_config"]["batch_by_pair"] is True
