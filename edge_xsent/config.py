@@ -36,7 +36,8 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "eval_every": (1, None), "checkpoint_every": (1, None), "log_every": (1, None), "valid_pairs": (0, None),
                 "max_train_pairs": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
-                "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None)}
+                "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
+                "anchor_weight": (0.0, None)}
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -158,6 +159,7 @@ class TrainConfig:
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
+    anchor_weight: float = 0.0  # > 0 (needs init): sentences in the init's languages keep the init's vectors (cosine), so new languages are learnt without forgetting old ones
 
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):

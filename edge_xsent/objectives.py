@@ -265,12 +265,23 @@ def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
 class Objective(nn.Module):
     """Wraps the encoder so that one forward computes every loss (what DDP needs)."""
 
-    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0):
+    def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0,
+                 start: DualEncoder | None = None, anchored: torch.Tensor | None = None):
+        """`start`, `anchored` (anchor_weight): the run's first weights, frozen, and a (n_langs,) bool
+        of the languages whose sentences keep their vectors from it."""
         super().__init__()
         self.model, self.cfg = model, cfg
         self.register_buffer("avoid", avoid, persistent=False)
         # Training only: maps the student's vector into the teacher's space (not saved with the model).
         self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
+        self.start = start.requires_grad_(False).eval() if start is not None else None
+        self.register_buffer("anchored", anchored, persistent=False)
+
+    def train(self, mode: bool = True) -> "Objective":
+        super().train(mode)
+        if self.start is not None:  # the anchor's targets never see dropout
+            self.start.eval()
+        return self
 
     def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
         m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
@@ -282,6 +293,7 @@ class Objective(nn.Module):
             a_in, la_lab = mask_tokens_bert(a, am, MASK_ID, V, gen)
             b_in, lb_lab = mask_tokens_bert(b, bm, MASK_ID, V, gen)
             xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
+            seen = (a_in, b_in)
             u, v = mean_pool(xa, am), mean_pool(xb, bm)
             # Vocabulary logits only at the masked positions (~15%): the same loss at a sixth of the cost.
             sa, sb = la_lab != -100, lb_lab != -100
@@ -298,6 +310,7 @@ class Objective(nn.Module):
             b_mask, wb = mask_one_token(b, bm, MASK_ID, gen, self.avoid)
             if cfg.objective == "smlm":
                 u, v = m(a_mask, am), m(b_mask, bm)
+                seen = (a_mask, b_mask)
                 oh_a, oh_b = nn.functional.one_hot(wa, V).float(), nn.functional.one_hot(wb, V).float()
                 losses["gen"] = 0.25 * (  # each masked token from its own sentence and from the translation
                     distribution_loss(m.generative_logits(u, lang(la)), oh_a)
@@ -310,6 +323,7 @@ class Objective(nn.Module):
                 a_in = torch.where(flip[:, None], a, a_mask)
                 b_in = torch.where(flip[:, None], b_mask, b)
                 u, v = m(a_in, am), m(b_in, bm)
+                seen = (a_in, b_in)
                 # Targets as their support (ids, weights): the dense (B, V) ones cost more than the head.
                 bag_a, bag_b = bag_support(a, am), bag_support(b, bm)
                 ugt_a, ugt_b = ugt_support(wa, b, bm), ugt_support(wb, a, am)
@@ -320,6 +334,7 @@ class Objective(nn.Module):
                 losses["gen"] = self.generative_kl(torch.cat([u, v]), lang(torch.cat([lb, la])), ids, w, gen)
         else:
             u, v = m(a, am), m(b, bm)
+            seen = (a, b)
             if cfg.objective == "xtr":
                 losses["gen"] = 0.5 * (
                     distribution_loss(m.generative_logits(u, lang(lb)), bag_of_tokens(b, bm, V))
@@ -340,6 +355,9 @@ class Objective(nn.Module):
         if self.teacher_proj is not None:
             losses["teacher"] = self.distill(u, v, batch)
             total = total + cfg.teacher_weight * losses["teacher"]
+        if self.start is not None:
+            losses["anchor"] = self.anchor((u, seen[0], am, la), (v, seen[1], bm, lb))
+            total = total + cfg.anchor_weight * losses["anchor"]
         losses["total"] = total
         return losses
 
@@ -370,6 +388,25 @@ class Objective(nn.Module):
         if "m" in batch:
             terms.append(distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
         return sum(terms) / len(terms)
+
+
+    def anchor(self, *sides: tuple[torch.Tensor, ...]) -> torch.Tensor:
+        """Each side's (vectors, the ids the encoder read, mask, language ids): the rows in an
+        anchored language towards the start's vector of the same input (learning without
+        forgetting, Li and Hoiem 2017), so the languages the start knew keep their geometry."""
+        preds, targets = [], []
+        for vec, ids, mask, lang in sides:
+            keep = self.anchored[lang]
+            preds.append(vec[keep])
+            with torch.no_grad():
+                targets.append(self.start(ids[keep], mask[keep]) if keep.any() else vec.new_zeros(0, vec.shape[1]))
+        return anchor_loss(torch.cat(preds), torch.cat(targets))
+
+
+def anchor_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean cosine distance of the anchored rows (B, D) to their start vectors; 0, still in the
+    graph, in a batch without an anchored row."""
+    return distill_loss(pred, target, "cos") if len(pred) else pred.sum() * 0.0
 
 
 def _stack_supports(*supports: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -370,21 +370,37 @@ def autocast(device: torch.device, cfg: TrainConfig):
 
 # ----------------------------------------------------------------------------- one training step
 
+@dataclass
+class Anchor:
+    """A run's first weights, frozen, and the languages whose sentences keep their vectors from it
+    (anchor_weight); kept in the checkpoint, since a resumed run never reads its init."""
+    start: DualEncoder
+    langs: list[str]
+    mask: torch.Tensor  # (n_langs,) bool over the run's language ids
+
+    @classmethod
+    def build(cls, start: DualEncoder, langs: list[str], run_langs: list[str]) -> "Anchor":
+        """`langs` as a mask over the run's language ids (a language init knew and the data lacks
+        stays out of it)."""
+        return cls(start, langs, torch.tensor([lang in langs for lang in run_langs]))
+
+
 class Trainer:
     """The objective, optimiser and gradient scaler of a run, and its one training step: the
     loop, the benchmark and every timer call `step`, so all of them time the same work."""
 
     def __init__(self, cfg: TrainConfig, model: DualEncoder, avoid: torch.Tensor, device: torch.device,
-                 teacher_dim: int = 0, world: int = 1, local_rank: int = 0):
+                 teacher_dim: int = 0, world: int = 1, local_rank: int = 0, anchor: Anchor | None = None):
         """`avoid`: (V,) bool, pieces SMLM never masks (`punctuation_pieces(tokenizer)`)."""
-        self.cfg, self.model, self.device = cfg, model, device
+        self.cfg, self.model, self.device, self.anchor = cfg, model, device, anchor
         if cfg.lazy_table and world > 1:
             raise UserError("lazy_table runs in one process (its sparse gradients are not all-reduced): set "
                             "lazy_table = false under torchrun")
-        self.objective = Objective(model, cfg, avoid, teacher_dim).to(device)
+        self.objective = Objective(model, cfg, avoid, teacher_dim, *(anchor.start, anchor.mask) if anchor else ()
+                                   ).to(device)
         table = model.tok_emb.weight
         model.tok_emb.sparse = sparse_lookups(cfg, world)
-        dense = [p for p in self.objective.parameters() if not (cfg.lazy_table and p is table)]
+        dense = [p for p in self.objective.parameters() if p.requires_grad and not (cfg.lazy_table and p is table)]
         self.opt = adam(dense, cfg.lr, cfg.weight_decay)
         self.table_opt = LazyAdam([table], cfg.lr, cfg.weight_decay) if cfg.lazy_table else None
         self.scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
@@ -423,6 +439,7 @@ class Trainer:
         proj = self.objective.teacher_proj
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "scaler": self.scaler.state_dict(),
                 **({"teacher_proj": proj.state_dict()} if proj is not None else {}),
+                **({"anchor": {"start": self.anchor.start.state_dict(), "langs": self.anchor.langs}} if self.anchor else {}),
                 **({"table_optimizer": self.table_opt.state_dict()} if self.table_opt is not None else {})}
 
     def load_state(self, state: dict) -> None:
@@ -495,6 +512,9 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         resume = None if fresh else resume_state(cfg, ckpt_file, procs)
         if resume is None:
             check_pinned_start(cfg)
+            if cfg.anchor_weight and not cfg.init:
+                raise UserError("anchor_weight keeps sentences near the vectors of the model a run starts from: set "
+                                "init (e.g. init = \"default\") or anchor_weight = 0")
         prep = prepare(cfg, out, resume is not None, procs, progress)
         if fresh:  # only now that the data is known good: a typo in --data loses nothing
             forget_previous_run(out, procs)
@@ -701,9 +721,10 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
     model = DualEncoder(mcfg)
     if cfg.init and resume is None:
         load_init_weights(model, init_dir(cfg.init), prep.tok)
+    anchor = start_anchor(cfg, model, prep.langs, resume) if cfg.anchor_weight else None
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
     trainer = Trainer(cfg, model.to(procs.device), punctuation_pieces(prep.tok), procs.device, teacher_dim, procs.world,
-                      procs.local_rank)
+                      procs.local_rank, anchor)
     if resume is not None:
         trainer.load_state(resume)
     if procs.is_main:
@@ -715,6 +736,24 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
               + (" from a carried checkpoint (Adam's moments start afresh)" if resume and "optimizer" not in resume
                  else ""), file=sys.stderr)
     return trainer
+
+
+def start_anchor(cfg: TrainConfig, model: DualEncoder, run_langs: list[str], resume: dict | None) -> Anchor:
+    """The anchor of anchor_weight: on a fresh run, a frozen copy of the weights just loaded from
+    init and the languages init was trained on; on a resumed one, both from the checkpoint."""
+    import copy
+
+    if resume is not None:
+        if "anchor" not in resume:
+            raise UserError("this checkpoint was written without anchor_weight; resume with the same config, or --fresh")
+        start = DualEncoder(model.cfg)
+        start.load_state_dict(resume["anchor"]["start"])
+        return Anchor.build(start, resume["anchor"]["langs"], run_langs)
+    langs = json.loads((init_dir(cfg.init) / FILES["config"]).read_text()).get("langs") or []
+    if not set(langs) & set(run_langs):
+        raise UserError(f"anchor_weight: init {cfg.init} records no language of this run's data ({', '.join(run_langs)}) "
+                        "to keep; set anchor_weight = 0")
+    return Anchor.build(copy.deepcopy(model), langs, run_langs)
 
 
 class RunLog:
