@@ -397,12 +397,22 @@ def carry_restore(src, run):
         click.echo(f"{run} resumes at step {meta['step']} (Adam's moments start afresh); run the same `edge-xsent train`")
 
 
+def parse_rank(value: str) -> int | None:
+    """--rank N (N >= 1) or auto (None)."""
+    if value == "auto":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise click.BadParameter(f"{value!r}: give a whole number >= 1, or auto")
+    return int(value)
+
+
 @main.command("debias")
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--data", default="corpus", show_default=True, help="Corpus whose train split gives each language's vectors.")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Model folder (default: MODEL-debiased).")
-@click.option("--rank", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Directions removed (at most languages - 1).")
+@click.option("--rank", default="1", show_default=True, callback=lambda _c, _p, v: parse_rank(v),
+              help="Directions removed (at most languages - 1), or `auto`: every direction whose singular value "
+                   "is at least half the largest (one for a few related languages, more for many).")
 @click.option("--per-lang", default=3000, show_default=True, type=click.IntRange(min=2),
               help="Sentences sampled per language.")
 @user_errors
@@ -426,7 +436,7 @@ def debias_cmd(model_path, data, out, rank, per_lang):
     check_output(out, [model_path, resolve(data)], folder=True)
     info = debias_model(model_path, data, out, rank=rank, per_lang=per_lang)
     click.echo(f"singular values of the centred language means: {info['singular_values']}")
-    click.echo(f"removed {rank} direction(s); wrote {out}/")
+    click.echo(f"removed {info['rank']} direction(s); wrote {out}/")
 
 
 @main.command("export")

@@ -20,16 +20,26 @@ import numpy as np
 from .errors import UserError
 
 
-def language_subspace(vectors: dict[str, np.ndarray], rank: int) -> tuple[np.ndarray, np.ndarray]:
+AUTO_RANK = 0.5  # --rank auto: every direction whose singular value is at least this fraction of the largest
+
+
+def language_subspace(vectors: dict[str, np.ndarray], rank: int | None) -> tuple[np.ndarray, np.ndarray]:
     """Per-language vectors (n_l, d) -> orthonormal basis (rank, d) of the centred language
-    means, and all singular values (how much each direction separates the languages)."""
+    means, and all singular values (how much each direction separates the languages). Rank None:
+    `auto_rank` of the spectrum (one direction for nine European languages; more for many, whose
+    means spread over several)."""
     if len(vectors) < 2:
         raise UserError(f"a language subspace needs at least two languages, got {sorted(vectors)}")
-    if not 1 <= rank < len(vectors):
+    if rank is not None and not 1 <= rank < len(vectors):
         raise UserError(f"--rank must be between 1 and {len(vectors) - 1} (languages - 1), got {rank}")
     means = np.stack([v.mean(0) for v in vectors.values()])
     _, sv, vt = np.linalg.svd(means - means.mean(0), full_matrices=False)
-    return vt[:rank].astype(np.float32), sv
+    return vt[:rank or auto_rank(sv)].astype(np.float32), sv
+
+
+def auto_rank(sv: np.ndarray) -> int:
+    """Directions whose singular value is at least AUTO_RANK x the largest (at least one)."""
+    return max(1, int((sv >= AUTO_RANK * sv[0]).sum()))
 
 
 def sample_sentences(pairs, per_lang: int, seed: int = 0) -> dict[str, list[str]]:
@@ -44,10 +54,11 @@ def sample_sentences(pairs, per_lang: int, seed: int = 0) -> dict[str, list[str]
             for lang, s in sorted(by_lang.items())}
 
 
-def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int = 1, per_lang: int = 3000,
+def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int | None = 1, per_lang: int = 3000,
                  seed: int = 0) -> dict:
     """Estimate the subspace on `data`'s train split and write `out`, a model folder whose
-    forward pass removes it. Returns what was measured (also stored in training.json)."""
+    forward pass removes it (rank None: `auto_rank`). Returns what was measured (also stored in
+    training.json)."""
     import torch
 
     from .bundle import load_model, read_training, resolve_model_dir, save_model
@@ -66,12 +77,13 @@ def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int = 1, pe
         warnings.simplefilter("ignore")
         vectors = {lang: enc.encode(s, batch_size=64) for lang, s in sentences.items()}
     basis, sv = language_subspace(vectors, rank)
-
-    debiased = DualEncoder(EncoderConfig.from_dict({**model.cfg.to_dict(), "lang_subspace": rank}))
+    chosen = len(basis)
+    debiased = DualEncoder(EncoderConfig.from_dict({**model.cfg.to_dict(), "lang_subspace": chosen}))
     state = model.state_dict()
     state["lang_basis"] = torch.from_numpy(basis)
     debiased.load_state_dict(state)
-    info = {"rank": rank, "data": str(data), "sentences_per_language": {k: len(v) for k, v in sentences.items()},
+    info = {"rank": chosen, **({"rank_rule": f"auto: singular values >= {AUTO_RANK} x the largest"} if rank is None else {}),
+            "data": str(data), "sentences_per_language": {k: len(v) for k, v in sentences.items()},
             "singular_values": [round(float(x), 4) for x in sv]}
     training = {k: v for k, v in read_training(model_dir).items() if k not in ("python", "torch")}
     save_model(Path(out), debiased, tokenizer, config.get("langs", []), {**training, "language_subspace": info})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent import Encoder
-from edge_xsent.debias import debias_model, language_subspace
+from edge_xsent.debias import auto_rank, debias_model, language_subspace
 from edge_xsent.errors import UserError
 
 
@@ -27,6 +28,23 @@ def test_language_subspace_finds_the_offset_between_languages():
         language_subspace({"en": shared, "fr": shared, "de": shared}, rank=3)
     with pytest.raises(UserError, match="at least two languages"):
         language_subspace({"en": shared}, rank=1)
+
+
+def test_auto_rank_keeps_the_directions_that_separate_languages():
+    """One direction for nine related languages (the shipped default's spectrum), several where the
+    language means spread (m1-extend's at step 10,000, 39 languages), and the basis follows."""
+    assert auto_rank(np.array([0.5808, 0.1367, 0.1078, 0.0934, 0.0])) == 1
+    assert auto_rank(np.array([0.671, 0.6253, 0.5003, 0.3822, 0.3134, 0.2719])) == 4
+    assert auto_rank(np.array([1.0, 0.5, 0.4999])) == 2  # "at least half" includes half
+    rng = np.random.default_rng(0)
+    shared = rng.normal(size=(200, 16))
+    langs = {"en": shared}
+    for i, lang in enumerate(["fr", "de", "ja", "ko"]):
+        offset = np.zeros(16)
+        offset[i] = 2.0 + 0.1 * i  # four languages, each off on its own axis
+        langs[lang] = shared + offset
+    basis, sv = language_subspace(langs, rank=None)  # centred: 2.26, 2.15, 2.04, then 0.96 (their common axis)
+    assert len(basis) == auto_rank(sv) == 3
 
 
 def test_debiased_model_removes_the_subspace_and_keeps_retrieval(tiny_model, tmp_path):
@@ -52,6 +70,14 @@ def test_debias_cli_errors_and_export_carries_the_projection(tiny_model, tmp_pat
     bad = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--rank", "9"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 1 and "--rank must be between 1 and 4" in bad.stderr and "Traceback" not in bad.stderr
+    word = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--rank", "many"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert word.returncode == 2 and "give a whole number >= 1, or auto" in word.stderr and "Traceback" not in word.stderr
+    auto = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--rank", "auto", "--per-lang", "100",
+                                 "--out", str(tmp_path / "auto")], capture_output=True, text=True, cwd=ROOT)
+    assert auto.returncode == 0, auto.stderr
+    info = json.loads((tmp_path / "auto" / "training.json").read_text())["language_subspace"]
+    assert info["rank"] == auto_rank(np.array(info["singular_values"])) and "auto" in info["rank_rule"]
     out = tmp_path / "m"
     done = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--out", str(out), "--per-lang", "200"],
                           capture_output=True, text=True, cwd=ROOT)

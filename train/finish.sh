@@ -28,9 +28,10 @@ candidates=()
 for recipe in "$@"; do  # a recipe, or a run folder
   run=$(cfg "$recipe" out); data=$(cfg "$recipe" data); name=$(basename "$run")
   [ -f "$run/model/manifest.json" ] || { echo "$recipe: no trained model in $run/model; train it first" >&2; exit 1; }
-  # Project out the English-vs-rest direction the shared encoder learns (edge_xsent/debias.py).
+  # Project out the language-identity directions the shared encoder learns (edge_xsent/debias.py), as
+  # many as the language means' spectrum shows (train/multilingual-default.md: --rank auto).
   fresh "$run/model-debiased/manifest.json" "$run/model/manifest.json" ||
-    $x debias "$run/model" --data "$data" --out "$run/model-debiased"
+    $x debias "$run/model" --data "$data" --out "$run/model-debiased" --rank auto
   fresh "$run/bundle/manifest.json" "$run/model-debiased/manifest.json" ||
     $x export "$run/model-debiased" --int8 --out "$run/bundle"
   # int8 vector ranges on every language of the training corpus (export's own come from the sample);
