@@ -32,7 +32,7 @@ ENCODER_RANGES = {"vocab_size": (1, 1_000_000), "n_layers": (1, 24), "d_model": 
                   "lang_dim": (1, 8192), "lang_subspace": (0, 8192), "pad_id": (0, None), "mask_id": (0, None)}
 TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_weight": (0.0, None),
                 "batch_size": (2, 1_000_000), "lr": (1e-12, 10.0), "min_lr_ratio": (0.0, 1.0),
-                "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "grad_clip": (1e-12, None),
+                "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "pause_at": (1, None), "grad_clip": (1e-12, None),
                 "eval_every": (1, None), "checkpoint_every": (1, None), "log_every": (1, None), "valid_pairs": (0, None),
                 "max_train_pairs": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
@@ -135,6 +135,7 @@ class TrainConfig:
     weight_decay: float = 1e-5  # Adam's L2 weight decay
     warmup_steps: int = 500  # linear warm-up steps before the cosine decay
     max_steps: int = 10_000  # optimiser steps in all; may grow on resume
+    pause_at: int | None = None  # stop after this step with a checkpoint, the schedule still max_steps'; rerun without it to go on
     grad_clip: float = 1.0  # gradient norm clipped to this
     eval_every: int = 500  # steps between validations (the best model is kept)
     checkpoint_every: int = 500  # steps between checkpoints (a resumed run loses at most these)

@@ -529,7 +529,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         trainer.model.train()
         history: list[dict] = []
         try:
-            while step < cfg.max_steps:
+            end = min(cfg.max_steps, cfg.pause_at or cfg.max_steps)
+            while step < end:
                 torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rank)  # dropout: a function of the step
                 gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + rank)
                 batch = make_batch(data, plan.indices(step, rank), procs.device, mono,
@@ -544,13 +545,18 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
                 log.step(step, losses)
                 if step % cfg.eval_every == 0 or step == cfg.max_steps:
                     best_val = evaluate_and_keep(cfg, trainer, prep, procs, log, step, best_val, history)
-                if procs.is_main and (step % cfg.checkpoint_every == 0 or step == cfg.max_steps):
+                if procs.is_main and (step % cfg.checkpoint_every == 0 or step == end):
                     _saving(lambda: save_checkpoint(ckpt_file, {"step": step, "best_val": best_val,
                                                                 "config": _comparable(cfg), **trainer.state()}),
                             step, ckpt_file)
                 procs.barrier()
         finally:
             log.close()
+        if step < cfg.max_steps:  # paused: the checkpoint above is where a rerun goes on
+            if procs.is_main:
+                print(f"paused at step {step} of {cfg.max_steps} (checkpoint {ckpt_file}); rerun without pause_at "
+                      "to go on", file=sys.stderr)
+            return {"steps": step, "paused": True, "best_val_total": best_val}
         summary = finish(cfg, out, trainer, procs, log, step, best_val, history, prep.seconds)
         procs.barrier()  # no rank tears the process group down while another still writes or gathers
         return summary
@@ -874,7 +880,7 @@ def _comparable(cfg: TrainConfig) -> dict:
     only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
     so fields added since take their defaults."""
     d = cfg.to_dict()
-    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "init",
+    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "pause_at", "init",
               "init_sha256"):
         d.pop(k, None)
     return d

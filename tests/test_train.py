@@ -393,3 +393,18 @@ def test_batch_by_pair_reaches_the_training_plan(tmp_path, monkeypatch):
     assert pairs is not None and len(np.unique(pairs)) == 4  # en with de, es, fr, it: one label per language pair
     info = json.loads((tmp_path / "run" / "model" / "training.json").read_text())
     assert info["train_config"]["batch_by_pair"] is True
+
+
+def test_pause_at_stops_with_a_checkpoint_and_a_rerun_goes_on_as_if_never_paused(tmp_path):
+    """A probe's first N steps of a long recipe, or the end of a sitting: the schedule stays max_steps'."""
+    straight = tmp_path / "straight"
+    train(tiny_config(straight, max_steps=20, eval_every=100), progress=False)
+    paused = tmp_path / "paused"
+    summary = train(tiny_config(paused, max_steps=20, eval_every=100, pause_at=7, checkpoint_every=5), progress=False)
+    assert summary["paused"] and summary["steps"] == 7
+    assert load_checkpoint(checkpoint_path(paused))["step"] == 7  # saved at the pause, not only every 5
+    assert not (paused / "summary.json").exists()  # not finished: a rerun resumes
+    again = train(tiny_config(paused, max_steps=20, eval_every=100, pause_at=7, checkpoint_every=5), progress=False)
+    assert again["paused"] and again["steps"] == 7  # nothing more to do at the same pause
+    assert train(tiny_config(paused, max_steps=20, eval_every=100, checkpoint_every=5), progress=False)["steps"] == 20
+    assert same_weights(weights(checkpoint_path(straight)), weights(checkpoint_path(paused)))
