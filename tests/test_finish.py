@@ -73,3 +73,23 @@ def test_interpolate_walks_from_the_runs_start_to_its_end(tiny_model, tmp_path):
     bad = subprocess.run([sys.executable, str(ROOT / "train/interpolate.py"), str(recipe), "--alpha", "1.5", "--out",
                           str(tmp_path / "bad")], capture_output=True, text=True)
     assert bad.returncode != 0 and "from 0 (the start) to 1" in bad.stderr
+
+
+def test_check_scores_a_runs_model_before_and_after_debias(tiny_run, tmp_path):
+    """train/check.sh: an early check of a run in progress, on a copy of its model folder."""
+    data = corpus_with_domains(tmp_path / "corpus")
+    oog = reserved_folder(tmp_path / "oog")
+    out = tmp_path / "checks"
+    env = {**os.environ, "DATA": str(data), "OOG": str(oog), "OOG_WIDE": str(oog)}
+    done = subprocess.run(["bash", str(ROOT / "train/check.sh"), str(tiny_run), "tiny-40", str(out)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "model of step" in done.stdout
+    before, after = (json.loads((out / f"tiny-40{s}.json").read_text()) for s in ("", "-debiased"))
+    for fig in (before, after):
+        assert {"oog", "oog_wide"} <= set(fig) and 0 <= fig["oog"]["mean"] <= 100
+    assert before["model"] != after["model"]
+    assert not (tiny_run / "model-debiased").exists()  # the run's folder is left as it was
+    missing = subprocess.run(["bash", str(ROOT / "train/check.sh"), str(tmp_path / "none"), "x", str(out)], cwd=ROOT,
+                             env=env, capture_output=True, text=True)
+    assert missing.returncode != 0 and "no model folder yet" in missing.stderr
