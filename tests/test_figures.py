@@ -67,8 +67,9 @@ def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
     assert fig["corpus_g"]["test_english_in_training"] == 3  # the leak is counted, not hidden
     # A second call measures only what is missing: the parts already there are kept as they were.
     before = out.read_text()
-    again = subprocess.run(cmd + ["--parts", "general,oog"], capture_output=True, text=True)
+    again = subprocess.run(cmd + ["--parts", "general,oog", "--recipe", "train/tiny.toml"], capture_output=True, text=True)
     assert again.returncode == 0 and json.loads(out.read_text())["general"] == json.loads(before)["general"]
+    assert json.loads(before)["recipe"] is None and json.loads(out.read_text())["recipe"] == "train/tiny.toml"
     assert "general ..." not in again.stderr
 
 
@@ -106,7 +107,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     small = tmp_path / "small.json"  # `eval oog --min-pairs 50 --below 100`: th has only a small pool
     small.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->th": 0.9, "th->en": 0.9}}}}))
     good_fig = json.loads(good.read_text())
-    good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}}))
+    good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}, "recipe": "train/good.toml"}))
     ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem), "--peers", str(e5),
             "--small-pools", str(small),
             "--decision", str(tmp_path / "decision.md"), "--out", str(tmp_path / "default")]
@@ -125,6 +126,9 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     assert "| th | 14 | 95.0 | 40.0† | 90.0† | - | thin: 14 pairs |" in card  # † : a pool of 50-99 pairs
     assert "| good | 21 |" in card and "**ships**" in card
     assert "- Objective: `" in card and "the best validation checkpoint, step" in card
+    # the card names the winner's own recipe (figures.py --recipe), not --recipe's default
+    assert "Recipe `train/good.toml`" in card and "`edge-xsent train --config train/good.toml`" in card
+    assert "train/default.toml" not in card and "interpolate.py" not in card
     vecs = Encoder.load(out).encode(["Save the file", "Enregistrer le fichier"])
     assert vecs.shape[0] == 2 and abs(float((vecs ** 2).sum(axis=1)[0]) - 1) < 1e-4
 
@@ -137,3 +141,14 @@ def test_ship_refuses_figures_without_a_part_the_rule_needs(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--candidate",
                            str(tmp_path / "c.json"), "--decision", str(tmp_path / "d.md")], capture_output=True, text=True)
     assert done.returncode != 0 and "no speed" in done.stderr and "--parts speed" in done.stderr
+
+
+def test_an_interpolated_winner_says_how_to_rebuild_it():
+    ship = script_module("train/ship.py")
+    training = {"step": 900, "train_config": {"objective": "ugt", "max_steps": 1000},
+                "interpolated": {"alpha": 0.75, "recipe": "train/m1.toml", "start": "git:abc"}}
+    lines = "\n".join(ship.training_lines("train/m1.toml", training, 3))
+    assert "start + 0.75 x (trained - start)" in lines and "train/interpolate.py train/m1.toml --alpha 0.75" in lines
+    again = ship.reproduce_line("train/m1.toml", training["interpolated"])
+    assert "--alpha 0.75 --out ~/edge-xsent-runs/interpolated-a75` and `train/finish.sh ~/edge-xsent-runs/interpolated-a75`" in again
+    assert ship.interpolation_lines({"step": 900}) == []  # a plain run: the recipe is enough

@@ -33,7 +33,7 @@ def test_finish_makes_a_candidate_and_redoes_nothing_on_a_rerun(tiny_run, tmp_pa
     assert done.returncode != 0 and "no speed" in done.stderr and "--parts speed" in done.stderr, done.stderr
     fig = json.loads((results / "tiny-candidate.json").read_text())
     assert {"general", "oog", "oog_wide", "oog_small", "corpus_g"} <= set(fig) and "speed" not in fig
-    assert fig["model"].endswith("tiny-candidate/bundle")
+    assert fig["model"].endswith("tiny-candidate/bundle") and fig["recipe"] == str(recipe)  # the card's recipe
     assert (run / "model-debiased" / "manifest.json").exists()
     assert json.loads((run / "bundle" / "calibration.json").read_text())["source"] == f"{data} valid split"
     assert not (tmp_path / "default").exists()

@@ -105,26 +105,28 @@ def speed(bundle: Path, data: str, n: int = 800) -> dict:
             "load_average_1min": round(os.getloadavg()[0], 2)}
 
 
-def describe(model: Path, name: str) -> dict:
-    """What was measured: the folder, its manifest's SHA-256, recipe and int8 size."""
+def describe(model: Path, name: str, recipe: str | None = None) -> dict:
+    """What was measured: the folder, its manifest's SHA-256, recipe and int8 size. The recipe is the one given,
+    else the folder's own record of it (an interpolated run names the recipe of the run it moved back from)."""
     import hashlib
 
     manifest = model / "manifest.json"
     info = json.loads(manifest.read_text()) if manifest.exists() else {}
     int8 = model / ONNX_INT8
     training = model / FILES["training"]
+    record = json.loads(training.read_text()) if training.exists() else {}
     where = model.resolve()
     shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else Path(str(where).replace(str(Path.home()), "~"))
     return {"name": name, "model": str(shown),
             "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.exists() else None,
-            "recipe": info.get("recipe") or (json.loads(training.read_text()).get("recipe") if training.exists() else None),
+            "recipe": recipe or info.get("recipe") or record.get("recipe") or record.get("interpolated", {}).get("recipe"),
             "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None}
 
 
 def measure(args: argparse.Namespace) -> dict:
     out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{args.name}.json")
     figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
-    figures.update(describe(args.model, args.name), machine=machine_info())
+    figures.update(describe(args.model, args.name, args.recipe), machine=machine_info())
     command = " ".join(["python train/figures.py", *sys.argv[1:]])
     warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # counted, not news, here
     enc = Encoder.load(args.model, precision=args.precision, threads=args.threads)
@@ -167,6 +169,8 @@ def main() -> None:
     ap.add_argument("--precision", default=None, choices=["fp32", "int8"], help="default: int8 where the folder has it")
     ap.add_argument("--threads", type=int, default=None, help="encoding threads (default: every core); 1 beside a run")
     ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
+    ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
+                                                     "(default: the folder's own record, if any)")
     ap.add_argument("--redo", action="store_true", help="measure every part again")
     args = ap.parse_args()
     for key in ("data", "oog", "oog_wide", "corpus_g"):

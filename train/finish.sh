@@ -41,7 +41,8 @@ for recipe in "$@"; do  # a recipe, or a run folder
     $x calibrate "$run/bundle" --data "$data" --sentences 5000
   figures=$results/$name.json
   fresh "$figures" "$run/bundle/manifest.json" || rm -f "$figures"  # figures of an older bundle: measure again
-  python train/figures.py "$run/bundle" --name "$name" --out "$figures" "${opts[@]}"
+  named=(); [ -f "$recipe" ] && named=(--recipe "$recipe")  # a run folder's own record names its recipe
+  python train/figures.py "$run/bundle" --name "$name" --out "$figures" "${opts[@]}" "${named[@]}"
   candidates+=(--candidate "$figures")
 done
 # The model shipped now: its speed on this machine too, for the table (the rule reads the candidates').

@@ -134,7 +134,17 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
             f"{tc.get('sim_weight', 0):g} x sim{teacher}.",
             f"- Recipe `{recipe}`: batch {tc.get('batch_size', 0)}, lr {tc.get('lr', 0):g}, {tc.get('max_steps', 0):,d} steps, "
             f"started from `{tc.get('init')}`; the weights are the best validation checkpoint, step "
-            f"{training.get('step', 0):,d}; trained on {training.get('device', '?')}."]
+            f"{training.get('step', 0):,d}; trained on {training.get('device', '?')}.",
+            *interpolation_lines(training)]
+
+
+def interpolation_lines(training: dict) -> list[str]:
+    """A run moved back toward its start (train/interpolate.py) says so: the recipe alone does not rebuild it."""
+    mixed = training.get("interpolated")
+    if not mixed:
+        return []
+    return [f"- Then moved back toward its start: weights = start + {mixed['alpha']:g} x (trained - start) "
+            f"(`python train/interpolate.py {mixed['recipe']} --alpha {mixed['alpha']:g}`; WiSE-FT)."]
 
 
 def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, float]],
@@ -172,8 +182,17 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "sections": [],
         "limits": "Languages marked thin above are not supported. Short everyday text and prose unlike the training "
                   "genres (software, games, help) score lowest.",
-        "footer": [f"Reproduce: `edge-xsent train --config {recipe}`, then `train/figures.py` and `train/ship.py` "
-                   "(their docstrings give the commands).", "", *([licence_line, ""] if licence_line else [])]})
+        "footer": [reproduce_line(recipe, read_training(bundle).get("interpolated")), "",
+                   *([licence_line, ""] if licence_line else [])]})
+
+
+def reproduce_line(recipe: str, mixed: dict | None) -> str:
+    """The commands that rebuild the shipped model: train, (move back toward the start,) finish."""
+    if not mixed:
+        return f"Reproduce: `edge-xsent train --config {recipe}`, then `train/finish.sh {recipe}` (debias, export, figures, this rule)."
+    run = f"~/edge-xsent-runs/interpolated-a{round(100 * mixed['alpha'])}"
+    return (f"Reproduce: `edge-xsent train --config {recipe}`, then `python train/interpolate.py {recipe} --alpha "
+            f"{mixed['alpha']:g} --out {run}` and `train/finish.sh {run}` (debias, export, figures, this rule).")
 
 
 def ship(fig: dict, out: Path, table: list[str], peers: dict[str, dict[str, float]],
@@ -202,7 +221,8 @@ def main() -> None:
                          "oog-m1-e5-small.json in benchmarks/results)")
     ap.add_argument("--small-pools", type=Path, default=ROOT / "benchmarks/results/oog-m1-small-pools.json",
                     help="the peers on the small pools (`eval oog --min-pairs 50 --below 100`), for the card")
-    ap.add_argument("--recipe", default="train/default.toml", help="the winner's recipe, as the card names it")
+    ap.add_argument("--recipe", default="train/default.toml",
+                    help="the winner's recipe, where its figures do not name one (figures.py --recipe)")
     ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
     args = ap.parse_args()
@@ -219,7 +239,8 @@ def main() -> None:
         return
     winner = next(f for f in candidates if f["name"] == pick)
     peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
-    ship(winner, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), args.recipe)
+    recipe = winner.get("recipe") or args.recipe
+    ship(winner, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe)
     print(f"shipped {pick} -> {args.out}; table: {args.decision}")
 
 
