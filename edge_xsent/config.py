@@ -39,6 +39,7 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
                 "anchor_weight": (0.0, None)}
 DEVICES = ("auto", "cpu", "cuda")
+KEEP_MODELS = ("best", "last")  # TrainConfig.keep_model
 
 
 def field_docs(cls) -> dict[str, str]:
@@ -137,7 +138,8 @@ class TrainConfig:
     max_steps: int = 10_000  # optimiser steps in all; may grow on resume
     pause_at: int | None = None  # stop after this step with a checkpoint, the schedule still max_steps'; rerun without it to go on
     grad_clip: float = 1.0  # gradient norm clipped to this
-    eval_every: int = 500  # steps between validations (the best model is kept)
+    eval_every: int = 500  # steps between validations (model/ then holds what keep_model says)
+    keep_model: str = "best"  # which weights model/ holds: best (lowest validation loss) | last (the last step's at the end)
     checkpoint_every: int = 500  # steps between checkpoints (a resumed run loses at most these)
     log_every: int = 20  # steps between lines of log.jsonl
     valid_pairs: int = 2000  # pairs of the valid split used for validation
@@ -173,6 +175,8 @@ class TrainConfig:
             raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
         if self.device not in DEVICES:
             raise UserError(f"config: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if self.keep_model not in KEEP_MODELS:
+            raise UserError(f"config: keep_model must be one of {', '.join(KEEP_MODELS)}, got {self.keep_model!r}")
         if not isinstance(self.matryoshka_dims, list) or not all(
                 isinstance(k, int) and not isinstance(k, bool) for k in self.matryoshka_dims):
             raise UserError(f"config: matryoshka_dims must be a list of whole numbers, got {self.matryoshka_dims!r}")

@@ -797,7 +797,8 @@ class RunLog:
 
 def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs: Processes, log: RunLog, step: int,
                       best_val: float, history: list[dict]) -> float:
-    """Validate; the model folder keeps the best validation loss (the newest without a valid split)."""
+    """Validate; the model folder keeps the best validation loss, or the newest weights with keep_model = "last"
+    (a split of the training sources may stall while what the model is for still improves), or without a valid split."""
     info = {"train_config": portable(cfg.to_dict()), "langs": prep.langs, "train_pairs": len(prep.data),
             "world_size": procs.world, "device": _device_name(procs.device), "step": step}
     folder = Path(cfg.out) / "model"
@@ -810,8 +811,9 @@ def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs:
     log.write({"step": step, **val})
     if procs.is_main:
         log.bar.write(f"step {step}: " + ", ".join(f"{k} {v:.4f}" for k, v in val.items()))
-    if val["val_total"] < best_val:
-        best_val = val["val_total"]
+    improved = val["val_total"] < best_val
+    best_val = min(best_val, val["val_total"])
+    if improved or cfg.keep_model == "last":
         if procs.is_main:
             _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, {**info, **val}), step, folder)
     return best_val
@@ -874,14 +876,14 @@ def _check_enough(n: int, cfg: TrainConfig, world: int) -> None:
 
 
 def _comparable(cfg: TrainConfig) -> dict:
-    """The parts of the config a resumed run must share. Not the output path, thread count or
-    logging cadence; not max_steps either, so a run can be extended or cut short on resume
+    """The parts of the config a resumed run must share. Not the output path, thread count,
+    logging cadence or which weights model/ keeps; not max_steps either, so a run can be extended or cut short on resume
     (the learning-rate schedule then follows the new length from that step on); not init, which
     only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
     so fields added since take their defaults."""
     d = cfg.to_dict()
     for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "pause_at", "init",
-              "init_sha256"):
+              "init_sha256", "keep_model"):
         d.pop(k, None)
     return d
 

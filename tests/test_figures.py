@@ -152,3 +152,11 @@ def test_an_interpolated_winner_says_how_to_rebuild_it():
     again = ship.reproduce_line("train/m1.toml", training["interpolated"])
     assert "--alpha 0.75 --out ~/edge-xsent-runs/interpolated-a75` and `train/finish.sh ~/edge-xsent-runs/interpolated-a75`" in again
     assert ship.interpolation_lines({"step": 900}) == []  # a plain run: the recipe is enough
+
+
+def test_the_card_says_which_weights_a_run_kept():
+    ship = script_module("train/ship.py")
+    last = {"step": 1000, "train_config": {"objective": "ugt", "max_steps": 1000, "keep_model": "last"}}
+    best = {"step": 600, "train_config": {"objective": "ugt", "max_steps": 1000}}  # recorded before keep_model existed
+    assert "the weights are the last step's, step 1,000" in "\n".join(ship.training_lines("train/m1.toml", last, 3))
+    assert "the weights are the best validation checkpoint, step 600" in "\n".join(ship.training_lines("train/m1.toml", best, 3))

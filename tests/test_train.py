@@ -408,3 +408,34 @@ def test_pause_at_stops_with_a_checkpoint_and_a_rerun_goes_on_as_if_never_paused
     assert again["paused"] and again["steps"] == 7  # nothing more to do at the same pause
     assert train(tiny_config(paused, max_steps=20, eval_every=100, checkpoint_every=5), progress=False)["steps"] == 20
     assert same_weights(weights(checkpoint_path(straight)), weights(checkpoint_path(paused)))
+
+
+def test_keep_model_last_holds_the_last_steps_weights_and_best_the_lowest_validation(tmp_path, monkeypatch):
+    """A validation split of the training sources can stall or rise while the model still improves at what it is
+    for; keep_model = "last" then keeps the last step's weights, "best" the lowest validation loss's."""
+    import edge_xsent.train as T
+    from edge_xsent.bundle import load_model, read_training
+
+    real = T.validate
+    for keep in ("best", "last"):
+        losses = iter([3.0, 1.0, 2.0, 2.5, 4.0, 5.0])  # validation at steps 2, 4, ..., 12: lowest at step 4
+
+        def validate(*args, **kwargs):
+            return {**real(*args, **kwargs), "val_total": next(losses)}
+
+        monkeypatch.setattr(T, "validate", validate)
+        out = tmp_path / keep
+        train(tiny_config(out, max_steps=12, eval_every=2, keep_model=keep), progress=False)
+        assert read_training(out / "model")["step"] == (4 if keep == "best" else 12)
+        saved = load_model(out / "model")[0].state_dict()
+        last = weights(checkpoint_path(out))  # the checkpoint of step 12
+        shared = [k for k in last if k in saved]
+        assert shared and all(torch.allclose(saved[k], last[k]) for k in shared) == (keep == "last")
+
+
+def test_keep_model_may_change_on_resume_and_a_bad_value_is_refused(tmp_path):
+    cfg = tiny_config(tmp_path / "r", max_steps=12, eval_every=4, keep_model="best")
+    run_until(cfg, 10)
+    assert train(tiny_config(tmp_path / "r", max_steps=12, eval_every=4, keep_model="last"), progress=False)["steps"] == 12
+    with pytest.raises(UserError, match="keep_model must be one of best, last"):
+        tiny_config(tmp_path / "x", keep_model="newest")

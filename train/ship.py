@@ -133,9 +133,14 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
             f"- Objective: `{tc.get('objective')}` (SMLM + XTR) + {tc.get('align_weight', 0):g} x align + "
             f"{tc.get('sim_weight', 0):g} x sim{teacher}.",
             f"- Recipe `{recipe}`: batch {tc.get('batch_size', 0)}, lr {tc.get('lr', 0):g}, {tc.get('max_steps', 0):,d} steps, "
-            f"started from `{tc.get('init')}`; the weights are the best validation checkpoint, step "
-            f"{training.get('step', 0):,d}; trained on {training.get('device', '?')}.",
+            f"started from `{tc.get('init')}`; the weights are {kept(tc)}, step {training.get('step', 0):,d}; "
+            f"trained on {training.get('device', '?')}.",
             *interpolation_lines(training)]
+
+
+def kept(tc: dict) -> str:
+    """Which of the run's weights its model folder held (TrainConfig.keep_model)."""
+    return "the last step's" if tc.get("keep_model") == "last" else "the best validation checkpoint"
 
 
 def interpolation_lines(training: dict) -> list[str]:
