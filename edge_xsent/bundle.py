@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import __version__
 from .atomic import atomic_dir
+from .config import portable
 from .errors import UserError
 from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32,  # noqa: F401  (re-exported)
                      ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE)
@@ -146,7 +147,7 @@ def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs
         save_safetensors(extra, tmp / FILES["extra_weights"], metadata={"format": FORMAT})
         tokenizer.save(tmp / FILES["tokenizer"])
         hf.write_hf_files(tmp, cfg, tokenizer, extra.get("lang_basis"))
-        info = {**training, "python": platform.python_version(), "torch": torch.__version__}
+        info = portable({**training, "python": platform.python_version(), "torch": torch.__version__})
         (tmp / FILES["training"]).write_text(json.dumps(info, indent=2, default=str) + "\n")
         write_manifest(tmp)
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .atomic import atomic_write
 from .bundle import CALIBRATION
+from .config import portable
 from .errors import UserError
 
 OUTPUT_DTYPES = {"float32": np.dtype("<f4"), "int8": np.dtype("i1"), "ubinary": np.dtype("u1")}
@@ -40,7 +41,7 @@ def calibrate(vectors: np.ndarray, source: str) -> dict:
 
 def save_calibration(folder: Path, ranges: dict) -> None:
     with atomic_write(Path(folder) / CALIBRATION) as f:
-        f.write(json.dumps(ranges) + "\n")
+        f.write(json.dumps(portable(ranges)) + "\n")  # its source names no home folder
 
 
 def load_calibration(folder: Path, dim: int) -> dict | None:

@@ -15,6 +15,7 @@ from edge_xsent import Encoder
 from edge_xsent.bundle import MANIFEST
 from edge_xsent.errors import UserError
 from edge_xsent.export import ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, export_bundle
+from edge_xsent.tokenizer import UNK_ID
 
 SENTENCES = ["Open the file in a new window.", "Ouvrir le fichier dans une nouvelle fenêtre.",
              "Datei speichern", "Guardar el documento actual", "Salva il documento corrente",
@@ -247,21 +248,27 @@ def test_default_model_loads_offline_and_works():
 
 
 def test_default_model_covers_the_added_languages():
-    """The shipped model was trained on nl, pl, pt_BR and ru too: a translation in each is the
-    nearest of all the candidates and beats an unrelated sentence in the same language by a wide
-    margin. Wide on this model's scale: trained toward the teacher's cosines, it puts unrelated
-    sentences near 0.5, and Dutch, its weakest here, wins by about 0.2 (the model shipped before
-    it: 0.22)."""
+    """The shipped model claims 26 languages besides English (the card's rule: enough pairs and general
+    test P@1 >= 80), in eight scripts: a translation in each is the nearest of all the candidates and
+    beats an unrelated sentence in its language by a wide margin (measured 0.49-0.68 at shipping; Dutch
+    and Swedish the narrowest). Unrelated sentences sit near 0.3 on this model's scale."""
     from edge_xsent.encoder import DEFAULT_MODEL
 
-    assert json.loads((DEFAULT_MODEL / "config.json").read_text())["langs"] == [
-        "de", "en", "es", "fr", "it", "nl", "pl", "pt_BR", "ru"]
+    langs = json.loads((DEFAULT_MODEL / "config.json").read_text())["langs"]
+    assert len(langs) >= 21 and {"en", "de", "ru", "ar", "ja", "ko", "zh_CN", "zh_TW", "el", "uk"} <= set(langs)
     pairs = [("Zapisz bieżący dokument", "Kot śpi na kanapie"), ("Сохранить текущий документ", "Кошка спит на диване"),
-             ("Salvar o documento atual", "O gato dorme no sofá"), ("Huidig document opslaan", "De kat slaapt op de bank")]
-    v = Encoder.load().encode(["Save the current document"] + [s for pair in pairs for s in pair])
+             ("Salvar o documento atual", "O gato dorme no sofá"), ("Huidig document opslaan", "De kat slaapt op de bank"),
+             ("現在のドキュメントを保存", "猫がソファで寝ている"), ("保存当前文档", "猫在沙发上睡觉"),
+             ("현재 문서 저장", "고양이가 소파에서 잔다"), ("حفظ المستند الحالي", "القطة تنام على الأريكة"),
+             ("Αποθήκευση τρέχοντος εγγράφου", "Η γάτα κοιμάται στον καναπέ"), ("Зберегти поточний документ", "Кіт спить на дивані"),
+             ("Spara aktuellt dokument", "Katten sover i soffan"), ("Uložit aktuální dokument", "Kočka spí na gauči")]
+    enc = Encoder.load()
+    texts = [s for pair in pairs for s in pair]
+    assert enc.tokenizer.byte_fallback and all(UNK_ID not in ids for ids in enc.tokenizer.encode(texts))
+    v = enc.encode(["Save the current document"] + texts)
     sims = v[1:] @ v[0]
-    assert (sims[0::2] > sims[1::2] + 0.15).all(), sims
-    assert set(np.argsort(-sims)[:4]) == {0, 2, 4, 6}, sims
+    assert (sims[0::2] > sims[1::2] + 0.3).all(), sims
+    assert set(np.argsort(-sims)[:len(pairs)]) == set(range(0, 2 * len(pairs), 2)), sims
 
 
 def test_torch_backend_without_fp32_weights_or_int8_graph_says_so(tiny_bundle, tmp_path):
@@ -336,4 +343,4 @@ def test_int8_vectors_depend_only_slightly_on_their_batch_mates():
                  "Die Katze schläft auf dem Sofa, weil es draußen regnet und kalt ist."] * 8
     batched = enc.encode(sentences, batch_size=32)
     alone = np.stack([enc.encode([s])[0] for s in sentences])
-    assert (batched * alone).sum(1).min() >= 0.9999
+    assert (batched * alone).sum(1).min() >= 0.9998  # measured 0.99990 (the 9-language default: 0.99993)

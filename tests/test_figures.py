@@ -129,7 +129,11 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     # the card names the winner's own recipe (figures.py --recipe), not --recipe's default
     assert "Recipe `train/good.toml`" in card and "`edge-xsent train --config train/good.toml`" in card
     assert "train/default.toml" not in card and "interpolate.py" not in card
-    vecs = Encoder.load(out).encode(["Save the file", "Enregistrer le fichier"])
+    enc = Encoder.load(out)  # config.json's langs: what the card claims (th is thin); training.json: what it saw
+    assert enc.langs == ["en", "de", "fr", *(f"l{i:02d}" for i in range(19))]
+    assert json.loads((out / FILES["training"]).read_text())["langs"] == json.loads(
+        (tiny_bundle[0] / FILES["config"]).read_text())["langs"]
+    vecs = enc.encode(["Save the file", "Enregistrer le fichier"])
     assert vecs.shape[0] == 2 and abs(float((vecs ** 2).sum(axis=1)[0]) - 1) < 1e-4
 
 
@@ -160,3 +164,16 @@ def test_the_card_says_which_weights_a_run_kept():
     best = {"step": 600, "train_config": {"objective": "ugt", "max_steps": 1000}}  # recorded before keep_model existed
     assert "the weights are the last step's, step 1,000" in "\n".join(ship.training_lines("train/m1.toml", last, 3))
     assert "the weights are the best validation checkpoint, step 600" in "\n".join(ship.training_lines("train/m1.toml", best, 3))
+
+
+def test_ship_writes_no_home_folder_into_the_records(tmp_path):
+    """A bundle made before save_model and save_calibration wrote ~/... still ships without the home folder."""
+    from edge_xsent.layout import CALIBRATION, FILES
+
+    ship = script_module("train/ship.py")
+    home = str(Path.home())
+    (tmp_path / FILES["training"]).write_text(json.dumps({"interpolated": {"end": home + "/runs/a/model"}, "step": 3}))
+    (tmp_path / CALIBRATION).write_text(json.dumps({"source": home + "/data valid split", "dim": 2}))
+    ship.no_home_paths(tmp_path)
+    assert json.loads((tmp_path / FILES["training"]).read_text()) == {"interpolated": {"end": "~/runs/a/model"}, "step": 3}
+    assert json.loads((tmp_path / CALIBRATION).read_text())["source"] == "~/data valid split"

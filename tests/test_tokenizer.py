@@ -3,6 +3,7 @@ pruning that keeps the fallback."""
 
 import pytest
 
+from conftest import ROOT
 from edge_xsent.data.corpus import Pair, read_pairs
 from edge_xsent.encoder import DEFAULT_MODEL
 from edge_xsent.tokenizer import UNK_ID, Tokenizer, balanced_sample, prune
@@ -28,10 +29,12 @@ def test_unseen_scripts_become_bytes_not_unk(latin_tokenizer):
     assert "<0x41>" not in tok.pieces("<0x41>")  # a byte piece is a fallback, never matched as typed text
 
 
-def test_a_tokenizer_without_byte_pieces_still_loads_and_gives_unk():
-    old = Tokenizer.load(DEFAULT_MODEL / "tokenizer.model")  # shipped before byte fallback
+def test_a_tokenizer_without_byte_pieces_still_loads_and_gives_unk_where_the_shipped_one_does_not():
+    old = Tokenizer.load(ROOT / "train/tokenizers/nine-language-48k.model")  # the default shipped before byte fallback
     assert not old.byte_fallback
     assert UNK_ID in old.encode(["ไทย"])[0]
+    shipped = Tokenizer.load(DEFAULT_MODEL / "tokenizer.model")  # the default now: every script reaches a piece
+    assert shipped.byte_fallback and UNK_ID not in shipped.encode(["ไทย"])[0]
 
 
 def test_balanced_sample_caps_each_language_and_counts_distinct_texts():

@@ -200,6 +200,24 @@ def reproduce_line(recipe: str, mixed: dict | None) -> str:
             f"{mixed['alpha']:g} --out {run}` and `train/finish.sh {run}` (debias, export, figures, this rule).")
 
 
+def supported(config: Path, claimed: list[str]) -> None:
+    """config.json's `langs` says what a user may rely on (`Encoder.langs`, the card's languages): English and
+    the claimed languages. The run trained on more; training.json keeps that list under `langs`."""
+    cfg = json.loads(config.read_text())
+    config.write_text(json.dumps({**cfg, "langs": ["en", *claimed]}, indent=2) + "\n")
+
+
+def no_home_paths(folder: Path) -> None:
+    """The shipped records name no machine's home folder (~/... instead), also for a bundle made before
+    save_model and save_calibration wrote them that way."""
+    from edge_xsent.config import portable
+
+    for name, indent in ((FILES["training"], 2), (CALIBRATION, None)):
+        if (folder / name).exists():
+            record = portable(json.loads((folder / name).read_text()))
+            (folder / name).write_text(json.dumps(record, indent=indent) + "\n")
+
+
 def ship(fig: dict, out: Path, table: list[str], peers: dict[str, dict[str, float]],
          small: dict[str, dict[str, float]], recipe: str) -> None:
     from edge_xsent.atomic import atomic_dir
@@ -212,6 +230,8 @@ def ship(fig: dict, out: Path, table: list[str], peers: dict[str, dict[str, floa
             if (bundle / rel).exists():
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(bundle / rel, tmp / rel)
+        supported(tmp / FILES["config"], row(fig)["claimed"])
+        no_home_paths(tmp)
         (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
         write_manifest(tmp, {**extra, "recipe": recipe, "figures": f"benchmarks/results/candidates/{fig['name']}.json"})
