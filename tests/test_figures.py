@@ -115,6 +115,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     assert kept.returncode == 0, kept.stderr
     assert "keeps shipped" in kept.stdout and not (tmp_path / "default").exists()
     assert "old languages' oog P@1 78.0, more than 0.5 below 80.0" in (tmp_path / "decision.md").read_text()
+    assert "| 78.0 | de -2.0 |" in (tmp_path / "decision.md").read_text()  # the worst change, a drop negative
 
     done = subprocess.run(ship + ["--candidate", str(weak), "--candidate", str(good)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

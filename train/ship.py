@@ -58,18 +58,19 @@ def decision(candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
     rows = {f["name"]: row(f) for f in candidates}
     base = row(shipped)
     pick = rule.multilingual_default(rows, base, shipped["name"])
-    lines = ["| model | claimed languages | int8 MB | x USE-m sentences/s | old langs oog P@1 | worst old-lang drop | "
+    lines = ["| model | claimed languages | int8 MB | x USE-m sentences/s | old langs oog P@1 | worst old-lang change | "
              "corpus-g software / general | oog P@1 over claimed | verdict |", "|---|---|---|---|---|---|---|---|---|"]
     for name, r in {**rows, shipped["name"]: base}.items():
         drops = {l: base["oog_by_lang"][l] - r["oog_by_lang"].get(l, 0.0) for l in base["oog_by_lang"]}
         worst = max(drops, key=drops.get)
+        change = "" if name == shipped["name"] else f"{worst} {0.0 - drops[worst]:+.1f}"  # a drop reads negative
         if name == shipped["name"]:
             verdict = "**stays**" if pick == name else "replaced"
         else:
             verdict = "**ships**" if pick == name else "; ".join(rule.multilingual_failed_constraints(r, base)) or "passes, not the best"
         speed = f"{r['speed_ratio']:.2f}" if r["speed_ratio"] else "not measured"
         lines.append(f"| {name} | {len(r['claimed'])} | {r['int8_mb']:.1f} | {speed} | {r['oog_mean']:.1f} | "
-                     f"{worst} {drops[worst]:+.1f} | {r['software']:.1f} / {r['general']:.1f} | {r['oog_claimed']:.1f} | "
+                     f"{change} | {r['software']:.1f} / {r['general']:.1f} | {r['oog_claimed']:.1f} | "
                      f"{verdict} |")
     return pick, lines
 
