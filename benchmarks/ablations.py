@@ -16,6 +16,9 @@ import json
 import time
 from pathlib import Path
 
+from edge_xsent.atomic import check_outputs
+from edge_xsent.failures import script_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Paper, Tables 6 and 7: mean over en<->fr and en<->es of MLDoc accuracy and XSR P@1.
@@ -54,6 +57,7 @@ def claims(rows: dict[str, dict]) -> list[tuple[str, bool]]:
     return out
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", help="Training output folders (each with model/ and summary.json).")
@@ -63,6 +67,7 @@ def main() -> None:
     ap.add_argument("--recipe", default="", help="How the runs were made, for the record.")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/ablations.md"))
     args = ap.parse_args()
+    check_outputs([args.out], inputs=[*args.runs, args.data])
     from edge_xsent.bench import machine_info, write_report
     from edge_xsent.data.corpus import read_classify, read_pairs, resolve
     from edge_xsent.bundle import read_training, resolve_model_dir

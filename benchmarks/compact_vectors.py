@@ -23,10 +23,12 @@ from typing import Callable
 
 import numpy as np
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder, compact
 from edge_xsent.atomic import atomic_write
 from edge_xsent.data.corpus import read_corpus_split, read_pairs
 from edge_xsent.evaluate import average, out_of_genre, xsr
+from edge_xsent.failures import script_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,6 +102,7 @@ def markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None, help="model folder or bundle (default: the shipped model)")
@@ -108,6 +111,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=2000, help="queries per direction (eval xsr's default)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "compact-vectors")
     args = ap.parse_args()
+    check_outputs([args.out.with_suffix('.json'), args.out.with_suffix('.md')], inputs=[args.model, args.data, args.oog])
     enc = Encoder.load(args.model)
     t0 = time.time()
     with warnings.catch_warnings():

@@ -26,7 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent.decisions import DEBIAS_MIN_GAIN, DEBIAS_PAIR_COST_MAX, debias_rank
+from edge_xsent.failures import script_errors
+@script_errors
 def main() -> None:
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_pairs
@@ -42,6 +45,7 @@ def main() -> None:
     ap.add_argument("--per-lang", type=int, default=3000, help="Sentences per language for the subspace (as `debias`).")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/debias-rank"))
     args = ap.parse_args()
+    check_outputs([args.out + '.md', args.out + '.json'], inputs=[args.model, args.data])
     pairs = list(read_pairs(args.data, split=args.split))
     rows: dict[int, dict] = {}
     for rank in [int(r) for r in args.ranks.split(",")]:

@@ -32,7 +32,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best
+from edge_xsent.failures import script_errors
 
 # name -> model overrides of train/cpu-hour.toml (2 layers, d=512, 16k vocabulary).
 POINTS = {
@@ -86,6 +88,7 @@ def to_markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=10.0, help="Training budget per point (wall clock, this CPU).")
@@ -97,6 +100,7 @@ def main() -> None:
     ap.add_argument("--note", default="", help="What the record should say about how the runs went.")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/default_sweep.md"))
     args = ap.parse_args()
+    check_outputs([args.out], inputs=[args.config, args.runs])
     from edge_xsent.atomic import atomic_write
     from edge_xsent.bench import machine_info, write_report
     from edge_xsent.data.corpus import pair_langs, read_pairs

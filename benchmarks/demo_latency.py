@@ -17,6 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from edge_xsent.atomic import check_outputs
+from edge_xsent.failures import script_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "Save the current document"
 REPEATS = 50
@@ -54,6 +57,7 @@ def browser_run(bundle: Path, results: Path, expect_related: bool = True) -> dic
         return json.loads(out.read_text())
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", type=Path, nargs="?", default=ROOT / "edge_xsent/resources/default-model")
@@ -61,6 +65,7 @@ def main() -> None:
     ap.add_argument("--no-quality-check", action="store_true",
                     help="an untrained model: do not require the translation to score above the unrelated sentence")
     args = ap.parse_args()
+    check_outputs([args.results / 'demo-latency.json', args.results / 'demo-latency.md'], inputs=[args.bundle])
     browser = browser_run(args.bundle, args.results, expect_related=not args.no_quality_check)
     model_ms, encode_ms, tokens = python_medians(args.bundle)
     browser_version = subprocess.run(["chromium", "--version"], capture_output=True, text=True).stdout

@@ -17,9 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_xsent.atomic import check_outputs
+from edge_xsent.failures import script_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -27,6 +31,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/export_speed.md"))
     args = ap.parse_args()
+    check_outputs([args.out], inputs=[args.model])
     import torch
 
     from edge_xsent.bench import machine_info, summarize, write_report

@@ -19,9 +19,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent.atomic import atomic_write
 from edge_xsent.decisions import teacher_loss
 from edge_xsent.evaluate import average
+from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results" / "general-ablation"
 LOSSES = ("cos", "mse", "nce")
@@ -48,11 +50,13 @@ def table(results: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pick-loss", action="store_true")
     ap.add_argument("--results", type=Path, default=RESULTS, help="the runs' result files (general-ablation.md goes beside)")
     args = ap.parse_args()
+    check_outputs([args.results.parent / 'general-ablation.md'], inputs=[args.results])
     losses = {l: score(f"gen-loss-{l}", "valid", "general", args.results) for l in LOSSES}
     if args.pick_loss:
         print(teacher_loss({k: v for k, v in losses.items() if v is not None}))

@@ -33,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
 from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_manifest
@@ -41,6 +42,7 @@ from edge_xsent.data.corpus import Pair, read_corpus_split
 from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant
 from edge_xsent.evaluate import average, row_cosines, xsr
 from edge_xsent.export import projection_nodes, quantize_int8
+from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results"
 EDGE_CASES = ROOT / "tests" / "data" / "tokenizer_edge_cases.json"
@@ -182,12 +184,14 @@ def report(res: dict) -> str:
     return "\n".join(lines)
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", type=Path, help="a bundle exported with its fp32 graph (edge-xsent export MODEL --int8)")
     ap.add_argument("--data", type=Path, default=ROOT / "corpus-g", help="corpus folder with both domains' test split")
     ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()
+    check_outputs([args.results / 'int8-variants.md', args.results / 'int8-variants.json'], inputs=[args.bundle, args.data])
     if not (args.bundle / ONNX_FP32).exists():
         raise SystemExit(f"{args.bundle / ONNX_FP32} missing: pass a full export (`edge-xsent export MODEL --int8`)")
     with tempfile.TemporaryDirectory() as tmp:

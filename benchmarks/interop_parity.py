@@ -26,12 +26,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
 from edge_xsent.bundle import ONNX_FP32, ONNX_INT8
 from edge_xsent.evaluate import row_cosines
 from edge_xsent.hf import require, sentence_transformer, transformers_encode
 from edge_xsent.tokenizer import Tokenizer
+from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT = ROOT / "edge_xsent" / "resources" / "default-model"
@@ -98,11 +100,13 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path, nargs="?", default=DEFAULT)
     ap.add_argument("--results", type=Path, default=RESULTS, help="where interop-parity.{md,json} go")
     args = ap.parse_args()
+    check_outputs([args.results / 'interop-parity.md', args.results / 'interop-parity.json'], inputs=[args.folder])
     result = measure(args.folder.resolve())
     args.results.mkdir(parents=True, exist_ok=True)
     text = (f"# The bundle in four stacks\n\n`python benchmarks/interop_parity.py {result['folder']}`, {result['date']}: "

@@ -16,6 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from edge_xsent.atomic import check_outputs
+from edge_xsent.failures import script_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -30,6 +33,7 @@ def child_peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
     return int(res.stdout.strip().splitlines()[-1]) / 1024, time.time() - t
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -38,6 +42,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000", help="numbers of sentences to encode, side by side")
     ap.add_argument("--no-xsr", action="store_true", help="skip the 200k-candidate retrieval run")
     args = ap.parse_args()
+    check_outputs([args.out], inputs=[args.model, args.data])
     from edge_xsent.bench import write_report
     from edge_xsent.data.corpus import read_pairs
 

@@ -16,18 +16,23 @@ from pathlib import Path
 
 import numpy as np
 
+from edge_xsent.atomic import check_outputs
+from edge_xsent.failures import script_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 
 LENGTHS = (32, 48, 64, 96, 128)
 MAX_SHARE = 0.01
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tokenizer")
     ap.add_argument("--data", default="corpus-g")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/max_len.md"))
     args = ap.parse_args()
+    check_outputs([args.out], inputs=[args.tokenizer, args.data])
     from edge_xsent.bench import write_report
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.tokenizer import Tokenizer

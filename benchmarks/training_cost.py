@@ -26,12 +26,14 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
 
 ROOT = Path(__file__).resolve().parent.parent
 BEFORE = "328aba9"  # the last commit whose step built dense (B, V) targets and used the for-loop Adam
@@ -59,7 +61,7 @@ def worker(args: argparse.Namespace) -> None:
     from edge_xsent.model import DualEncoder
     from edge_xsent.objectives import punctuation_pieces
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import Trainer, TrainConfig, init_dir, load_init_weights
+    from edge_xsent.train import TrainConfig, Trainer, init_dir, load_init_weights
 
     setup = json.loads(Path(args.setup).read_text())
     torch.set_num_threads(setup["threads"])
@@ -205,6 +207,23 @@ def row(w: Worker, base: Worker | None) -> dict:
     return out
 
 
+
+def extract_tree(ref: str, dest: Path) -> None:
+    """edge_xsent/ as it was at `ref`, into `dest`: the ref is resolved as data (never an option of git's)."""
+    import io
+    import tarfile
+
+    commit = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+                            cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    if not re.fullmatch(r"[0-9a-f]{40}", commit):
+        sys.exit(f"error: --before {ref!r} names no commit of this checkout")
+    tar = subprocess.run(["git", "archive", "--format=tar", "--end-of-options", f"{commit}:edge_xsent"], cwd=ROOT,
+                         capture_output=True, check=True).stdout
+    (dest / "edge_xsent").mkdir()
+    with tarfile.open(fileobj=io.BytesIO(tar)) as t:
+        t.extractall(dest / "edge_xsent", filter="data")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
@@ -219,13 +238,14 @@ def main() -> None:
     if args.worker:
         args.setup = args.worker
         return worker(args)
+    check_outputs([args.out, Path(args.out).with_suffix('.json')], inputs=[args.recipe, args.data])
 
     started, load0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         old = tmp / "before"
         old.mkdir()
-        subprocess.run(f"git archive {args.before} edge_xsent | tar -x -C {old}", shell=True, check=True, cwd=ROOT)
+        extract_tree(args.before, old)
         batches = tmp / "batches.pt"
         info = make_batches(args.recipe, args.init, args.data, batches, n=args.steps * args.rounds + 2, sample=20_000)
         results, flops = [], None
@@ -315,4 +335,10 @@ def to_markdown(r: dict) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    if "--worker" in sys.argv:  # a worker runs in the tree it times, which may predate the writer's checks
+        main()
+    else:
+        from edge_xsent.atomic import check_outputs
+        from edge_xsent.failures import script_errors
+
+        script_errors(main)()

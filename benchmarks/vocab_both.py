@@ -19,9 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from safetensors import safe_open
 
+from edge_xsent.atomic import check_outputs
 from edge_xsent.atomic import atomic_write
 from edge_xsent.decisions import VOCAB_TIE_POINTS, vocabulary
 from edge_xsent.evaluate import average
+from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results" / "vocab-sweep"
 RUNS_DIR = ROOT / "runs"
@@ -56,11 +58,13 @@ def row(run: str, results: Path, runs: Path) -> dict:
             "int8_mb": int8_mb(runs / run), "s_per_step": seconds_per_step(runs / run)}
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=RESULTS, help="the runs' result files (vocab-sweep.md goes beside)")
     ap.add_argument("--runs", type=Path, default=RUNS_DIR, help="the run folders (weights and logs)")
     args = ap.parse_args()
+    check_outputs([args.results.parent / 'vocab-sweep.md', args.results.parent / 'vocab-sweep.json'], inputs=[args.results, args.runs])
     rows = {run: row(run, args.results, args.runs) for run in RUNS}
     pick = vocabulary(rows)
     lines = ["| run | tokenizer trained on | pieces | general valid | software valid | score | general test | "

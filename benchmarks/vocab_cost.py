@@ -16,9 +16,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from edge_xsent.atomic import check_outputs
+from edge_xsent.failures import script_errors
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="8000,16000,32000,50000")
@@ -26,6 +30,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
+    check_outputs([args.out], inputs=[])
     from edge_xsent.batches import make_batch, tokenize_pairs
     from edge_xsent.bench import machine_info, median_batch, summarize, time_steps, write_report
     from edge_xsent.model import DualEncoder, EncoderConfig

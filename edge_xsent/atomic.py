@@ -174,7 +174,8 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
     if not folder and o.is_dir():
         raise UserError(f"{out} is a folder; give a file name")
     keeper = kept_folder(o)
-    if keeper is not None and (o.is_file() or keeper[1] == "training run" and o.is_relative_to(keeper[0] / "checkpoints")):
+    if keeper is not None and (o.is_file() or keeper[1] == "model folder"  # a new file too: the folder is its manifest
+                               or o.is_relative_to(keeper[0] / "checkpoints")):
         raise UserError(f"{out} is part of a {keeper[1]} ({keeper[0]}): writing it would break that; choose an "
                         "output outside it")
     marker, kind = replaces  # a folder output replaces only a folder of its own kind (a model, a corpus)
@@ -182,6 +183,21 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
         raise UserError(f"{out} exists and is not a {kind}: it would be replaced whole; choose a new folder "
                         "(or remove it yourself)")
     probe_writable(Path(out).expanduser().parent)
+
+
+def check_outputs(outs: Iterable[str | os.PathLike | None], inputs: Iterable[str | os.PathLike | None] = ()) -> None:
+    """`check_output` for each file a script writes (a benchmark's .md and .json)."""
+    inputs = list(inputs)
+    for out in outs:
+        check_output(out, inputs)
+
+
+def check_name(name: str, what: str = "--name") -> str:
+    """A name that becomes a file name (a candidate's figures): one plain word, never a path, so it cannot
+    point at a model's or anyone's file."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("-"):
+        raise UserError(f"{what} {name!r}: a plain name is needed (letters, digits, '-', '_', '.'), not a path")
+    return name
 
 
 def kept_folder(path: Path) -> tuple[Path, str] | None:

@@ -186,7 +186,8 @@ def _worker_infer(args: dict) -> dict:
     backend, precision = parse_backend_name(args["backend"])
     rss0 = peak_rss_mb()
     t = time.perf_counter()
-    enc = Encoder.load(args["bundle"], backend=backend, precision=precision or None, threads=args["threads"], verify=False)
+    enc = Encoder.load(args["bundle"], backend=backend, precision=precision or None, threads=args["threads"], verify=False,
+                       trust_code=True)  # the bundle this bench exported
     load_s = time.perf_counter() - t
     sentences = args["sentences"]
     # Fixed-length rows of real token ids: the test sentences' tokens, concatenated and cut.
@@ -348,7 +349,7 @@ def to_markdown(results: dict) -> str:
              *([f"`{results['command']}`, {time.strftime('%Y-%m-%d')}", ""] if results.get("command") else []),
              f"Machine: {m['cpu']}, {m['cores']} cores" + (f", GPU {m['gpu']}" if "gpu" in m else "") +
              f"; torch {m['torch']}, onnxruntime {m['onnxruntime']}, Python {m['python']}.", "",
-             f"## Training cost (the paper's Table 5 in shape)", "",
+             "## Training cost (the paper's Table 5 in shape)", "",
              f"Batch {c['batch_size']} pairs, full objective (UGT + align + sim), d={c['d_model']}, FFN {c['d_ff']}, "
              f"vocabulary {c['vocab_size']}, real pairs from `{c['data']}`, {c['threads']} thread(s). "
              f"{c['train_steps']} steps timed after {c['warmup_steps']} warm-up steps, on one real batch of median length "

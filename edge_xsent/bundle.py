@@ -92,6 +92,7 @@ def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()
     if not isinstance(files, dict):
         raise UserError(f"{mpath}: corrupt manifest (field 'files' must map file names to checksums)")
     require_listed(manifest, expected or [], folder)
+    refuse_unlisted(folder, set(files) | {MANIFEST, *skip})
     for name, info in files.items():
         if name in skip:
             continue
@@ -108,6 +109,30 @@ def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()
             raise UserError(f"{path}: checksum mismatch, the file is corrupt or was changed after saving; "
                             "re-export or re-download the model")
     return manifest
+
+
+def refuse_unlisted(folder: Path, listed: set[str]) -> None:
+    """A folder is exactly its manifest: a file it does not list was never checked (an ONNX graph's
+    external data, weights that would override the graph's), a link may lead out of the folder and a
+    FIFO or device would hang or feed a reader anything; each is refused, named."""
+    import os
+    import stat
+
+    root = folder.resolve()
+    for parent, dirs, names in os.walk(folder):
+        for name in [*dirs, *names]:
+            path = Path(parent) / name
+            rel = path.relative_to(folder).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) and not path.resolve().is_relative_to(root):
+                raise UserError(f"{path}: a link that leads out of the model folder; a model folder holds its own files")
+            if stat.S_ISDIR(mode):
+                continue
+            if not stat.S_ISREG(path.stat().st_mode if path.exists() else mode):
+                raise UserError(f"{path}: not a regular file; a model folder holds only files")
+            if rel not in listed:
+                raise UserError(f"{path}: not listed in {MANIFEST}, so it cannot be checked; remove it, or re-export "
+                                "the model if it belongs there")
 
 
 def require_listed(manifest: dict, names: list[str], folder: Path) -> None:
@@ -213,10 +238,38 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
         raise UserError(f"{folder / FILES['weights']}: weights do not match config.json "
                         f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
     model.eval()
+    if derived:
+        check_derived(model, folder / ONNX_INT8)
     tokenizer = Tokenizer.load(folder / FILES["tokenizer"])
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise UserError(f"{folder}: tokenizer has {tokenizer.vocab_size} pieces but the model expects {model.cfg.vocab_size}")
     return model, tokenizer, config
+
+
+def check_derived(model: "DualEncoder", graph: Path, min_cosine: float = 0.999) -> None:
+    """Float weights read out of an int8 graph must compute what the graph computes: a graph whose
+    nodes do something else than its initializers say (swapped blocks, an extra node on the output)
+    would otherwise give torch and ONNX vectors that silently disagree. Measured on the shipped
+    default: cosine 0.99986 at worst on this probe batch."""
+    import numpy as np
+    import torch
+
+    from .runtime import onnx_session
+
+    cfg = model.cfg
+    rng = np.random.default_rng(0)
+    T = min(cfg.max_len, 32)
+    ids = rng.integers(5, cfg.vocab_size, size=(16, T)).astype(np.int64)
+    mask = (np.arange(T)[None, :] < rng.integers(1, T + 1, size=16)[:, None]).astype(np.int64)
+    ids *= mask
+    want = onnx_session(graph, threads=None).run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
+    with torch.inference_mode():
+        got = model(torch.from_numpy(ids), torch.from_numpy(mask)).float().numpy()
+    cos = (want * got).sum(1) / np.maximum(np.linalg.norm(want, axis=1) * np.linalg.norm(got, axis=1), 1e-12)
+    if not cos.min() >= min_cosine:
+        raise UserError(f"{graph}: the weights read from this graph do not compute what the graph computes (cosine "
+                        f"{cos.min():.3f} on a probe batch, {min_cosine} needed): the graph was altered; re-export "
+                        "or re-download the model")
 
 
 def read_state(folder: Path, config: dict) -> dict:
@@ -230,8 +283,9 @@ def read_state(folder: Path, config: dict) -> dict:
         from .int8_weights import state_from_int8
 
         extra = folder / FILES["extra_weights"]
+        derived = state_from_int8(folder / ONNX_INT8, EncoderConfig.from_dict(config["model"]))
         head = load_file(str(extra)) if extra.exists() else {}
-        return {**state_from_int8(folder / ONNX_INT8, EncoderConfig.from_dict(config["model"])), **head}
+        return {**{k: v for k, v in head.items() if k not in derived}, **derived}  # the graph's weights win
     weights = load_file(str(folder / FILES["weights"]))
     if config["format_version"] == 1:
         return weights

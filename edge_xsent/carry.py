@@ -122,6 +122,9 @@ def _read_meta(src: Path) -> dict:
     if torn or meta["step"] < 0:
         raise UserError(f"{src / META}: field(s) {', '.join(torn) or 'step'} missing or of the wrong type (a torn or "
                         f"hand-edited file); write the carry again with `edge-xsent carry save RUN {src}`")
+    if meta["finished"] and not any(n.startswith(MODEL + "/") for n in meta["sha256"]):
+        raise UserError(f"{src / META} says the run finished but the carry holds no {MODEL}/ folder (a torn or "
+                        f"hand-edited carry): write it again with `edge-xsent carry save RUN {src}`")
     for name, digest in meta["sha256"].items():
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise UserError(f"{src / META} names {name!r}, a file outside the carry: refused")

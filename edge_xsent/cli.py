@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
-import functools
 import json
 import os
 import sys
 import time
-import traceback
 import warnings
 from pathlib import Path
 
 import click
 
 from .compact import OUTPUT_PRECISIONS
-from .config import BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS, portable
+from .config import CLI_BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS, portable
 from .atomic import check_output
 from .errors import UserError
+from .failures import open_closed_streams, user_errors
 from .threads import passive_openmp_wait
 
 passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
@@ -29,111 +26,6 @@ PRECISION_HELP = ("ONNX precision (default int8); fp32 without an fp32 graph run
                   "(derived from the int8 graph where the folder ships none).")
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
 DEFAULT_BENCH_OUT = Path.home() / "edge-xsent-bench"
-
-
-# A lean install (`pip install edge-xsent`) encodes and evaluates; these come with an extra.
-EXTRA_OF = {"torch": "train", "safetensors": "train", "onnx": "export", "onnxscript": "export"}
-
-
-def missing_extra(e: ModuleNotFoundError) -> Exception:
-    """The error of a command that needs a package the install lacks: which extra brings it."""
-    top = (e.name or "").split(".")[0]
-    if top not in EXTRA_OF:
-        raise e
-    return UserError(f"this needs {top}, which `pip install edge-xsent` leaves out: "
-                     f"pip install \"edge-xsent[{EXTRA_OF[top]}]\" (on a CPU machine: pip install torch==2.13.0 first)")
-
-
-# What to do about an operating-system error, by errno name: the error line says it after the cause.
-OS_FIXES = {
-    "ENOSPC": "free some space there, or write somewhere else",
-    "EDQUOT": "free some space there (your disk quota is used up), or write somewhere else",
-    "EFBIG": "the file is over a size limit (ulimit -f): write somewhere else or lift the limit",
-    "EACCES": "you may not write or read there: choose a folder you own, or change its permissions",
-    "EPERM": "the system refuses it (an immutable or protected file?): choose another place",
-    "EROFS": "that file system is read-only: write somewhere else",
-    "EISDIR": "that is a folder: give a file name",
-    "ENOTDIR": "a part of that path is a file, not a folder",
-    "ENOENT": "no such file or folder: check the path",
-    "EMFILE": "too many open files: raise the limit (ulimit -n)",
-}
-
-
-def os_error_line(e: OSError) -> str:
-    """One readable line for an OSError: the file, the cause and the fix."""
-    name = errno.errorcode.get(e.errno or 0, "")
-    where = f"{e.filename}: " if e.filename else ""
-    fix = OS_FIXES.get(name, "check the file and the disk, then rerun")
-    return f"{where}{e.strerror or e} ({name or 'OS error'}); {fix}"
-
-
-def user_errors(fn):
-    """UserError, an OS error (disk full, read-only folder) or undecodable text -> one readable
-    line and exit 1; a traceback only with --debug. Standard output is flushed inside, so a full
-    disk or /dev/full behind `>` is reported too."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            result = fn(*args, **kwargs)
-            try:
-                sys.stdout.flush()
-            except OSError as e:
-                if isinstance(e, BrokenPipeError):
-                    raise
-                raise OSError(e.errno, e.strerror, "standard output") from None
-            return result
-        except BrokenPipeError:  # `edge-xsent ... | head`: the reader left; nothing more to say
-            _silence_stdout()
-            sys.exit(1)
-        except (UserError, ModuleNotFoundError, OSError, UnicodeDecodeError) as e:
-            if click.get_current_context().find_root().params.get("debug"):
-                raise
-            if isinstance(e, ModuleNotFoundError):
-                e = missing_extra(e)
-            elif isinstance(e, OSError):
-                if e.filename is None and _from_echo(e):  # printing to a full disk or /dev/full
-                    e = OSError(e.errno, e.strerror, "standard output")
-                _silence_stdout()
-                e = os_error_line(e)
-            elif isinstance(e, UnicodeDecodeError):
-                e = f"a file is not valid UTF-8 ({e.reason} at byte {e.start}); re-encode it as UTF-8"
-            _error_line(f"error: {e}")
-            sys.exit(1)
-        except KeyboardInterrupt:
-            _error_line("interrupted")
-            sys.exit(130)
-
-    return wrapper
-
-
-def _error_line(text: str) -> None:
-    """The error on its own line; a closed or failing stderr loses it, never raises instead."""
-    try:
-        click.echo(text, err=True)
-    except (OSError, ValueError):
-        pass
-
-
-def _from_echo(e: BaseException) -> bool:
-    """Raised while click.echo printed (stderr failing cannot be reported at all, so: stdout)."""
-    return any(f.name == "echo" and "click" in f.filename for f in traceback.extract_tb(e.__traceback__))
-
-
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null: what it still buffers for a full disk or a closed pipe would
-    otherwise fail again at exit, as Python's own traceback."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
-def open_closed_streams() -> None:
-    """A process started with stdin, stdout or stderr closed (`2>&-`) gets None there from Python;
-    /dev/null stands in, so reading finds no input and writing says nothing, without a traceback."""
-    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
-        if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, mode))
 
 
 open_closed_streams()
@@ -498,7 +390,7 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
 @click.option("--input", "input_path", type=click.Path(path_type=Path), default="-", show_default=True,
               help="Text file, one sentence per line; - for stdin.")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(CLI_BACKENDS), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for inference.")
@@ -698,7 +590,7 @@ def eval_group() -> None:
               help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
                    "query's own language (multilingual search: the translation must beat same-language sentences).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(CLI_BACKENDS), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None,
@@ -736,6 +628,10 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
         lang, _, path = str(spec).partition(":")
         if not path:
             raise UserError(f"--distractors {spec}: use LANG:FILE, e.g. fr:extra.fr.txt")
+        targets = sorted({p.lang_a for p in pairs} | {p.lang_b for p in pairs})
+        if lang not in targets:
+            raise UserError(f"--distractors {spec}: {lang!r} is none of the pairs' languages ({', '.join(targets)}), "
+                            "so no query would ever meet them; name one of those")
         extra.setdefault(lang, []).extend(line.strip() for _, line in read_lines(Path(path)) if line.strip())
     run = xsr_mixed if pool == "mixed" else xsr
     results = {name: run(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
@@ -810,7 +706,7 @@ def _eval_encoders(model_path, backend, precision, peers, batch_size) -> dict:
 @click.option("--agreement/--no-agreement", default=True, show_default=True,
               help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(CLI_BACKENDS), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
@@ -864,7 +760,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreem
 @click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
               help="Model folder or bundle (default: the model shipped with edge-xsent).")
 @click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
-@click.option("--backend", type=click.Choice(BACKENDS), default="auto", show_default=True)
+@click.option("--backend", type=click.Choice(CLI_BACKENDS), default="auto", show_default=True)
 @click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)

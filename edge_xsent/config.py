@@ -114,6 +114,7 @@ class EncoderConfig:
 
 
 BACKENDS = ("auto", "torch", "onnx", "torchscript")  # what Encoder.load runs a model with
+CLI_BACKENDS = ("auto", "torch", "onnx")  # torchscript can run code on load: Encoder.load(trust_code=True) only
 PRECISIONS = ("fp32", "int8", "int4")  # ONNX graphs a bundle may carry (auto: int8)
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
@@ -149,6 +150,7 @@ class TrainConfig:
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
     threads: int | None = None  # CPU threads (torch.set_num_threads)
     init: str | None = None  # start from this trained model folder (its tokenizer and weights); "default" (the shipped model) or "git:COMMIT" (the one shipped at COMMIT)
+    init_layers: list[int] | None = None  # init = "e5-small": which of e5's 12 blocks to keep, in order (default: the first n_layers; edge_xsent/prune.py)
     init_sha256: str | None = None  # SHA-256 of init's manifest.json: the start pinned ("default" changes when a model ships)
     distance_weight: float = 0.0  # T-LASER's distance constraint beside align and sim (objectives.distance_loss)
     distance_margin: float = 0.5  # its margin alpha (the paper: 0.5)
@@ -177,6 +179,13 @@ class TrainConfig:
             raise UserError(f"config: device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.keep_model not in KEEP_MODELS:
             raise UserError(f"config: keep_model must be one of {', '.join(KEEP_MODELS)}, got {self.keep_model!r}")
+        if self.init_layers is not None:
+            if not isinstance(self.init_layers, list) or not self.init_layers or not all(
+                    isinstance(k, int) and not isinstance(k, bool) and 0 <= k < 12 for k in self.init_layers):
+                raise UserError(f"config: init_layers must be a list of e5-small's block numbers (0-11), got "
+                                f"{self.init_layers!r}")
+            if self.init != "e5-small":
+                raise UserError('config: init_layers chooses blocks of e5-small: set init = "e5-small" too')
         if not isinstance(self.matryoshka_dims, list) or not all(
                 isinstance(k, int) and not isinstance(k, bool) for k in self.matryoshka_dims):
             raise UserError(f"config: matryoshka_dims must be a list of whole numbers, got {self.matryoshka_dims!r}")
@@ -214,6 +223,9 @@ class TrainConfig:
         except tomllib.TOMLDecodeError as e:
             raise UserError(f"{path}: invalid TOML ({e})") from e
         overrides = dict(overrides or {})
+        if not isinstance(raw.get("model", {}), dict):
+            raise UserError(f"{path}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
+                            f"on the next line), got {raw['model']!r}")
         raw["model"] = {**raw.get("model", {}), **overrides.pop("model", {})}
         return cls.from_dict({**raw, **overrides}, str(path))
 
@@ -225,7 +237,12 @@ class TrainConfig:
         if unknown:
             raise UserError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
         model = raw.pop("model", {})
-        return cls(model=EncoderConfig.from_dict(model) if isinstance(model, dict) else model, **raw)
+        if isinstance(model, dict):
+            model = EncoderConfig.from_dict(model)
+        elif not isinstance(model, EncoderConfig):
+            raise UserError(f"{where}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
+                            f"on the next line), got {model!r}")
+        return cls(model=model, **raw)
 
     def to_dict(self) -> dict:
         return asdict(self)

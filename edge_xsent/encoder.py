@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import os
 import re
 import warnings
 from pathlib import Path
@@ -22,6 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import bundle, compact
+from .runtime import onnx_session
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
 from .tokenizer import Tokenizer, readable_prefix  # sentencepiece only, no torch
@@ -57,17 +59,10 @@ def _torch_run(model) -> Backend:
 
 def _onnx_backend(path: Path, threads: int | None, precision: str, session_options=None,
                   disabled_optimizers: Sequence[str] = ORT_DISABLED) -> Backend:
-    import onnxruntime as ort
-
     file = path / ONNX_FILES[precision]
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path} --int8`")
-    opts = session_options or ort.SessionOptions()
-    if threads:
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=list(disabled_optimizers))
+    sess = onnx_session(file, threads, session_options, disabled_optimizers)
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
@@ -155,20 +150,15 @@ class Encoder:
     @classmethod
     def load(cls, path: str | Path | None = None, backend: str = "auto", precision: str | None = None,
              threads: int | None = None, verify: bool = True, session_options=None,
-             disabled_optimizers: Sequence[str] = ORT_DISABLED) -> "Encoder":
+             disabled_optimizers: Sequence[str] = ORT_DISABLED, trust_code: bool = False) -> "Encoder":
         """Open a model folder or bundle; no path = the default model shipped in the package.
         `precision` (onnx only): "int8" (default), "int4" or "fp32". onnx only too: an
         `onnxruntime.SessionOptions`, and the graph optimisers to leave off (by default the
-        SkipLayerNormalization fusion, slower here: `disabled_optimizers=()` turns all on)."""
-        if path is None:
-            if not (DEFAULT_MODEL / bundle.MANIFEST).exists():
-                raise UserError(f"no default model at {DEFAULT_MODEL}; pass the path of a model folder or bundle")
-            path = DEFAULT_MODEL
-        if backend not in BACKENDS:
-            raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-        if precision is not None and precision not in PRECISIONS:
-            raise UserError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
-        path = bundle.resolve_model_dir(path)
+        SkipLayerNormalization fusion, slower here: `disabled_optimizers=()` turns all on).
+        Loading runs no code from the folder: backend="torchscript" (a pickle-based format that can
+        carry code) is refused unless the caller trusts the folder's author (`trust_code=True`)."""
+        path = _check_load_args(path, backend, precision, threads, verify, session_options, disabled_optimizers,
+                                trust_code)
         manifest = bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]]) if verify else None
         config = bundle.read_config(path)
         tok = Tokenizer.load(path / bundle.FILES["tokenizer"])
@@ -179,8 +169,9 @@ class Encoder:
                             "(or 'auto')")
         weights = {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN,
                    "onnx": ONNX_FILES[precision or "int8"]}[backend]
-        if manifest is not None and (path / weights).exists():
-            bundle.require_listed(manifest, [weights], path)  # an unlisted file was never checked
+        if manifest is not None:  # every file the backend reads was checked
+            bundle.require_listed(manifest, [f for f in _backend_files(path, backend, weights) if (path / f).exists()],
+                                  path)
         if backend == "torch":
             if not (path / bundle.FILES["weights"]).exists() and not (path / bundle.ONNX_INT8).exists():
                 raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) nor an int8 graph to derive "
@@ -232,7 +223,7 @@ class Encoder:
             if not isinstance(flag, (bool, np.bool_)):
                 raise UserError(f"{name} must be True or False, got {flag!r}")
         single = isinstance(sentences, str)
-        items = [sentences] if single else _check_items(sentences)
+        items = _check_items([sentences] if single else sentences)
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if items:
             ids = self.tokenize(items)
@@ -258,6 +249,49 @@ class Encoder:
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
         ids, mask = bundle.pad_batch(batch)
         return self._run(ids, mask)
+
+
+def _check_load_args(path, backend, precision, threads, verify, session_options, disabled_optimizers,
+                     trust_code) -> Path:
+    """The arguments of `Encoder.load`, checked before anything is read; the model folder's path."""
+    from .threads import check_threads
+
+    if path is None:
+        if not (DEFAULT_MODEL / bundle.MANIFEST).exists():
+            raise UserError(f"no default model at {DEFAULT_MODEL}; pass the path of a model folder or bundle")
+        path = DEFAULT_MODEL
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise UserError(f"Encoder.load(path): a folder path (str or pathlib.Path) is needed, got {type(path).__name__}")
+    if backend not in BACKENDS:
+        raise UserError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
+    if precision is not None and precision not in PRECISIONS:
+        raise UserError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
+    check_threads(threads)
+    for name, flag in (("verify", verify), ("trust_code", trust_code)):
+        if not isinstance(flag, bool):
+            raise UserError(f"Encoder.load({name}=...): True or False, got {flag!r}")
+    if backend == "torchscript" and not trust_code:
+        raise UserError("backend='torchscript' loads a pickle-based file that can run code on load; a model folder "
+                        "is data, so pass trust_code=True only for a folder you exported yourself (or use the "
+                        "default backend: ONNX, which runs no code)")
+    if session_options is not None:
+        import onnxruntime as ort
+
+        if not isinstance(session_options, ort.SessionOptions):
+            raise UserError(f"session_options: an onnxruntime.SessionOptions is needed, got {type(session_options).__name__}")
+    if isinstance(disabled_optimizers, (str, bytes)) or not isinstance(disabled_optimizers, (list, tuple)) \
+            or not all(isinstance(o, str) for o in disabled_optimizers):
+        raise UserError(f"disabled_optimizers: a list of optimiser names (str) is needed, got {disabled_optimizers!r}; "
+                        "pass () to turn every optimiser on")
+    return bundle.resolve_model_dir(path)
+
+
+def _backend_files(path: Path, backend: str, weights: str) -> list[str]:
+    """The files a backend reads besides config.json and tokenizer.model."""
+    if backend != "torch":
+        return [weights]
+    own = (path / bundle.FILES["weights"]).exists()
+    return [bundle.FILES["weights"] if own else bundle.ONNX_INT8, bundle.FILES["extra_weights"]]
 
 
 def _check_items(sentences) -> list[str]:

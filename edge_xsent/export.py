@@ -345,7 +345,8 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
         warnings.filterwarnings("ignore", message=".*were truncated")
         ref = None
         for name, (backend, precision) in backends.items():
-            enc = Encoder.load(folder, backend=backend, precision=precision, verify=False)
+            enc = Encoder.load(folder, backend=backend, precision=precision, verify=False,
+                               trust_code=True)  # the files this export just wrote
             vecs = vectors[name] = enc.encode(sentences)
             ref = vecs if ref is None else ref
             cos = (vecs * ref).sum(1)

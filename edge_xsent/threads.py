@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .errors import UserError
+
 WAIT_POLICY = "OMP_WAIT_POLICY"
 
 
@@ -30,3 +32,21 @@ def spinning_warning(threads: int) -> str | None:
                 f"several times slower. Set {WAIT_POLICY}=PASSIVE before Python starts (the edge-xsent command "
                 "does), or threads = 1")
     return None
+
+
+def max_threads() -> int:
+    """The most threads a run may ask for: 4x the cores (more only thrash; a million grew to 21.8 GB)."""
+    return 4 * (os.cpu_count() or 1)
+
+
+def check_threads(threads) -> int | None:
+    """`threads` as given (None: the library's default), or a UserError naming the range."""
+    import numbers
+
+    if threads is None:
+        return None
+    cap = max_threads()
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or not 1 <= threads <= cap:
+        raise UserError(f"threads={threads!r}: a whole number from 1 to {cap} (4x this machine's "
+                        f"{os.cpu_count()} cores) is needed")
+    return int(threads)

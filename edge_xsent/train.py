@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
     fresh = cfg.tokenizer == TRAIN_TOKENIZER
     own = resuming and tok_path.exists()
     given = Path(cfg.tokenizer).expanduser() if cfg.tokenizer and not fresh else \
-        init_dir(cfg.init) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
+        start_dir(cfg) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
     if given is not None:
         tok = Tokenizer.load(given)
         if is_main and not tok_path.exists():
@@ -134,6 +135,14 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
     return tok
 
 
+def start_dir(cfg: TrainConfig) -> Path:
+    """The model folder a run starts from: `init_dir`'s, or for `init = "e5-small"` the pruned start
+    (edge_xsent/prune.py), built once."""
+    from .prune import E5_INIT, start_folder
+
+    return start_folder(cfg) if cfg.init == E5_INIT else init_dir(cfg.init)
+
+
 def init_dir(init: str) -> Path:
     """`default` names the model shipped in the package; `git:COMMIT` the one shipped at that commit;
     a run folder means its model/."""
@@ -145,40 +154,77 @@ def init_dir(init: str) -> Path:
     return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
 
 
-GIT_INIT = "git:"  # init = "git:COMMIT" or "git:COMMIT:PATH": a model folder from this checkout's history
+GIT_INIT = "git:"  # init = "git:REF" or "git:REF:PATH": a model folder from this checkout's history
 GIT_MODEL_PATH = "edge_xsent/resources/default-model"
 INIT_CACHE = Path("~/.cache/edge-xsent/init")
 
 
 def model_from_git(spec: str, repo: Path | None = None, cache: Path = INIT_CACHE) -> Path:
     """The model folder `spec` names, taken once from git into the cache. `default` moves on when a
-    model ships; a recipe that started from an earlier default names it this way and stays runnable."""
+    model ships; a recipe that started from an earlier default names it this way and stays runnable.
+    A recipe is shared like data, so REF and PATH are data too: REF is resolved to a commit id and
+    PATH to a tree id (every git call ends its options with --end-of-options, no shell), and the cache
+    is keyed by that tree id, never by the name given, so a moved branch never reuses an old start."""
     import io
-    import shutil
-    import subprocess
     import tarfile
     import tempfile
 
-    _, commit, *rest = spec.split(":", 2)
-    path = rest[0] if rest else GIT_MODEL_PATH
+    _, ref, *rest = spec.split(":", 2)
+    path = _git_model_path(spec, rest[0] if rest else GIT_MODEL_PATH)
     repo = repo or Path(__file__).resolve().parent.parent
-    dest = Path(cache).expanduser() / commit / path
+    commit = _git_object(repo, spec, f"{ref}^{{commit}}", "commit")
+    tree = _git_object(repo, spec, f"{commit}:{path}", f"folder {path} at commit {commit[:12]}")
+    if _git(repo, "cat-file", "-t", tree).stdout.strip() != b"tree":
+        raise UserError(f"init {spec}: {path} at commit {commit[:12]} is a file, not a model folder")
+    root = Path(cache).expanduser()
+    dest = root / tree
     if (dest / "manifest.json").is_file():
         return dest
-    done = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, path], capture_output=True)
-    if done.returncode != 0:
-        why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["git failed"]
-        raise UserError(f"init {spec}: {why[0]}; it needs a git checkout of edge-xsent with that commit "
-                        "(a --depth 1 clone has no history: git fetch --unshallow)")
-    root = Path(cache).expanduser() / commit
+    if dest.exists() or dest.is_symlink():
+        raise UserError(f"init {spec}: {dest} exists but holds no model folder; remove it and rerun")
+    archive = _git(repo, "archive", "--format=tar", "--end-of-options", tree)
+    if archive.returncode != 0:
+        raise UserError(f"init {spec}: git archive failed ({_last_line(archive.stderr)})")
     root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root) as tmp:
-        with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+    with tempfile.TemporaryDirectory(dir=root, prefix=".extract.") as tmp:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(tmp, filter="data")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(dest, ignore_errors=True)
-        os.replace(Path(tmp) / path, dest)  # whole or not at all: a stopped extraction leaves no half model
+        if not (Path(tmp) / "manifest.json").is_file():
+            raise UserError(f"init {spec}: {path} at commit {commit[:12]} is not a model folder (no manifest.json)")
+        os.replace(tmp, dest)  # whole or not at all: a stopped extraction leaves no half model
+        os.mkdir(tmp)  # TemporaryDirectory removes its own name on the way out
     return dest
+
+
+def _git_model_path(spec: str, path: str) -> str:
+    """PATH of `git:REF:PATH`: a folder inside the tree, named plainly (no option, no `..`, not the root)."""
+    parts = path.strip("/").split("/")
+    if path.startswith(("-", "/")) or any(p in ("", ".", "..") for p in parts):
+        raise UserError(f"init {spec}: {path!r} is not a folder inside the repository; name one such as "
+                        f"{GIT_MODEL_PATH}")
+    return "/".join(parts)
+
+
+def _git_object(repo: Path, spec: str, rev: str, what: str) -> str:
+    """The full id of `rev`, which git reads as a revision and never as an option."""
+    if rev.startswith("-"):
+        raise UserError(f"init {spec}: a git reference cannot start with '-'; name a commit, branch or tag")
+    done = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
+    oid = done.stdout.decode(errors="replace").strip()
+    if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", oid):
+        raise UserError(f"init {spec}: git finds no {what} there; it needs a git checkout of edge-xsent with "
+                        "that commit (a --depth 1 clone has no history: git fetch --unshallow)")
+    return oid
+
+
+def _git(repo: Path, *args: str):
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+
+
+def _last_line(stderr: bytes) -> str:
+    return (stderr.decode(errors="replace").strip().splitlines() or ["git failed"])[-1]
 
 
 TRAIN_TOKENIZER = "train"  # the `tokenizer` setting that trains a new vocabulary even with --init
@@ -293,7 +339,7 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     on is left out: its vectors there are noise (Reimers and Gurevych's student learns those
     languages from the pairs, whose English side the teacher knows)."""
     from .data.corpus import read_mono
-    from .peers import load_teacher
+    from .teacher import load_teacher
     from .teacher import label
 
     teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
@@ -335,8 +381,12 @@ def checkpoint_path(out: Path) -> Path:
 
 def save_checkpoint(path: Path, state: dict) -> None:
     """Atomic: if the write fails (disk full, kill), the previous checkpoint stays usable."""
+    import io
+
+    buf = io.BytesIO()  # serialised first: a full disk then fails as the OSError it is, not torch's RuntimeError
+    torch.save(state, buf)
     with atomic_write(path, "wb") as f:
-        torch.save(state, f)
+        f.write(buf.getbuffer())
 
 
 def load_checkpoint(path: Path) -> dict:
@@ -503,6 +553,7 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
     check_run_folder(Path(cfg.out))
     procs = start_processes(cfg)
+    lock = None
     try:
         out, ckpt_file = Path(cfg.out), checkpoint_path(Path(cfg.out))
         if not fresh and not ckpt_file.exists() and (out / "summary.json").exists():
@@ -515,6 +566,7 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             if cfg.anchor_weight and not cfg.init:
                 raise UserError("anchor_weight keeps sentences near the vectors of the model a run starts from: set "
                                 "init (e.g. init = \"default\") or anchor_weight = 0")
+        lock = lock_run(out) if procs.is_main else None  # before the first write, after every refusal
         prep = prepare(cfg, out, resume is not None, procs, progress)
         if fresh:  # only now that the data is known good: a typo in --data loses nothing
             forget_previous_run(out, procs)
@@ -561,8 +613,29 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         procs.barrier()  # no rank tears the process group down while another still writes or gathers
         return summary
     finally:
+        if lock is not None:
+            lock.close()  # the lock goes with the descriptor
         if procs.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+LOCK = ".lock"  # held (fcntl) by the run writing the folder
+
+
+def lock_run(out: Path):
+    """One run writes a folder at a time: a second `train` on the same --out (another shell, a
+    repeated command) stops with one line instead of interleaving its log and checkpoints."""
+    import fcntl
+
+    out.mkdir(parents=True, exist_ok=True)
+    f = open(out / LOCK, "a")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise UserError(f"--out {out}: another training run is writing this folder now; wait for it to end, or "
+                        "name another folder") from None
+    return f
 
 
 def finished_summary(cfg: TrainConfig, out: Path) -> dict:
@@ -597,7 +670,7 @@ def refuse_own_result(cfg: TrainConfig) -> None:
     """A recipe whose run became its own init (`init = "default"` in the recipe that made the
     default) would start again from its result and train it twice; refuse, naming the way back.
     Its own result: trained by the same settings from the same init into a run of the same name."""
-    ran = trained_config(init_dir(cfg.init))
+    ran = trained_config(start_dir(cfg))
     same_recipe = ran is not None and ran.init == cfg.init and _comparable(ran) == _comparable(cfg)
     if same_recipe and Path(ran.out).name == Path(cfg.out).name:
         raise UserError(f"init {cfg.init!r} is this run's own result (trained by the same config into "
@@ -649,7 +722,7 @@ def check_pinned_start(cfg: TrainConfig) -> None:
     `init = "default"` names whatever ships now, which changes when a new default ships."""
     if not cfg.init or not cfg.init_sha256:
         return
-    manifest = init_dir(cfg.init) / "manifest.json"
+    manifest = start_dir(cfg) / "manifest.json"
     have = hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file() else "(no manifest.json)"
     if have != cfg.init_sha256:
         raise UserError(f"init {cfg.init} is not this recipe's pinned start: its manifest.json has SHA-256 {have[:16]}..., "
@@ -657,7 +730,7 @@ def check_pinned_start(cfg: TrainConfig) -> None:
                         "header says how) and set init to it")
 
 
-RUN_FILES = {"checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
+RUN_FILES = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
 
 
 def check_run_folder(out: Path) -> None:
@@ -726,7 +799,7 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
     torch.manual_seed(cfg.seed)
     model = DualEncoder(mcfg)
     if cfg.init and resume is None:
-        load_init_weights(model, init_dir(cfg.init), prep.tok)
+        load_init_weights(model, start_dir(cfg), prep.tok)
     anchor = start_anchor(cfg, model, prep.langs, resume) if cfg.anchor_weight else None
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
     trainer = Trainer(cfg, model.to(procs.device), punctuation_pieces(prep.tok), procs.device, teacher_dim, procs.world,
@@ -755,7 +828,7 @@ def start_anchor(cfg: TrainConfig, model: DualEncoder, run_langs: list[str], res
         start = DualEncoder(model.cfg)
         start.load_state_dict(resume["anchor"]["start"])
         return Anchor.build(start, resume["anchor"]["langs"], run_langs)
-    langs = json.loads((init_dir(cfg.init) / FILES["config"]).read_text()).get("langs") or []
+    langs = json.loads((start_dir(cfg) / FILES["config"]).read_text()).get("langs") or []
     if not set(langs) & set(run_langs):
         raise UserError(f"anchor_weight: init {cfg.init} records no language of this run's data ({', '.join(run_langs)}) "
                         "to keep; set anchor_weight = 0")
@@ -767,7 +840,7 @@ class RunLog:
 
     def __init__(self, out: Path, cfg: TrainConfig, procs: Processes, step: int, progress: bool):
         self.cfg, self.procs = cfg, procs
-        self.file = open(out / "log.jsonl", "a", encoding="utf-8") if procs.is_main else None
+        self.file = open_log(out / "log.jsonl") if procs.is_main else None
         self.bar = tqdm(total=cfg.max_steps, initial=step, disable=not (progress and procs.is_main), unit="step",
                         dynamic_ncols=True, mininterval=1)
         self.t_start, self.steps_done, self.last = time.time(), 0, {}
@@ -847,12 +920,38 @@ def finish(cfg: TrainConfig, out: Path, trainer: Trainer, procs: Processes, log:
     return summary
 
 
+def open_log(path: Path):
+    """log.jsonl for appending; a torn last line (a run killed while writing it) is cut off first, so the
+    next record starts a line of its own."""
+    if path.exists():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            print(f"warning: {path}: its last line was torn (a run stopped while writing it); dropped", file=sys.stderr)
+            with open(path, "r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+    return open(path, "a", encoding="utf-8")
+
+
+def read_log(path: Path) -> list[dict]:
+    """The records of a run's log.jsonl; a torn line (a run killed mid-write) is skipped with a warning."""
+    records = []
+    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        elif line.strip():
+            print(f"warning: {path} line {n} is torn (a run stopped while writing it); skipped", file=sys.stderr)
+    return records
+
+
 def training_minutes(out: str | Path) -> tuple[float, int]:
     """Wall-clock minutes of training in a run folder, summed over its segments (a resumed run
     restarts `elapsed_s` in log.jsonl), and the number of segments."""
     total, segments, last = 0.0, 0, None
-    for line in (Path(out) / "log.jsonl").read_text().splitlines():
-        e = json.loads(line).get("elapsed_s")
+    for e in (record.get("elapsed_s") for record in read_log(Path(out) / "log.jsonl")):
         if e is None:
             continue
         if last is None or e < last:  # a new segment began

@@ -62,4 +62,5 @@ def test_the_shipped_recipe_starts_from_its_pinned_model(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     training = json.loads((tmp_path / "run/model/training.json").read_text())
     assert training["step"] == 1 and training["train_config"]["init"] == recipe["init"]
-    assert (tmp_path / ".cache/edge-xsent/init" / commit / "edge_xsent/resources/default-model/manifest.json").exists()
+    tree = git("rev-parse", f"{commit}:edge_xsent/resources/default-model").stdout.strip()
+    assert (tmp_path / ".cache/edge-xsent/init" / tree / "manifest.json").exists()  # keyed by content, not by name

@@ -29,11 +29,13 @@ import time
 import warnings
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write
+from edge_xsent.atomic import atomic_write, check_name, check_output
 from edge_xsent.bench import _spawn, machine_info
 from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
 from edge_xsent.encoder import Encoder
+from edge_xsent.errors import UserError
 from edge_xsent.evaluate import out_of_genre, xsr
+from edge_xsent.failures import script_errors
 from edge_xsent.layout import FILES, ONNX_INT8
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,9 +55,20 @@ def per_language(results: dict[str, dict], key: str = "p1_cosine") -> dict[str, 
 
 def general(embed, data: str, queries: int) -> dict:
     """Each language's general test P@1 and its general train pairs (the claim's two numbers)."""
-    stats = json.loads((resolve(data) / "stats.json").read_text())["domains"]["general"]["pairs"]
+    stats = corpus_stats(data).get("domains", {}).get("general", {}).get("pairs", {})
     p1 = per_language(xsr(list(read_pairs(data, split="test", domain="general")), embed, max_queries=queries))
     return {lang: {"p1": p, "train_pairs": stats.get(f"en-{lang}", {}).get("train", 0)} for lang, p in p1.items()}
+
+
+def corpus_stats(data: str) -> dict:
+    """A corpus's stats.json (its train pairs per language), or a UserError saying how to make one."""
+    path = resolve(data) / "stats.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: missing; --data must be a corpus made by `edge-xsent data build`") from None
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: corrupt JSON ({e}); rebuild the corpus") from None
 
 
 def oog(embed, data: str, max_pairs: int, queries: int, small: bool = False) -> dict:
@@ -79,6 +92,9 @@ def corpus_g(embed, data: str, train_data: str | None, queries: int) -> dict:
     out: dict = {"data": str(data)}
     for domain in ("software", "general"):
         pairs = list(read_pairs(data, split="test", domain=domain))
+        if not pairs:
+            raise UserError(f"--corpus-g {data}: no {domain} test pairs; it must be a corpus with both domains "
+                            "(e.g. corpus-g5, made by `edge-xsent data build`)")
         p1 = per_language(xsr(pairs, embed, max_queries=queries))
         out[domain] = round(sum(p1.values()) / len(p1), 2)
         out[f"{domain}_by_language"] = p1
@@ -92,7 +108,7 @@ def corpus_g(embed, data: str, train_data: str | None, queries: int) -> dict:
 def speed(bundle: Path, data: str, n: int = 800) -> dict:
     """Our int8 graph and USE-m on the same test sentences, 1 thread each, in one run (bench's workers)."""
     if not (bundle / ONNX_INT8).exists():
-        raise SystemExit(f"{bundle}: no {ONNX_INT8}; export it first (edge-xsent export MODEL --int8 --out BUNDLE)")
+        raise UserError(f"{bundle}: no {ONNX_INT8}; export it first (edge-xsent export MODEL --int8 --out BUNDLE)")
     test = list(read_pairs(data, split="test"))
     pairs = test[:: max(1, 2 * len(test) // n)][: n // 2]  # spread over every language of the split
     sentences = [p.a for p in pairs] + [p.b for p in pairs]
@@ -124,7 +140,12 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
 
 
 def measure(args: argparse.Namespace) -> dict:
-    out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{args.name}.json")
+    out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{check_name(args.name)}.json")
+    if not (args.model / "config.json").is_file():
+        raise UserError(f"{args.model}: not a model folder (no config.json); give a bundle or model folder")
+    check_output(out, inputs=[args.model, args.data, args.oog, args.oog_wide, args.corpus_g])
+    if not all(p in PARTS for p in args.parts.split(",")):
+        raise UserError(f"--parts {args.parts}: choose from {', '.join(PARTS)}")
     figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
     figures.update(describe(args.model, args.name, args.recipe), machine=machine_info())
     command = " ".join(["python train/figures.py", *sys.argv[1:]])
@@ -139,7 +160,7 @@ def measure(args: argparse.Namespace) -> dict:
             "speed": lambda: speed(args.model, args.data)}
     for part in args.parts.split(","):
         if part not in jobs:
-            raise SystemExit(f"--parts {part}: choose from {', '.join(PARTS)}")
+            raise UserError(f"--parts {part}: choose from {', '.join(PARTS)}")
         if part in figures and not args.redo:
             continue
         print(f"{args.name}: {part} ...", file=sys.stderr)
@@ -156,6 +177,7 @@ def write(out: Path, figures: dict) -> None:
         f.write(json.dumps(figures, indent=1) + "\n")
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", type=Path, help="a bundle (int8, debiased: as it would ship) or any model folder")

@@ -20,20 +20,23 @@ from pathlib import Path
 
 import torch
 
+from edge_xsent.atomic import check_output
 from edge_xsent.bundle import load_model, read_training, save_model
 from edge_xsent.config import TrainConfig
+from edge_xsent.errors import UserError
+from edge_xsent.failures import script_errors
 from edge_xsent.model import DualEncoder
-from edge_xsent.train import check_pinned_start, init_dir, load_init_weights
+from edge_xsent.train import check_pinned_start, load_init_weights, start_dir
 
 
 def start_model(cfg: TrainConfig, end: DualEncoder, tok) -> DualEncoder:
     """The run's step-0 weights, as `train.build_trainer` made them."""
     if not cfg.init:
-        raise SystemExit(f"{cfg.out}: the recipe has no init; a run from random weights has no start worth returning to")
+        raise UserError(f"{cfg.out}: the recipe has no init; a run from random weights has no start worth returning to")
     check_pinned_start(cfg)
     torch.manual_seed(cfg.seed)
     model = DualEncoder(dataclasses.replace(cfg.model, n_langs=end.cfg.n_langs))
-    load_init_weights(model, init_dir(cfg.init), tok)
+    load_init_weights(model, start_dir(cfg), tok)
     return model
 
 
@@ -46,6 +49,7 @@ def interpolate(start: DualEncoder, end: DualEncoder, alpha: float) -> DualEncod
     return end
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", type=Path, help="the run's recipe (its out folder holds the trained model)")
@@ -53,9 +57,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="a new run-like folder; the model goes to OUT/model")
     args = ap.parse_args()
     if not 0.0 <= args.alpha <= 1.0:
-        raise SystemExit(f"--alpha {args.alpha}: choose a value from 0 (the start) to 1 (the trained weights)")
+        raise UserError(f"--alpha {args.alpha}: choose a value from 0 (the start) to 1 (the trained weights)")
     cfg = TrainConfig.from_toml(args.recipe)
     run = Path(cfg.out).expanduser() / "model"
+    check_output(args.out, inputs=[args.recipe, cfg.out, cfg.data], folder=True,
+                 replaces=("model/manifest.json", "run-like folder of an interpolated model"))
     end, tok, config = load_model(run)
     start = start_model(cfg, end, tok)
     model = interpolate(start, end, args.alpha)

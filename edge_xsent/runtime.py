@@ -1,0 +1,26 @@
+"""onnxruntime sessions, opened one way everywhere (the encoder, the derived-weights check of a
+model folder, the e5 teacher); torch-free, and importing nothing of the package but its error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from .errors import UserError
+
+
+def onnx_session(file: Path, threads: int | None, session_options=None, disabled_optimizers: Sequence[str] = ()):
+    """An onnxruntime session on `file`; a graph it cannot load (truncated, external data it refuses)
+    is a UserError naming the file, not onnxruntime's own exception."""
+    import onnxruntime as ort
+
+    opts = session_options or ort.SessionOptions()
+    if threads:
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=list(disabled_optimizers))
+    except Exception as e:  # onnxruntime's own types: InvalidProtobuf, Fail, ...  # noqa: BLE001
+        raise UserError(f"{file}: onnxruntime cannot load this graph ({str(e).splitlines()[0][:200]}); re-export "
+                        "or re-download the model") from None

