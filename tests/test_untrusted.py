@@ -488,3 +488,22 @@ def test_a_carry_that_claims_a_finished_run_without_its_model_is_refused(tmp_pat
     with pytest.raises(UserError, match="holds no model/ folder"):
         restore(src, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_external_data_outside_the_folder_is_one_error(tiny_bundle, tmp_path):
+    import onnx
+
+    b = copy_of(tiny_bundle[0], tmp_path)
+    graph = b / "onnx" / "model_int8.onnx"
+    model = onnx.load(str(graph))
+    t = max(model.graph.initializer, key=lambda t: len(t.raw_data))
+    (tmp_path / "outside.bin").write_bytes(t.raw_data)
+    n = len(t.raw_data)
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in (("location", "../../outside.bin"), ("offset", "0"), ("length", str(n))):
+        t.external_data.add(key=k, value=v)
+    graph.write_bytes(model.SerializeToString())
+    write_manifest(b)
+    with pytest.raises(UserError, match="onnxruntime cannot load this graph"):
+        Encoder.load(b)
