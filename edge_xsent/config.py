@@ -145,6 +145,7 @@ class TrainConfig:
     log_every: int = 20  # steps between lines of log.jsonl
     valid_pairs: int = 2000  # pairs of the valid split used for validation
     max_train_pairs: int | None = None  # read at most this many train pairs (all when unset)
+    train_order: str = "file"  # file | balanced: the pairs round-robin over languages (seeded), so max_train_pairs takes every language alike, in train/label.py's order
     seed: int = 0  # batches, masking and dropout are functions of (seed, step)
     device: str = "auto"  # auto | cpu | cuda
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
@@ -173,6 +174,8 @@ class TrainConfig:
             raise UserError(f"config: model must be a table of model settings ([model] in a recipe), got {self.model!r}")
         check_fields(self, TRAIN_RANGES, "config")
         self.out = str(Path(self.out).expanduser())  # long runs keep checkpoints outside the work tree (~/...)
+        if self.train_order not in ("file", "balanced"):
+            raise UserError(f"config: train_order must be file or balanced, got {self.train_order!r}")
         if self.objective not in OBJECTIVES:
             raise UserError(f"unknown objective {self.objective!r}; choose from {', '.join(OBJECTIVES)}")
         if self.device not in DEVICES:

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import MASK_ID, PAD_ID, UNK_ID
+from .config import PAD_ID, UNK_ID
 from .errors import UserError
 
 E5_INIT = "e5-small"  # the `init` value that asks for a pruned start

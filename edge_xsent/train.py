@@ -16,7 +16,6 @@ import itertools
 import json
 import math
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -30,8 +29,8 @@ from tqdm import tqdm
 
 from .atomic import atomic_write
 from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
-from .bundle import read_training, save_model
-from .data.corpus import Pair, pair_langs, read_pairs, resolve
+from .bundle import save_model
+from .data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
 from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig, portable  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
 from .layout import FILES
@@ -40,6 +39,13 @@ from .objectives import Objective, punctuation_pieces
 from .optim import LazyAdam, adam, clip_grad_norm
 from .threads import spinning_warning
 from .tokenizer import Tokenizer
+from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run_folder,  # noqa: F401  (re-exported)
+                        checkpoint_path, finished_summary, load_checkpoint, lock_run, open_log, read_log,
+                        read_summary, save_checkpoint, trained_config, training_bytes, training_minutes)
+from .distill import _barrier, attach_teacher  # noqa: F401  (re-exported)
+from .warmstart import (GIT_INIT, GIT_MODEL_PATH, INIT_CACHE, TRAIN_TOKENIZER, WARM_START_FIELDS,  # noqa: F401  (re-exported)
+                        check_pinned_start, init_dir, load_init_weights, model_from_git, refuse_own_result, stack_layers,
+                        start_dir, transfer_vocabulary, widen_ffn)
 
 
 class TrainingStopped(UserError):
@@ -55,7 +61,10 @@ def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[P
         raise UserError(f"{cfg.data} is a reserved evaluation set (edge-xsent data reserved): train on a corpus "
                         "built by `edge-xsent data build`")
     langs = tuple(cfg.langs.split(",")) if cfg.langs else None
-    return list(itertools.islice(read_pairs(cfg.data, langs=langs, split=split), limit))
+    rows = read_pairs(cfg.data, langs=langs, split=split)
+    if cfg.train_order == "balanced" and split == "train":
+        rows = balanced_order(rows, cfg.seed)
+    return list(itertools.islice(rows, limit))
 
 
 # ----------------------------------------------------------------------------- schedule
@@ -133,267 +142,6 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
         raise UserError(f"tokenizer {given or tok_path} has {tok.vocab_size} pieces, the config says "
                         f"vocab_size={cfg.model.vocab_size}: set [model] vocab_size to {tok.vocab_size}")
     return tok
-
-
-def start_dir(cfg: TrainConfig) -> Path:
-    """The model folder a run starts from: `init_dir`'s, or for `init = "e5-small"` the pruned start
-    (edge_xsent/prune.py), built once."""
-    from .prune import E5_INIT, start_folder
-
-    return start_folder(cfg) if cfg.init == E5_INIT else init_dir(cfg.init)
-
-
-def init_dir(init: str) -> Path:
-    """`default` names the model shipped in the package; `git:COMMIT` the one shipped at that commit;
-    a run folder means its model/."""
-    from .bundle import resolve_model_dir
-    from .encoder import DEFAULT_MODEL
-
-    if init.startswith(GIT_INIT):
-        return model_from_git(init)
-    return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
-
-
-GIT_INIT = "git:"  # init = "git:REF" or "git:REF:PATH": a model folder from this checkout's history
-GIT_MODEL_PATH = "edge_xsent/resources/default-model"
-INIT_CACHE = Path("~/.cache/edge-xsent/init")
-
-
-def model_from_git(spec: str, repo: Path | None = None, cache: Path = INIT_CACHE) -> Path:
-    """The model folder `spec` names, taken once from git into the cache. `default` moves on when a
-    model ships; a recipe that started from an earlier default names it this way and stays runnable.
-    A recipe is shared like data, so REF and PATH are data too: REF is resolved to a commit id and
-    PATH to a tree id (every git call ends its options with --end-of-options, no shell), and the cache
-    is keyed by that tree id, never by the name given, so a moved branch never reuses an old start."""
-    import io
-    import tarfile
-    import tempfile
-
-    _, ref, *rest = spec.split(":", 2)
-    path = _git_model_path(spec, rest[0] if rest else GIT_MODEL_PATH)
-    repo = repo or Path(__file__).resolve().parent.parent
-    commit = _git_object(repo, spec, f"{ref}^{{commit}}", "commit")
-    tree = _git_object(repo, spec, f"{commit}:{path}", f"folder {path} at commit {commit[:12]}")
-    if _git(repo, "cat-file", "-t", tree).stdout.strip() != b"tree":
-        raise UserError(f"init {spec}: {path} at commit {commit[:12]} is a file, not a model folder")
-    root = Path(cache).expanduser()
-    dest = root / tree
-    if (dest / "manifest.json").is_file():
-        return dest
-    if dest.exists() or dest.is_symlink():
-        raise UserError(f"init {spec}: {dest} exists but holds no model folder; remove it and rerun")
-    archive = _git(repo, "archive", "--format=tar", "--end-of-options", tree)
-    if archive.returncode != 0:
-        raise UserError(f"init {spec}: git archive failed ({_last_line(archive.stderr)})")
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=root, prefix=".extract.") as tmp:
-        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-            tar.extractall(tmp, filter="data")
-        if not (Path(tmp) / "manifest.json").is_file():
-            raise UserError(f"init {spec}: {path} at commit {commit[:12]} is not a model folder (no manifest.json)")
-        os.replace(tmp, dest)  # whole or not at all: a stopped extraction leaves no half model
-        os.mkdir(tmp)  # TemporaryDirectory removes its own name on the way out
-    return dest
-
-
-def _git_model_path(spec: str, path: str) -> str:
-    """PATH of `git:REF:PATH`: a folder inside the tree, named plainly (no option, no `..`, not the root)."""
-    parts = path.strip("/").split("/")
-    if path.startswith(("-", "/")) or any(p in ("", ".", "..") for p in parts):
-        raise UserError(f"init {spec}: {path!r} is not a folder inside the repository; name one such as "
-                        f"{GIT_MODEL_PATH}")
-    return "/".join(parts)
-
-
-def _git_object(repo: Path, spec: str, rev: str, what: str) -> str:
-    """The full id of `rev`, which git reads as a revision and never as an option."""
-    if rev.startswith("-"):
-        raise UserError(f"init {spec}: a git reference cannot start with '-'; name a commit, branch or tag")
-    done = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev)
-    oid = done.stdout.decode(errors="replace").strip()
-    if done.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", oid):
-        raise UserError(f"init {spec}: git finds no {what} there; it needs a git checkout of edge-xsent with "
-                        "that commit (a --depth 1 clone has no history: git fetch --unshallow)")
-    return oid
-
-
-def _git(repo: Path, *args: str):
-    import subprocess
-
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
-
-
-def _last_line(stderr: bytes) -> str:
-    return (stderr.decode(errors="replace").strip().splitlines() or ["git failed"])[-1]
-
-
-TRAIN_TOKENIZER = "train"  # the `tokenizer` setting that trains a new vocabulary even with --init
-WARM_START_FIELDS = ("d_model", "n_heads")  # n_layers and d_ff may grow: stack_layers, widen_ffn
-
-
-def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = None) -> None:
-    """Copy a trained model's weights into `model` (same architecture; the generative head too
-    when its shape matches). A longer max_len is allowed: the new positions start as copies of
-    the last learned one. More layers are allowed, a multiple of the trained ones: the trained
-    stack is repeated on top of itself (Gong et al. 2019, "stacking"), so depth can be measured
-    warm instead of from scratch. A debiased model's language projection is not carried over:
-    the subspace is re-estimated after training (`edge-xsent debias`). A wider feed-forward layer
-    (d_ff) is allowed: the new hidden units start with zero output weights (`widen_ffn`), so the
-    wider model computes exactly what the trained one did and width can be measured warm too."""
-    from .bundle import load_model
-
-    trained, their_tok, _ = load_model(folder)
-    theirs, ours = trained.cfg, model.cfg
-    wrong = [f"{k}={getattr(theirs, k)} there, {getattr(ours, k)} here" for k in WARM_START_FIELDS
-             if getattr(theirs, k) != getattr(ours, k)]
-    if ours.n_layers % theirs.n_layers:
-        wrong.append(f"n_layers={theirs.n_layers} there, {ours.n_layers} here (it may grow to a multiple)")
-    if ours.d_ff < theirs.d_ff:
-        wrong.append(f"d_ff={theirs.d_ff} there, {ours.d_ff} here (it may grow, not shrink)")
-    if ours.max_len < theirs.max_len:
-        wrong.append(f"max_len={theirs.max_len} there, {ours.max_len} here (it may grow, not shrink)")
-    if wrong:
-        raise UserError(f"--init {folder}: the model does not match the config ({'; '.join(wrong)}); "
-                        "set [model] to the init model's sizes (its config.json)")
-    state = stack_layers({k: v for k, v in trained.state_dict().items() if k != "lang_basis"},
-                         theirs.n_layers, ours.n_layers)
-    state = widen_ffn(state, ours.d_ff, seed=0)
-    new_vocab = tok is not None and tok.proto != their_tok.proto
-    if new_vocab:
-        state.update(transfer_vocabulary(their_tok, tok, state["tok_emb.weight"], state["head_bias"]))
-    elif ours.vocab_size != theirs.vocab_size:
-        raise UserError(f"--init {folder}: vocab_size={theirs.vocab_size} there, {ours.vocab_size} here; a new "
-                        f'vocabulary needs its tokenizer (tokenizer = "{TRAIN_TOKENIZER}" trains one on the corpus)')
-    pos = state["pos_emb.weight"]
-    state["pos_emb.weight"] = torch.cat([pos, pos[-1:].expand(ours.max_len - len(pos), -1)])
-    own = model.state_dict()
-    skipped = [k for k, v in state.items() if k not in own or own[k].shape != v.shape]
-    model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False)
-    if ours.n_layers != theirs.n_layers:
-        print(f"--init: its {theirs.n_layers} layers stacked into {ours.n_layers}", file=sys.stderr)
-    if new_vocab:
-        print(f"--init: vocabulary of {theirs.vocab_size} pieces transferred to {ours.vocab_size}", file=sys.stderr)
-    if ours.d_ff != theirs.d_ff:
-        print(f"--init: feed-forward width {theirs.d_ff} grown to {ours.d_ff} (new units output zero)", file=sys.stderr)
-    if skipped:
-        print(f"--init: not carried over (shape differs): {', '.join(skipped)}", file=sys.stderr)
-
-
-def stack_layers(state: dict[str, torch.Tensor], have: int, want: int) -> dict[str, torch.Tensor]:
-    """Layer j of the deeper model starts as trained layer j % have: [0, 1] -> [0, 1, 0, 1]."""
-    rest = {k: v for k, v in state.items() if not k.startswith("blocks.")}
-    for k, v in state.items():
-        if k.startswith("blocks."):
-            _, i, name = k.split(".", 2)
-            rest.update({f"blocks.{j}.{name}": v.clone() for j in range(int(i), want, have)})
-    return rest
-
-
-def transfer_vocabulary(old: Tokenizer, new: Tokenizer, emb: torch.Tensor, bias: torch.Tensor
-                        ) -> dict[str, torch.Tensor]:
-    """Embeddings and output biases for `new`'s pieces from a model trained with `old`'s: a piece
-    both know keeps its row; any other starts as the mean of the rows of its text as `old`
-    segments it (fast vocabulary transfer, Gee et al. 2022), so the model reads the same words
-    much as before instead of from random rows."""
-    old_ids = {old.sp.id_to_piece(i): i for i in range(old.vocab_size)}
-    rows, biases = [], []
-    for i in range(new.vocab_size):
-        piece = new.sp.id_to_piece(i)
-        ids = [old_ids[piece]] if piece in old_ids else _old_segmentation(old, piece)
-        rows.append(emb[ids].mean(0) if ids else emb[UNK_ID])
-        biases.append(bias[ids].mean() if ids else bias[UNK_ID])
-    return {"tok_emb.weight": torch.stack(rows), "head_bias": torch.stack(biases)}
-
-
-def _old_segmentation(old: Tokenizer, piece: str) -> list[int]:
-    """`old`'s ids for a piece's text; a piece inside a word ("ing") loses the word-start
-    marker SentencePiece puts before any text it encodes."""
-    ids = old.sp.encode(piece.replace("\u2581", " "))
-    if not piece.startswith("\u2581") and ids and old.sp.id_to_piece(ids[0]) == "\u2581":
-        ids = ids[1:]
-    return [i for i in ids if i != UNK_ID] or ids
-
-
-def widen_ffn(state: dict[str, torch.Tensor], want: int, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Grow every block's feed-forward hidden width to `want` (Net2Net-style, function-preserving):
-    the new units get small random input weights (std 0.02, as a fresh model's) and zero output
-    weights, so they change nothing until training moves their outputs away from zero."""
-    gen = torch.Generator().manual_seed(seed)
-    out = dict(state)
-    for k, w in state.items():
-        if not k.endswith(".ff1.weight") or len(w) >= want:
-            continue
-        prefix, extra = k[: -len("ff1.weight")], want - len(w)
-        out[k] = torch.cat([w, torch.randn(extra, w.shape[1], generator=gen, dtype=w.dtype) * 0.02])
-        out[prefix + "ff1.bias"] = torch.cat([state[prefix + "ff1.bias"], w.new_zeros(extra)])
-        w2 = state[prefix + "ff2.weight"]
-        out[prefix + "ff2.weight"] = torch.cat([w2, w2.new_zeros(w2.shape[0], extra)], dim=1)
-    return out
-
-
-def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, world: int,
-                   progress: bool) -> TokenizedTexts | None:
-    """Label the source side of every (rows, data) split and the corpus's monolingual texts with
-    the teacher (cached on disk), attach the vectors to the data, and return the monolingual
-    texts when the recipe uses them. Monolingual text in a language the teacher was not trained
-    on is left out: its vectors there are noise (Reimers and Gurevych's student learns those
-    languages from the pairs, whose English side the teacher knows)."""
-    from .data.corpus import read_mono
-    from .teacher import load_teacher
-    from .teacher import label
-
-    teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
-    known = teacher.languages
-    unknown = sorted({p.lang_a for rows, _ in splits for p in rows} - known) if known else []
-    if unknown:
-        raise UserError(f"the teacher {cfg.teacher} does not know {', '.join(unknown)}, the source side of some pairs; "
-                        f"it labels only the source side, so put a language it knows there ({', '.join(sorted(known))}) "
-                        "or leave teacher unset")
-    mono_path = resolve(cfg.data) / "mono.tsv"
-    mono_texts = [t for lang, t, _ in read_mono(mono_path) if not known or lang in known] \
-        if cfg.mono_batch_size and mono_path.exists() else []
-    if cfg.mono_batch_size and not mono_texts:
-        raise UserError(f"mono_batch_size is set but {mono_path} has no text in a language the teacher knows: build "
-                        "the corpus with monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
-    texts = [p.a for rows, _ in splits for p in rows] + mono_texts
-    if is_main:  # rank 0 labels what the cache lacks; the others then read it, every text cached
-        vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=progress)
-    _barrier(world)
-    if not is_main:
-        vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=False)
-    offset = 0
-    for rows, data in splits:
-        if data is not None:
-            data.t_vecs, data.t_idx = vecs, rows_of[offset + data.row]
-        offset += len(rows)
-    if not mono_texts:
-        return None
-    ids = tok.encode(mono_texts, cfg.model.max_len)
-    keep = [i for i, x in enumerate(ids) if x]
-    return TokenizedTexts([np.asarray(ids[i], dtype=np.int64) for i in keep], vecs, rows_of[offset + np.array(keep)])
-
-
-# ----------------------------------------------------------------------------- checkpoints
-
-def checkpoint_path(out: Path) -> Path:
-    return out / "checkpoints" / "last.pt"
-
-
-def save_checkpoint(path: Path, state: dict) -> None:
-    """Atomic: if the write fails (disk full, kill), the previous checkpoint stays usable."""
-    import io
-
-    buf = io.BytesIO()  # serialised first: a full disk then fails as the OSError it is, not torch's RuntimeError
-    torch.save(state, buf)
-    with atomic_write(path, "wb") as f:
-        f.write(buf.getbuffer())
-
-
-def load_checkpoint(path: Path) -> dict:
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)  # never unpickle code
-    except Exception as e:  # a torn or foreign file: say which and what to do
-        raise UserError(f"{path}: unreadable checkpoint ({e}); delete it to start over") from e
 
 
 # ----------------------------------------------------------------------------- devices
@@ -619,71 +367,6 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             dist.destroy_process_group()
 
 
-LOCK = ".lock"  # held (fcntl) by the run writing the folder
-
-
-def lock_run(out: Path):
-    """One run writes a folder at a time: a second `train` on the same --out (another shell, a
-    repeated command) stops with one line instead of interleaving its log and checkpoints."""
-    import fcntl
-
-    out.mkdir(parents=True, exist_ok=True)
-    f = open(out / LOCK, "a")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.close()
-        raise UserError(f"--out {out}: another training run is writing this folder now; wait for it to end, or "
-                        "name another folder") from None
-    return f
-
-
-def finished_summary(cfg: TrainConfig, out: Path) -> dict:
-    """A finished run whose checkpoint is gone (deleted to save space, or carried as its model folder:
-    edge_xsent/carry.py) is reported, never trained again from its start over its model."""
-    summary = read_summary(out)
-    ran = trained_config(out / "model")
-    if summary["steps"] < cfg.max_steps or ran is None:
-        raise UserError(f"{out} holds a run finished at step {summary['steps']} with no checkpoint to go on from "
-                        f"(max_steps {cfg.max_steps}): restore one with `edge-xsent carry restore`, or start over "
-                        "with --fresh")
-    if _comparable(ran) != _comparable(cfg):
-        raise UserError(f"{out} holds a finished run with a different config; use --fresh to start over")
-    return summary
-
-
-def read_summary(out: Path) -> dict:
-    """A finished run's summary.json; a torn or hand-edited one is an error naming the way out."""
-    path = out / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-        ok = isinstance(summary, dict) and isinstance(summary.get("steps"), int) and not isinstance(summary["steps"], bool)
-    except (OSError, ValueError):
-        ok = False
-    if not ok:
-        raise UserError(f"{path} is unreadable or has no whole-number 'steps' (a torn or hand-edited file): delete it "
-                        "to resume from the run's checkpoint, or start over with --fresh")
-    return summary
-
-
-def refuse_own_result(cfg: TrainConfig) -> None:
-    """A recipe whose run became its own init (`init = "default"` in the recipe that made the
-    default) would start again from its result and train it twice; refuse, naming the way back.
-    Its own result: trained by the same settings from the same init into a run of the same name."""
-    ran = trained_config(start_dir(cfg))
-    same_recipe = ran is not None and ran.init == cfg.init and _comparable(ran) == _comparable(cfg)
-    if same_recipe and Path(ran.out).name == Path(cfg.out).name:
-        raise UserError(f"init {cfg.init!r} is this run's own result (trained by the same config into "
-                        f"{Path(ran.out).name}); starting from it would train it twice. Put the run back with "
-                        "`edge-xsent carry restore`, or set init to the model it started from")
-
-
-def trained_config(folder: Path) -> TrainConfig | None:
-    """The config a model folder was trained with (its training.json), None where it records none."""
-    made = read_training(folder).get("train_config")
-    return TrainConfig.from_dict(made, str(folder / FILES["training"])) if made else None
-
-
 def start_processes(cfg: TrainConfig) -> Processes:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -715,59 +398,6 @@ def resume_state(cfg: TrainConfig, ckpt_file: Path, procs: Processes) -> dict | 
         raise UserError(f"{ckpt_file} was written by a run with a different config; "
                         "use the same config to resume, or --fresh to start over")
     return resume
-
-
-def check_pinned_start(cfg: TrainConfig) -> None:
-    """A recipe that pins its start (init_sha256) starts from exactly that model or not at all:
-    `init = "default"` names whatever ships now, which changes when a new default ships."""
-    if not cfg.init or not cfg.init_sha256:
-        return
-    manifest = start_dir(cfg) / "manifest.json"
-    have = hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file() else "(no manifest.json)"
-    if have != cfg.init_sha256:
-        raise UserError(f"init {cfg.init} is not this recipe's pinned start: its manifest.json has SHA-256 {have[:16]}..., "
-                        f"the recipe pins {cfg.init_sha256[:16]}...; put the pinned model in a folder (the recipe's "
-                        "header says how) and set init to it")
-
-
-RUN_FILES = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
-
-
-def check_run_folder(out: Path) -> None:
-    """--out is a new folder or a run's own (resumed): never a file, a model folder (the shipped
-    default's files would be overwritten), nor a folder of other files (the run would mix its own
-    in), and never inside a model folder."""
-    from .atomic import kept_folder
-
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; a run writes a folder: name a new or existing run folder")
-    keeper = kept_folder(out.resolve() / "x")
-    if keeper is not None and keeper[1] == "model folder":
-        raise UserError(f"--out {out} is or lies inside a model folder ({keeper[0]}): a run would overwrite its files; "
-                        "name a new folder")
-    if out.is_dir():
-        other = sorted(set(os.listdir(out)) - RUN_FILES)
-        if other and not (out / "log.jsonl").exists() and not (out / "checkpoints").is_dir():
-            raise UserError(f"--out {out} holds files that are not a training run's ({', '.join(other[:3])}); name a "
-                            "new folder or a run's own to resume it")
-
-
-def training_bytes(m: EncoderConfig) -> int:
-    """Memory a model's training state takes at least: fp32 weights, their gradients and Adam's
-    three moments (amsgrad), five copies of every parameter."""
-    params = (m.vocab_size * m.d_model + m.vocab_size + m.max_len * m.d_model + m.d_model ** 2
-              + m.n_layers * (4 * m.d_model ** 2 + 2 * m.d_model * m.d_ff))
-    return 5 * 4 * params
-
-
-def check_fits_memory(m: EncoderConfig) -> None:
-    """A model too large for this machine fails now, named, before the data is read and the
-    tokenizer trained, not by the kernel's out-of-memory killer an hour later."""
-    need, have = training_bytes(m), os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if need > have:
-        raise UserError(f"model config: vocab_size={m.vocab_size}, d_model={m.d_model}, d_ff={m.d_ff}, "
-                        f"n_layers={m.n_layers} need at least {need / 2**30:.1f} GiB to train (weights, gradients, "
-                        f"Adam's moments); this machine has {have / 2**30:.1f} GiB: make the model smaller")
 
 
 def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progress: bool) -> Prepared:
@@ -920,47 +550,6 @@ def finish(cfg: TrainConfig, out: Path, trainer: Trainer, procs: Processes, log:
     return summary
 
 
-def open_log(path: Path):
-    """log.jsonl for appending; a torn last line (a run killed while writing it) is cut off first, so the
-    next record starts a line of its own."""
-    if path.exists():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            print(f"warning: {path}: its last line was torn (a run stopped while writing it); dropped", file=sys.stderr)
-            with open(path, "r+b") as f:
-                f.truncate(data.rfind(b"\n") + 1)
-    return open(path, "a", encoding="utf-8")
-
-
-def read_log(path: Path) -> list[dict]:
-    """The records of a run's log.jsonl; a torn line (a run killed mid-write) is skipped with a warning."""
-    records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            record = None
-        if isinstance(record, dict):
-            records.append(record)
-        elif line.strip():
-            print(f"warning: {path} line {n} is torn (a run stopped while writing it); skipped", file=sys.stderr)
-    return records
-
-
-def training_minutes(out: str | Path) -> tuple[float, int]:
-    """Wall-clock minutes of training in a run folder, summed over its segments (a resumed run
-    restarts `elapsed_s` in log.jsonl), and the number of segments."""
-    total, segments, last = 0.0, 0, None
-    for e in (record.get("elapsed_s") for record in read_log(Path(out) / "log.jsonl")):
-        if e is None:
-            continue
-        if last is None or e < last:  # a new segment began
-            segments += 1
-            total += last or 0.0
-        last = e
-    return (total + (last or 0.0)) / 60, segments
-
-
 def param_digest(model: nn.Module) -> str:
     h = hashlib.sha256()
     for p in model.parameters():
@@ -972,24 +561,6 @@ def _check_enough(n: int, cfg: TrainConfig, world: int) -> None:
     if n < cfg.batch_size * world:
         raise UserError(f"only {n} training pairs for a batch of {cfg.batch_size} x {world} process(es); "
                         "lower --batch-size or add data")
-
-
-def _comparable(cfg: TrainConfig) -> dict:
-    """The parts of the config a resumed run must share. Not the output path, thread count,
-    logging cadence or which weights model/ keeps; not max_steps either, so a run can be extended or cut short on resume
-    (the learning-rate schedule then follows the new length from that step on); not init, which
-    only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
-    so fields added since take their defaults."""
-    d = cfg.to_dict()
-    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "pause_at", "init",
-              "init_sha256", "keep_model"):
-        d.pop(k, None)
-    return d
-
-
-def _barrier(world: int) -> None:
-    if world > 1 and dist.is_initialized():
-        dist.barrier()
 
 
 def _device_name(device: torch.device) -> str:

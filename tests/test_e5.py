@@ -93,3 +93,18 @@ def test_the_labelling_order_is_balanced_at_any_length():
     counts = {l: first.count(l) for l in set(langs.values())}
     assert max(counts.values()) - min(counts.values()) <= 1, counts
     assert label.labelling_order("sample") == order  # seeded: a rerun resumes the same order
+
+
+def test_a_balanced_run_reads_the_pairs_in_the_labelling_order():
+    from conftest import script_module
+
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.train import load_texts
+
+    order = script_module("train/label.py").labelling_order("sample", seed=3)
+    rows = load_texts(TrainConfig(data="sample", train_order="balanced", seed=3), "train", 40)
+    assert [t for p in rows for t in (p.a, p.b)] == order[:80]  # sample has no mono.tsv: pairs only
+    langs = [p.lang_b for p in rows]
+    assert max(map(langs.count, set(langs))) - min(map(langs.count, set(langs))) <= 1
+    with pytest.raises(UserError, match="train_order"):
+        TrainConfig(train_order="random")

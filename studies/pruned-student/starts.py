@@ -1,0 +1,47 @@
+"""The untrained starts of `init = "e5-small"` (edge_xsent/prune.py) at several depths, exported as
+they would ship (int8 ONNX), so that their size, speed and out-of-genre P@1 can be measured before
+any distillation: the baseline the distillation probe must beat, and the size rule's first check.
+
+    python studies/pruned-student/starts.py --data ~/edge-xsent-data/corpus-m1 --layers 1,2,3,4,6 \
+        --vocab-size 30000 --out ~/edge-xsent-runs/e5-starts
+    # then, per depth: python train/figures.py OUT/bundle-4 --name start-4 --parts oog,oog_wide,speed \
+    #     --out studies/pruned-student/figures/start-4.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edge_xsent.atomic import check_output
+from edge_xsent.failures import script_errors
+
+
+@script_errors
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="the corpus whose train split the vocabulary rule reads")
+    ap.add_argument("--layers", default="1,2,3,4,6", help="depths: the first k blocks of e5-small")
+    ap.add_argument("--vocab-size", type=int, default=30000)
+    ap.add_argument("--max-len", type=int, default=128)
+    ap.add_argument("--out", type=Path, required=True, help="bundle-K folders go here")
+    args = ap.parse_args()
+    from edge_xsent.config import EncoderConfig, TrainConfig
+    from edge_xsent.export import export_bundle
+    from edge_xsent.prune import start_folder
+
+    for k in (int(x) for x in args.layers.split(",")):
+        out = args.out.expanduser() / f"bundle-{k}"
+        check_output(out, [args.data], folder=True)
+        model = EncoderConfig(vocab_size=args.vocab_size, n_layers=k, d_model=384, n_heads=12, d_ff=1536,
+                              max_len=args.max_len, dropout=0.0)
+        cfg = TrainConfig(model=model, data=args.data, init="e5-small", init_layers=list(range(k)))
+        start = start_folder(cfg)
+        parity = export_bundle(start, out, torchscript=False, parity_pairs=200)
+        int8 = (out / "onnx" / "model_int8.onnx").stat().st_size / 2**20
+        print(f"{k} layer(s): {start} -> {out}: int8 {int8:.1f} MB, int8 parity (cosine mean) "
+              f"{parity['formats']['onnx-int8']['cosine_mean']:.4f}")
+
+
+if __name__ == "__main__":
+    main()
