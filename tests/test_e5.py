@@ -108,3 +108,21 @@ def test_a_balanced_run_reads_the_pairs_in_the_labelling_order():
     assert max(map(langs.count, set(langs))) - min(map(langs.count, set(langs))) <= 1
     with pytest.raises(UserError, match="train_order"):
         TrainConfig(train_order="random")
+
+
+def test_the_labelled_pairs_are_counted_in_order(tmp_path):
+    from conftest import script_module
+
+    from edge_xsent.teacher import label
+
+    class Fake:  # the Teacher protocol: any vectors will do, the count reads only the keys
+        key, version, dim = "fake", "1", 4
+
+        def encode(self, sentences, batch_size=32):
+            return np.ones((len(sentences), 4), dtype=np.float32) / 2
+
+    lab = script_module("train/label.py")
+    order = lab.labelling_order("sample", seed=0)
+    label(order[:25], Fake(), tmp_path, progress=False)  # no mono.tsv in sample: 12 pairs, and the 13th's English side
+    assert lab.labelled_pairs("sample", tmp_path / "fake", seed=0) == 13
+    assert lab.labelled_pairs("sample", tmp_path / "none", seed=0) == 0

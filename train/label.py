@@ -48,6 +48,22 @@ def labelling_order(corpus: str, seed: int = 0) -> list[str]:
     return out + list(extra)
 
 
+def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
+    """How many pairs of `balanced_order` have their English side in the teacher cache `folder`, from
+    the first on: the `max_train_pairs` of a run with `train_order = "balanced"` that needs no labelling."""
+    from edge_xsent.data.corpus import balanced_order, read_pairs
+    from edge_xsent.teacher import KEY_BYTES, text_key
+
+    data = (folder / "keys.bin").read_bytes() if (folder / "keys.bin").exists() else b""
+    keys = {data[i: i + KEY_BYTES] for i in range(0, len(data), KEY_BYTES)}
+    n = 0
+    for p in balanced_order(read_pairs(corpus, split="train"), seed):
+        if text_key(p.a) not in keys:
+            break
+        n += 1
+    return n
+
+
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,10 +73,15 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="label the first N texts of the order only")
     ap.add_argument("--seed", type=int, default=0, help="the order's seed: the run's `seed` with train_order = \"balanced\"")
     ap.add_argument("--cache", default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
+    ap.add_argument("--count", action="store_true", help="only print how many pairs, in order, are labelled")
     args = ap.parse_args()
     from edge_xsent.teacher import load_teacher
     from edge_xsent.teacher import label
 
+    if args.count:
+        key = {"e5-torch": "e5-small-torch", "e5-onnx": "e5-small-onnx-int8"}.get(args.teacher, args.teacher)
+        print(labelled_pairs(args.corpus, Path(args.cache).expanduser() / key, args.seed))
+        return
     texts = labelling_order(args.corpus, args.seed)[: args.limit]
     print(f"{len(texts):,} texts to have labelled by {args.teacher} (cached ones are skipped)", file=sys.stderr)
     label(texts, load_teacher(args.teacher, threads=args.threads), Path(args.cache), chunk_rows=4096)
