@@ -139,6 +139,11 @@ def _chunk_sha(vec_file: Path, key_file: Path, start: int, rows: int, dim: int) 
     return hashlib.sha256(vecs + keys).hexdigest()
 
 
+def cached_keys(folder: Path) -> set[bytes]:
+    """The text keys a teacher's cache folder holds (none when it has no cache yet)."""
+    return set(_read_keys(folder)) if (folder / "keys.bin").exists() else set()
+
+
 def _read_keys(folder: Path) -> list[bytes]:
     data = (folder / "keys.bin").read_bytes()
     return [data[i: i + KEY_BYTES] for i in range(0, len(data), KEY_BYTES)]

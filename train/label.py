@@ -52,10 +52,9 @@ def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
     """How many pairs of `balanced_order` have their English side in the teacher cache `folder`, from
     the first on: the `max_train_pairs` of a run with `train_order = "balanced"` that needs no labelling."""
     from edge_xsent.data.corpus import balanced_order, read_pairs
-    from edge_xsent.teacher import KEY_BYTES, text_key
+    from edge_xsent.teacher import cached_keys, text_key
 
-    data = (folder / "keys.bin").read_bytes() if (folder / "keys.bin").exists() else b""
-    keys = {data[i: i + KEY_BYTES] for i in range(0, len(data), KEY_BYTES)}
+    keys = cached_keys(folder)
     n = 0
     for p in balanced_order(read_pairs(corpus, split="train"), seed):
         if text_key(p.a) not in keys:
