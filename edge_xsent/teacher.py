@@ -10,7 +10,10 @@ and version and one SHA-256 per chunk; it is rewritten atomically after each chu
 run killed while labelling keeps every recorded chunk and resumes with the texts still
 missing. On open, rows past the last recorded chunk are cut off and every chunk is checked:
 a stale cache (another teacher version) or a corrupt chunk is reported and relabelled,
-never used.
+never used. Several processes may label into one folder at once (train/label.py beside a
+training run): opening and each chunk's append hold the folder's lock (`.lock`), and an append
+first cuts the files back to the recorded rows, so a writer killed mid-chunk leaves nothing
+that the next chunk would be misaligned by.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -67,8 +71,9 @@ def label(texts: Sequence[str], teacher: Teacher, root: str | Path, chunk_rows: 
     Texts the cache lacks are labelled (normalised, deduplicated) and appended first."""
     folder = cache_folder(root, teacher.key)
     folder.mkdir(parents=True, exist_ok=True)
-    keys = _open(folder, teacher)
-    where = {k: i for i, k in enumerate(keys)}
+    with _locked(folder):
+        keys = _open(folder, teacher)
+    n, where = len(keys), {k: i for i, k in enumerate(keys)}
     wanted = [text_key(t) for t in texts]
     todo: dict[bytes, str] = {}
     for k, t in zip(wanted, texts):
@@ -76,15 +81,16 @@ def label(texts: Sequence[str], teacher: Teacher, root: str | Path, chunk_rows: 
             todo.setdefault(k, normalize(t))
     if todo:
         _append(folder, teacher, list(todo.items()), chunk_rows, batch_size, progress)
-        where = {k: i for i, k in enumerate(_read_keys(folder))}
-    n = len(where)
+        with _locked(folder):  # rows recorded by then; another writer's half-written chunk lies past them
+            n = _read_meta(folder)["rows"]
+            where = {k: i for i, k in enumerate(_read_keys(folder)[:n])}  # two writers may share a text: either row
     vecs = np.memmap(folder / "vectors.f32", dtype=np.float32, mode="r", shape=(n, teacher.dim)) if n \
         else np.zeros((0, teacher.dim), dtype=np.float32)
     return vecs, np.array([where[k] for k in wanted], dtype=np.int64)
 
 
 def _open(folder: Path, teacher: Teacher) -> list[bytes]:
-    """The keys of the verified rows; files cut back to them, a stale cache emptied."""
+    """The keys of the verified rows; files cut back to them, a stale cache emptied. Hold the lock."""
     meta = _read_meta(folder)
     same = meta.get("format") == FORMAT and (meta.get("teacher"), meta.get("version"), meta.get("dim")) == (
         teacher.key, teacher.version, teacher.dim)
@@ -100,28 +106,46 @@ def _open(folder: Path, teacher: Teacher) -> list[bytes]:
                   "relabelling from there", file=sys.stderr)
             break
         good, rows = good + 1, rows + c["rows"]
-    for path, width in ((vec_file, teacher.dim * 4), (key_file, KEY_BYTES)):
-        with open(path, "ab") as f:  # create if missing, then cut to the verified rows
-            f.truncate(rows * width)
+    _cut(folder, teacher, rows)
     _write_meta(folder, teacher, chunks[:good])
     return _read_keys(folder)
 
 
+@contextmanager
+def _locked(folder: Path):
+    """The folder's lock, between processes (filelock: flock on POSIX, msvcrt on Windows)."""
+    from filelock import FileLock
+
+    with FileLock(folder / ".lock"):
+        yield
+
+
+def _cut(folder: Path, teacher: Teacher, rows: int) -> None:
+    """Both files cut back to `rows` rows (created if missing): what a killed writer left past them goes."""
+    for name, width in (("vectors.f32", teacher.dim * 4), ("keys.bin", KEY_BYTES)):
+        with open(folder / name, "ab") as f:
+            f.truncate(rows * width)
+
+
 def _append(folder: Path, teacher: Teacher, items: list[tuple[bytes, str]], chunk_rows: int, batch_size: int,
             progress: bool) -> None:
-    chunks = _read_meta(folder)["chunks"]
+    """Label `items` chunk by chunk; each chunk goes after the rows recorded when it is written, which
+    another process may have added to meanwhile."""
     bar = tqdm(total=len(items), disable=not progress, unit=" texts", desc=f"teacher {teacher.key}", mininterval=1)
     for start in range(0, len(items), chunk_rows):
         part = items[start: start + chunk_rows]
         vecs = np.ascontiguousarray(teacher.encode([t for _, t in part], batch_size=batch_size), dtype=np.float32)
         keys = b"".join(k for k, _ in part)
-        for name, data in (("vectors.f32", vecs.tobytes()), ("keys.bin", keys)):
-            with open(folder / name, "ab") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        chunks.append({"rows": len(part), "sha256": hashlib.sha256(vecs.tobytes() + keys).hexdigest()})
-        _write_meta(folder, teacher, chunks)
+        with _locked(folder):
+            chunks = _read_meta(folder)["chunks"]
+            _cut(folder, teacher, sum(c["rows"] for c in chunks))
+            for name, data in (("vectors.f32", vecs.tobytes()), ("keys.bin", keys)):
+                with open(folder / name, "ab") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            chunks.append({"rows": len(part), "sha256": hashlib.sha256(vecs.tobytes() + keys).hexdigest()})
+            _write_meta(folder, teacher, chunks)
         bar.update(len(part))
     bar.close()
 

@@ -6,9 +6,9 @@ one folder per teacher, checked chunk by chunk), and a stopped run resumes with 
 
 The order is useful at any length: train pairs round-robin over the languages (each language's
 pairs shuffled; `data.corpus.balanced_order`, the order a run with `train_order = "balanced"`
-reads), each pair's English side then its translation, and after every second pair one
-monolingual text (round-robin too). Labelling stopped after N texts leaves N/2 balanced pairs whose
-both sides the student can be pulled to, not one language's.
+reads), each pair's English side (the teacher's target for both sides of the pair: distill.py labels
+no translation), and after every fourth pair one monolingual text (round-robin too). Labelling
+stopped early leaves a prefix of balanced pairs the student can be pulled to, not one language's.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from edge_xsent.failures import script_errors
 
 
 def labelling_order(corpus: str, seed: int = 0) -> list[str]:
-    """Every text of the corpus's train split and monolingual file, in the order described above:
-    the pairs in `balanced_order` (what a run with `train_order = "balanced"` reads, same seed)."""
+    """Every text a distillation run labels (the English side of each train pair, each monolingual
+    text), in the order described above: the pairs in `balanced_order` (what a run with
+    `train_order = "balanced"` reads, same seed)."""
     import itertools
 
     from edge_xsent.data.corpus import balanced_order, read_mono, read_pairs, resolve
@@ -42,8 +43,8 @@ def labelling_order(corpus: str, seed: int = 0) -> list[str]:
     extra = (t for batch in itertools.zip_longest(*(by_lang[l] for l in sorted(by_lang))) for t in batch if t is not None)
     out: list[str] = []
     for i, p in enumerate(pairs):
-        out += [p.a, p.b]
-        if i % 2:
+        out.append(p.a)
+        if i % 4 == 3:
             out += list(itertools.islice(extra, 1))
     return out + list(extra)
 
