@@ -45,7 +45,7 @@ TYPE_VOCAB_SIZE = 2  # optimum's exporter feeds token-type ids in [0, 2); their 
 HF_PAD, HF_UNK = "<pad>\u0000", "<unk>\u0000"
 # edge_xsent.text.normalize spelled for `tokenizers` and transformers.js: explicit classes,
 # because `\s` differs between Python (U+001C-U+001F) and JavaScript (U+FEFF).
-CONTROL = "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]"
+CONTROL = "[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\ufeff]"
 WHITESPACE = "[\t\n\r\u000b\u000c\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
 SPACE = "\u2581"
 
@@ -202,6 +202,19 @@ def require(module: str):
 def sentence_transformer(folder: str | Path, device: str = "cpu"):
     """The folder as a sentence-transformers model: Transformer -> mean Pooling (-> Dense)."""
     return require("sentence_transformers").SentenceTransformer(str(folder), device=device)
+
+
+def st_onnx_model(folder: str | Path, precision: str = "int8"):
+    """The folder as it lies (no export, no float weights) in sentence-transformers' ONNX backend:
+    `SentenceTransformer(folder, backend="onnx", model_kwargs={"file_name": "onnx/model_int8.onnx"})`.
+    That backend needs optimum, which pins transformers 4: sentence-transformers 5 (the `optimum` extra)."""
+    files = {"fp32": layout.ONNX_FP32, "int8": layout.ONNX_INT8}
+    if precision not in files:
+        raise UserError(f"precision {precision!r}: use one of {', '.join(files)}")
+    if not (Path(folder) / files[precision]).exists():
+        raise UserError(f"{Path(folder) / files[precision]}: missing; export the folder with `edge-xsent export {folder} --int8`")
+    return require("sentence_transformers").SentenceTransformer(
+        str(folder), device="cpu", backend="onnx", model_kwargs={"file_name": files[precision]})
 
 
 def transformers_encode(folder: str | Path, texts: list[str]) -> "np.ndarray":

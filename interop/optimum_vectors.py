@@ -4,8 +4,10 @@
 
     .venv-optimum/bin/python interop/optimum_vectors.py MODEL_FOLDER TEXTS.json [fp32|int8]
 
-Prints JSON: the token ids of transformers' AutoTokenizer and the vectors of
-ORTModelForFeatureExtraction + mean pooling (edge_xsent.hf.ort_encode).
+Prints JSON: the token ids of transformers' AutoTokenizer, the vectors of
+ORTModelForFeatureExtraction + mean pooling (edge_xsent.hf.ort_encode), and those of
+sentence-transformers' ONNX backend on the folder as it lies (edge_xsent.hf.st_onnx_model), each
+text alone as the others (int8's dynamic scales see the whole batch).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from edge_xsent.hf import ort_encode, require
+from edge_xsent.hf import ort_encode, require, st_onnx_model
 
 
 def main(folder: str, texts_file: str, precision: str = "fp32") -> None:
@@ -21,7 +23,10 @@ def main(folder: str, texts_file: str, precision: str = "fp32") -> None:
     auto = require("transformers").AutoTokenizer.from_pretrained(folder)
     ids = [auto(t, add_special_tokens=False)["input_ids"] for t in texts]
     vectors = ort_encode(folder, texts, precision)
-    print(json.dumps({"ids": ids, "vectors": vectors.tolist(), "transformers": require("transformers").__version__}))
+    st = st_onnx_model(folder, precision)
+    st_vectors = [st.encode([t])[0].tolist() if ids[i] else None for i, t in enumerate(texts)]
+    print(json.dumps({"ids": ids, "vectors": vectors.tolist(), "st_vectors": st_vectors,
+                      "transformers": require("transformers").__version__}))
 
 
 if __name__ == "__main__":

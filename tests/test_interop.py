@@ -114,6 +114,9 @@ def test_optimum_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which
     out = json.loads(res.stdout)
     assert out["transformers"].startswith("4.")  # optimum's own transformers, not the hf extra's
     compare(folder, out, precision)
+    real = [i for i, v in enumerate(out["st_vectors"]) if v is not None]  # the folder as it lies, no export
+    ours = Encoder.load(folder, backend="onnx", precision=precision).encode([texts()[i] for i in real], batch_size=1)
+    assert min_cosine(np.array([out["st_vectors"][i] for i in real], dtype=np.float32), ours) >= 0.999
 
 
 def fastembed_ready() -> bool:

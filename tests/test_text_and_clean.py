@@ -13,6 +13,33 @@ def test_normalize_nfkc_and_whitespace():
 
 
 @given(st.text())
+def test_a_byte_order_mark_is_not_text(s):
+    assert normalize("\ufeff" + s) == normalize(s) == normalize(s.replace("\ufeff", ""))
+
+
+def test_bom_prefixed_and_plain_strings_give_identical_vectors(tmp_path):
+    """Wherever text enters: the API, a file, standard input (the shipped default, int8 ONNX)."""
+    import numpy as np
+    from click.testing import CliRunner
+
+    from edge_xsent import Encoder
+    from edge_xsent.cli import main
+
+    plain = ["Save the current document", "Das aktuelle Dokument speichern", "中文 字符"]
+    enc = Encoder.load()
+    ref = enc.encode(plain)
+    assert np.array_equal(enc.encode(["\ufeff" + t for t in plain]), ref)
+    assert np.array_equal(enc.encode([t.replace(" ", " \ufeff", 1) for t in plain]), ref)
+    src = tmp_path / "bom.txt"
+    src.write_text("\ufeff" + "\n".join(plain) + "\n", encoding="utf-8")
+    for how in ({"args": [str(src)]}, {"args": ["-"], "input": src.read_bytes()}):
+        out = tmp_path / "v.npy"
+        res = CliRunner().invoke(main, ["encode", "--input", *how["args"], "--out", str(out)], input=how.get("input"))
+        assert res.exit_code == 0, res.output[-2000:]
+        assert np.allclose(np.load(out), ref, atol=1e-6)
+
+
+@given(st.text())
 def test_normalize_idempotent(s):
     assert normalize(normalize(s)) == normalize(s)
 

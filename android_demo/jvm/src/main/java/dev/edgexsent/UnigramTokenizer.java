@@ -74,14 +74,14 @@ public final class UnigramTokenizer {
     return out.toString();
   }
 
-  /** The characters edge_xsent.text drops: C0 except tab, newline, return; DEL and C1. */
+  /** The characters edge_xsent.text drops: C0 except tab, newline, return; DEL and C1; the BOM. */
   private static boolean isControl(int cp) {
-    return (cp <= 0x1f && cp != '\t' && cp != '\n' && cp != '\r') || (cp >= 0x7f && cp <= 0x9f);
+    return (cp <= 0x1f && cp != '\t' && cp != '\n' && cp != '\r') || (cp >= 0x7f && cp <= 0x9f) || cp == 0xfeff;
   }
 
-  /** Python's str.isspace (Java's isWhitespace misses no-break spaces; U+FEFF is not a space). */
+  /** Python's str.isspace (Java's isWhitespace misses no-break spaces; U+FEFF is dropped before). */
   private static boolean isSpace(int cp) {
-    return cp != 0xfeff && (Character.isWhitespace(cp) || Character.isSpaceChar(cp));
+    return Character.isWhitespace(cp) || Character.isSpaceChar(cp);
   }
 
   public int[] encode(String text) {
