@@ -22,6 +22,7 @@ from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST,
 if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
     import numpy as np
 
+    from .config import EncoderConfig
     from .model import DualEncoder
     from .tokenizer import Tokenizer
 
@@ -74,7 +75,16 @@ def refresh_manifest(folder: Path, changed: list[str]) -> None:
 
 def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()) -> dict:
     """Check the manifest and the checksum of each file; raise UserError naming the bad file."""
-    folder = Path(folder)
+    manifest = check_manifest(Path(folder), expected, skip)
+    for name in manifest["files"]:
+        if name not in skip:
+            check_file(Path(folder), manifest, name)
+    return manifest
+
+
+def check_manifest(folder: Path, expected: list[str] | None = None, skip: list[str] = ()) -> dict:
+    """Everything `verify` checks but the files' checksums: the manifest itself, the files a loader
+    needs listed, nothing unlisted, every listed file a regular file inside the folder."""
     if not folder.is_dir():
         raise UserError(f"{folder}: no such model folder")
     mpath = folder / MANIFEST
@@ -105,10 +115,58 @@ def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()
             raise UserError(f"{path}: missing (listed in the manifest); the model folder is incomplete")
         if not path.is_file():  # a FIFO or device would hang or feed the reader anything
             raise UserError(f"{path}: not a regular file; a model folder holds only files")
-        if path.stat().st_size != info["bytes"] or sha256(path) != info["sha256"]:
-            raise UserError(f"{path}: checksum mismatch, the file is corrupt or was changed after saving; "
-                            "re-export or re-download the model")
     return manifest
+
+
+def check_file(folder: Path, manifest: dict, name: str, data: bytes | None = None) -> None:
+    """One listed file against its size and SHA-256: `data` when the caller has read it, else streamed."""
+    path, info = folder / name, manifest["files"][name]
+    size = len(data) if data is not None else path.stat().st_size
+    digest = hashlib.sha256(data).hexdigest() if data is not None else sha256(path)
+    if size != info["bytes"] or digest != info["sha256"]:
+        raise UserError(f"{path}: checksum mismatch, the file is corrupt or was changed after saving; "
+                        "re-export or re-download the model")
+
+
+class ModelFiles:
+    """A model folder read in one pass (issue 57): the manifest checked once, each file read at most
+    once and checked as it is read, its bytes handed to whoever parses them (onnxruntime,
+    SentencePiece, safetensors and onnx all take bytes), and `finish()` checking the listed files no
+    reader needed, streamed. `verify=False` reads without checking."""
+
+    def __init__(self, folder: Path, verify: bool = True, expected: list[str] = ()):
+        self.folder = Path(folder)
+        self.manifest = check_manifest(self.folder, list(expected)) if verify else None
+        self._data: dict[str, bytes] = {}
+        self._config: tuple[dict, "EncoderConfig"] | None = None
+
+    def read(self, name: str) -> bytes:
+        if name not in self._data:
+            path = self.folder / name
+            if self.manifest is not None:
+                require_listed(self.manifest, [name], self.folder)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise UserError(f"{path}: missing; the model folder is incomplete (re-export or re-download it)") from None
+            if self.manifest is not None:
+                check_file(self.folder, self.manifest, name, data)
+            self._data[name] = data
+        return self._data[name]
+
+    def config(self) -> tuple[dict, "EncoderConfig"]:
+        """config.json and its validated EncoderConfig, parsed once."""
+        if self._config is None:
+            self._config = parse_config(self.read(FILES["config"]), self.folder / FILES["config"])
+        return self._config
+
+    def finish(self) -> None:
+        """Check what no reader read (the card, tokenizer.json, other graphs), then let the bytes go."""
+        if self.manifest is not None:
+            for name in self.manifest["files"]:
+                if name not in self._data:
+                    check_file(self.folder, self.manifest, name)
+        self._data.clear()
 
 
 def refuse_unlisted(folder: Path, listed: set[str]) -> None:
@@ -199,34 +257,45 @@ def read_training(folder: Path) -> dict:
 def read_config(folder: Path) -> dict:
     path = Path(folder) / FILES["config"]
     try:
-        config = json.loads(path.read_text())
+        data = path.read_bytes()
     except FileNotFoundError as e:
         raise UserError(f"{path}: missing; is {folder} a model folder?") from e
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: corrupt JSON ({e})") from e
-    check_version(config, path)
+    return parse_config(data, path)[0]
+
+
+def parse_config(data: bytes, path: Path) -> tuple[dict, "EncoderConfig"]:
+    """config.json's bytes -> (the whole file, its validated EncoderConfig); corrupt is a UserError."""
     from .config import EncoderConfig
 
+    try:
+        config = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: corrupt JSON ({e})") from e
+    check_version(config, path)
     if not isinstance(config.get("model"), dict):
         raise UserError(f"{path}: field 'model' (the encoder's settings) is missing or not an object; the file is corrupt")
     try:
-        EncoderConfig.from_dict(config["model"])
+        return config, EncoderConfig.from_dict(config["model"])
     except (UserError, TypeError) as e:
         raise UserError(f"{path}: {e}") from None
-    return config
 
 
-def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["DualEncoder", "Tokenizer", dict]:
-    from .model import DualEncoder, EncoderConfig
+def load_model(folder: str | Path, verify_checksums: bool = True,
+               files: ModelFiles | None = None) -> tuple["DualEncoder", "Tokenizer", dict]:
+    """The folder's DualEncoder (eval mode), tokenizer and config; through `files` when the caller
+    has the folder open already (Encoder.load), so nothing is read twice."""
+    from .model import DualEncoder
     from .tokenizer import Tokenizer
 
     folder = Path(folder)
     derived = not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists()
-    if verify_checksums:
-        verify(folder, expected=[FILES["config"], ONNX_INT8 if derived else FILES["weights"], FILES["tokenizer"]])
-    config = read_config(folder)
-    model = DualEncoder(EncoderConfig.from_dict(config["model"]))
-    state = read_state(folder, config)
+    own = files is None
+    if own:
+        files = ModelFiles(folder, verify_checksums,
+                           expected=[FILES["config"], ONNX_INT8 if derived else FILES["weights"], FILES["tokenizer"]])
+    config, cfg = files.config()
+    model = DualEncoder(cfg)
+    state = read_state(files, config, cfg)
     try:
         missing, unexpected = model.load_state_dict(state, strict=False)
     except RuntimeError as e:  # shapes differ: config.json's d_model, max_len or vocab_size is not the weights'
@@ -239,14 +308,16 @@ def load_model(folder: str | Path, verify_checksums: bool = True) -> tuple["Dual
                         f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
     model.eval()
     if derived:
-        check_derived(model, folder / ONNX_INT8)
-    tokenizer = Tokenizer.load(folder / FILES["tokenizer"])
+        check_derived(model, folder / ONNX_INT8, files.read(ONNX_INT8))
+    tokenizer = Tokenizer.from_bytes(files.read(FILES["tokenizer"]), folder / FILES["tokenizer"])
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise UserError(f"{folder}: tokenizer has {tokenizer.vocab_size} pieces but the model expects {model.cfg.vocab_size}")
+    if own:
+        files.finish()
     return model, tokenizer, config
 
 
-def check_derived(model: "DualEncoder", graph: Path, min_cosine: float = 0.999) -> None:
+def check_derived(model: "DualEncoder", graph: Path, data: bytes | None = None, min_cosine: float = 0.999) -> None:
     """Float weights read out of an int8 graph must compute what the graph computes: a graph whose
     nodes do something else than its initializers say (swapped blocks, an extra node on the output)
     would otherwise give torch and ONNX vectors that silently disagree. Measured on the shipped
@@ -262,7 +333,7 @@ def check_derived(model: "DualEncoder", graph: Path, min_cosine: float = 0.999) 
     ids = rng.integers(5, cfg.vocab_size, size=(16, T)).astype(np.int64)
     mask = (np.arange(T)[None, :] < rng.integers(1, T + 1, size=16)[:, None]).astype(np.int64)
     ids *= mask
-    want = onnx_session(graph, threads=None).run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
+    want = onnx_session(graph, threads=None, data=data).run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
     with torch.inference_mode():
         got = model(torch.from_numpy(ids), torch.from_numpy(mask)).float().numpy()
     cos = (want * got).sum(1) / np.maximum(np.linalg.norm(want, axis=1) * np.linalg.norm(got, axis=1), 1e-12)
@@ -272,27 +343,27 @@ def check_derived(model: "DualEncoder", graph: Path, min_cosine: float = 0.999) 
                         "or re-download the model")
 
 
-def read_state(folder: Path, config: dict) -> dict:
-    """DualEncoder's state dict from either format (1: our names; 2: BERT's + edge_xsent.safetensors)."""
-    from safetensors.torch import load_file
+def read_state(files: ModelFiles, config: dict, cfg: "EncoderConfig") -> dict:
+    """DualEncoder's state dict from either format (1: our names; 2: BERT's + edge_xsent.safetensors),
+    or from the int8 graph where the folder ships no float weights."""
+    from safetensors.torch import load as load_tensors
 
     from . import hf
-    from .model import EncoderConfig
 
+    folder = files.folder
+    extra = FILES["extra_weights"]
     if not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists():  # one artifact: the int8 graph
         from .int8_weights import state_from_int8
 
-        extra = folder / FILES["extra_weights"]
-        derived = state_from_int8(folder / ONNX_INT8, EncoderConfig.from_dict(config["model"]))
-        head = load_file(str(extra)) if extra.exists() else {}
+        derived = state_from_int8(folder / ONNX_INT8, cfg, files.read(ONNX_INT8))
+        head = load_tensors(files.read(extra)) if (folder / extra).exists() else {}
         return {**{k: v for k, v in head.items() if k not in derived}, **derived}  # the graph's weights win
-    weights = load_file(str(folder / FILES["weights"]))
+    weights = load_tensors(files.read(FILES["weights"]))
     if config["format_version"] == 1:
         return weights
-    extra = folder / FILES["extra_weights"]
-    if not extra.exists():
-        raise UserError(f"{extra}: missing; the model folder is incomplete (re-export or re-download it)")
+    if not (folder / extra).exists():
+        raise UserError(f"{folder / extra}: missing; the model folder is incomplete (re-export or re-download it)")
     try:
-        return hf.from_bert(weights, load_file(str(extra)), EncoderConfig.from_dict(config["model"]))
+        return hf.from_bert(weights, load_tensors(files.read(extra)), cfg)
     except KeyError as e:
         raise UserError(f"{folder / FILES['weights']}: no tensor {e} (not this model's weights)") from e

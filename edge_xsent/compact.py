@@ -44,18 +44,19 @@ def save_calibration(folder: Path, ranges: dict) -> None:
         f.write(json.dumps(portable(ranges)) + "\n")  # its source names no home folder
 
 
-def load_calibration(folder: Path, dim: int) -> dict | None:
-    """The folder's int8 ranges, None when it has none; a malformed file is an error, never ignored."""
+def load_calibration(folder: Path, dim: int, data: bytes | None = None) -> dict | None:
+    """The folder's int8 ranges (`data`: the file's bytes, when the caller has read them), None when it
+    has none; a malformed file is an error, never ignored."""
     path = Path(folder) / CALIBRATION
-    if not path.exists():
+    if data is None and not path.exists():
         return None
     try:
-        ranges = json.loads(path.read_text())
+        ranges = json.loads(data if data is not None else path.read_bytes())
         lo, hi = np.asarray(ranges["min"], dtype=np.float64), np.asarray(ranges["max"], dtype=np.float64)
         ok = (ranges.get("format") == CALIBRATION_FORMAT and ranges.get("dim") == dim
               and lo.shape == hi.shape == (dim,) and bool(np.isfinite(lo).all() and np.isfinite(hi).all())
               and bool((lo < hi).all()))  # NaN or empty ranges would turn every code into 0 without a word
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError):
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError):
         ok = False
     if not ok:
         raise UserError(f"{path} is not a valid int8 calibration for {dim} dimensions: remake it with "

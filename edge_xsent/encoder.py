@@ -22,7 +22,7 @@ from typing import IO, Callable, Iterator, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from . import bundle, compact
+from . import bundle, compact, layout
 from .runtime import onnx_session
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
@@ -34,16 +34,20 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
 # it replaces (ORT profiler, onnxruntime 1.31, AVX-512 VNNI CPU). benchmarks/export_speed.py
 # measures both side by side.
 ORT_DISABLED = ["SkipLayerNormFusion"]
-ONNX_FILES = {"int8": bundle.ONNX_INT8, "int4": bundle.ONNX_INT4, "fp32": bundle.ONNX_FP32}  # precision -> file
+ONNX_FILES = {"int8": layout.ONNX_INT8, "int4": layout.ONNX_INT4, "fp32": layout.ONNX_FP32}  # precision -> file
 Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) mask -> (B, C)
 
 
-def _torch_backend(path: Path, threads: int | None) -> Backend:
+def _torch_backend(files: bundle.ModelFiles, threads: int | None) -> Backend:
     import torch
 
+    path = files.folder
+    if not (path / layout.FILES["weights"]).exists() and not (path / layout.ONNX_INT8).exists():
+        raise UserError(f"{path} has no {layout.FILES['weights']} (fp32 weights) nor an int8 graph to derive "
+                        "them from, for backend='torch': use backend='onnx', or load a model folder that has them")
     if threads:
         torch.set_num_threads(threads)
-    model, _, _ = bundle.load_model(path, verify_checksums=False)
+    model, _, _ = bundle.load_model(path, files=files)
     return _torch_run(model)
 
 
@@ -57,12 +61,13 @@ def _torch_run(model) -> Backend:
     return run
 
 
-def _onnx_backend(path: Path, threads: int | None, precision: str, session_options=None,
+def _onnx_backend(files: bundle.ModelFiles, threads: int | None, precision: str, session_options=None,
                   disabled_optimizers: Sequence[str] = ORT_DISABLED) -> Backend:
+    path = files.folder
     file = path / ONNX_FILES[precision]
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path} --int8`")
-    sess = onnx_session(file, threads, session_options, disabled_optimizers)
+    sess = onnx_session(file, threads, session_options, disabled_optimizers, data=files.read(ONNX_FILES[precision]))
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
@@ -77,24 +82,27 @@ def _probe(run: Backend, max_len: int, d_model: int, path: Path) -> None:
     try:
         out = run(np.ones((1, max_len), dtype=np.int64), np.ones((1, max_len), dtype=np.int64))
     except Exception as e:  # onnxruntime raises its own exception types  # noqa: BLE001
-        raise UserError(f"{path / bundle.FILES['config']}: max_len {max_len} does not fit the ONNX graph "
+        raise UserError(f"{path / layout.FILES['config']}: max_len {max_len} does not fit the ONNX graph "
                         f"({str(e).splitlines()[0][:200]}); re-export the model") from None
     if np.shape(out)[-1] != d_model:
-        raise UserError(f"{path / bundle.FILES['config']}: d_model {d_model}, but the ONNX graph gives vectors of "
+        raise UserError(f"{path / layout.FILES['config']}: d_model {d_model}, but the ONNX graph gives vectors of "
                         f"{np.shape(out)[-1]} dimensions: the config does not belong to this model; re-export it")
 
 
-def _torchscript_backend(path: Path, threads: int | None) -> Backend:
+def _torchscript_backend(files: bundle.ModelFiles, threads: int | None) -> Backend:
+    import io
+
     import torch
 
-    file = path / bundle.TS_FROZEN
+    path = files.folder
+    file = path / layout.TS_FROZEN
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path}`")
     if threads:
         torch.set_num_threads(threads)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        module = torch.jit.load(str(file), map_location="cpu")
+        module = torch.jit.load(io.BytesIO(files.read(layout.TS_FROZEN)), map_location="cpu")
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
@@ -108,10 +116,10 @@ def _auto_backend(path: Path, precision: str | None) -> tuple[str, str | None]:
     honoured (fp32: the fp32 ONNX graph, else float PyTorch weights: the folder's own, or derived from
     its int8 graph where it ships none, computed in fp32) or refused, never swapped."""
     if precision is None:
-        return ("onnx", "int8") if (path / bundle.ONNX_INT8).exists() else ("torch", None)
+        return ("onnx", "int8") if (path / layout.ONNX_INT8).exists() else ("torch", None)
     if (path / ONNX_FILES[precision]).exists():
         return "onnx", precision
-    if precision == "fp32" and ((path / bundle.FILES["weights"]).exists() or (path / bundle.ONNX_INT8).exists()):
+    if precision == "fp32" and ((path / layout.FILES["weights"]).exists() or (path / layout.ONNX_INT8).exists()):
         return "torch", None
     raise UserError(f"{path} has no {precision} model ({ONNX_FILES[precision]}): export one with "
                     f"`edge-xsent export {path} --out BUNDLE`" + (" --int4" if precision == "int4" else ""))
@@ -159,34 +167,31 @@ class Encoder:
         carry code) is refused unless the caller trusts the folder's author (`trust_code=True`)."""
         path = _check_load_args(path, backend, precision, threads, verify, session_options, disabled_optimizers,
                                 trust_code)
-        manifest = bundle.verify(path, expected=[bundle.FILES["config"], bundle.FILES["tokenizer"]]) if verify else None
-        config = bundle.read_config(path)
-        tok = Tokenizer.load(path / bundle.FILES["tokenizer"])
+        files = bundle.ModelFiles(path, verify, expected=[layout.FILES["config"], layout.FILES["tokenizer"]])
+        config, cfg = files.config()
+        tok = Tokenizer.from_bytes(files.read(layout.FILES["tokenizer"]), path / layout.FILES["tokenizer"])
         if backend == "auto":
             backend, precision = _auto_backend(path, precision)
         elif backend != "onnx" and precision not in (None, "fp32"):
             raise UserError(f"backend={backend!r} runs fp32 weights; precision={precision!r} needs backend='onnx' "
                             "(or 'auto')")
-        weights = {"torch": bundle.FILES["weights"], "torchscript": bundle.TS_FROZEN,
+        weights = {"torch": layout.FILES["weights"], "torchscript": layout.TS_FROZEN,
                    "onnx": ONNX_FILES[precision or "int8"]}[backend]
-        if manifest is not None:  # every file the backend reads was checked
-            bundle.require_listed(manifest, [f for f in _backend_files(path, backend, weights) if (path / f).exists()],
-                                  path)
+        if files.manifest is not None:  # every file the backend reads was checked
+            bundle.require_listed(files.manifest, [f for f in _backend_files(path, backend, weights)
+                                                   if (path / f).exists()], path)
         if backend == "torch":
-            if not (path / bundle.FILES["weights"]).exists() and not (path / bundle.ONNX_INT8).exists():
-                raise UserError(f"{path} has no {bundle.FILES['weights']} (fp32 weights) nor an int8 graph to derive "
-                                "them from, for backend='torch': use backend='onnx', or load a model folder that has them")
-            run = _torch_backend(path, threads)
+            run = _torch_backend(files, threads)
         elif backend == "onnx":
-            run = _onnx_backend(path, threads, precision or "int8", session_options, disabled_optimizers)
-            _probe(run, config["model"]["max_len"], config["model"]["d_model"], path)
+            run = _onnx_backend(files, threads, precision or "int8", session_options, disabled_optimizers)
+            _probe(run, cfg.max_len, cfg.d_model, path)
         else:
-            run = _torchscript_backend(path, threads)
+            run = _torchscript_backend(files, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
         enc = cls(run, tok, config, path, backend_name(backend, precision), path / weights)
-        if manifest is not None and (path / compact.CALIBRATION).exists():
-            bundle.require_listed(manifest, [compact.CALIBRATION], path)
-        enc.ranges = compact.load_calibration(path, enc.dim)
+        calibration = files.read(compact.CALIBRATION) if (path / compact.CALIBRATION).exists() else None
+        enc.ranges = compact.load_calibration(path, enc.dim, calibration)
+        files.finish()
         return enc
 
     def calibrate(self, sentences: Sequence[str], source: str = "given sentences") -> dict:
@@ -290,8 +295,8 @@ def _backend_files(path: Path, backend: str, weights: str) -> list[str]:
     """The files a backend reads besides config.json and tokenizer.model."""
     if backend != "torch":
         return [weights]
-    own = (path / bundle.FILES["weights"]).exists()
-    return [bundle.FILES["weights"] if own else bundle.ONNX_INT8, bundle.FILES["extra_weights"]]
+    own = (path / layout.FILES["weights"]).exists()
+    return [layout.FILES["weights"] if own else layout.ONNX_INT8, layout.FILES["extra_weights"]]
 
 
 def _check_items(sentences) -> list[str]:

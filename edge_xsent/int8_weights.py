@@ -31,16 +31,18 @@ def _shapes(cfg: EncoderConfig) -> dict[str, tuple[int, int]]:
     return {"qkv": (d, 3 * d), "proj": (d, d), "ff1": (d, f), "ff2": (f, d)}  # as the graph multiplies: x @ W^T
 
 
-def state_from_int8(graph: Path, cfg: EncoderConfig) -> dict:
+def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) -> dict:
     """DualEncoder's encoder weights (no generative head) from an int8 graph. The matmul weights
     carry generated names; they are matched to the blocks' linears by order, and each shape is
-    checked, so a graph of another model is an error, not wrong weights."""
+    checked, so a graph of another model is an error, not wrong weights. `data`: the graph's bytes,
+    when the caller has read them."""
     import onnx
     import torch
     from onnx import numpy_helper
 
     try:
-        inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(str(graph)).graph.initializer}
+        proto = onnx.load_from_string(data) if data is not None else onnx.load(str(graph))
+        inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
     except Exception as e:  # onnx raises its own types for a torn file  # noqa: BLE001
         raise UserError(f"{graph}: not a readable ONNX graph ({e})") from None
     state = {k[len("model."):]: torch.from_numpy(v.copy()) for k, v in inits.items()

@@ -9,9 +9,11 @@ from typing import Sequence
 from .errors import UserError
 
 
-def onnx_session(file: Path, threads: int | None, session_options=None, disabled_optimizers: Sequence[str] = ()):
-    """An onnxruntime session on `file`; a graph it cannot load (truncated, external data it refuses)
-    is a UserError naming the file, not onnxruntime's own exception."""
+def onnx_session(file: Path, threads: int | None, session_options=None, disabled_optimizers: Sequence[str] = (),
+                 data: bytes | None = None):
+    """An onnxruntime session on `file` (from `data`, its bytes, when the caller has read them); a
+    graph it cannot load (truncated, external data it refuses) is a UserError naming the file, not
+    onnxruntime's own exception."""
     import onnxruntime as ort
 
     opts = session_options or ort.SessionOptions()
@@ -19,7 +21,7 @@ def onnx_session(file: Path, threads: int | None, session_options=None, disabled
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
     try:
-        return ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"],
+        return ort.InferenceSession(str(file) if data is None else data, opts, providers=["CPUExecutionProvider"],
                                     disabled_optimizers=list(disabled_optimizers))
     except Exception as e:  # onnxruntime's own types: InvalidProtobuf, Fail, ...  # noqa: BLE001
         raise UserError(f"{file}: onnxruntime cannot load this graph ({str(e).splitlines()[0][:200]}); re-export "

@@ -41,8 +41,13 @@ class Tokenizer:
         path = Path(path)
         if not path.exists():
             raise UserError(f"{path}: tokenizer file missing")
+        return cls.from_bytes(path.read_bytes(), path)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, path: str | Path = "tokenizer.model") -> "Tokenizer":
+        """A tokenizer from a model file's bytes (a loader that read them already); `path` names it in errors."""
         try:
-            return cls(path.read_bytes())
+            return cls(data)
         except RuntimeError as e:
             raise UserError(f"{path}: not a valid SentencePiece model ({e})") from e
 
