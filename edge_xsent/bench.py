@@ -84,6 +84,28 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def parse_layers(layers: str, models: tuple[str, ...] = ()) -> tuple[list[int], dict[int, str]]:
+    """--layers "1,2,4,6" and --model LAYERS:FOLDER -> (depths, {depth: trained model folder})."""
+    try:
+        depth = [int(x) for x in layers.split(",") if x.strip()]
+        trained = {int(k): v for k, _, v in (m.partition(":") for m in models)}
+    except ValueError:
+        raise UserError("--layers takes integers like 1,2,4,6 and --model takes LAYERS:FOLDER") from None
+    if not depth or not all(1 <= d <= 24 for d in depth):
+        raise UserError(f"--layers {layers}: each depth must be between 1 and 24, e.g. 1,2,4,6")
+    return depth, trained
+
+
+def save_results(results: dict, out: Path, device: str) -> tuple[str, str]:
+    """The run's timestamped .md, .json and .png in `out`: (the markdown, a line saying what was saved)."""
+    kind = "gpu" if "gpu" in results["machine"] and device != "cpu" else "cpu"
+    base = Path(out) / f"bench-{kind}-{time.strftime('%Y%m%d-%H%M%S')}"
+    md = to_markdown(results)
+    write_report(base.with_suffix(".md"), md, results)
+    png = plot(results, base.with_suffix(".png"))
+    return md, f"saved {base}.json, .md" + (", .png" if png else " (pip install edge-xsent[plot] for the PNG)")
+
+
 def write_report(path: str | Path, markdown: str, data: dict | list) -> None:
     """A result as `path` (markdown, for people) and `path` with .json (for machines), atomically."""
     from .atomic import atomic_write

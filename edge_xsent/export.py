@@ -382,3 +382,13 @@ def model_card(config: dict, parity: dict, folder: Path) -> str:
                   "training.json) and on languages it was not trained on.",
         "footer": [licence_line] if licence_line else [],
     }) + "\n"
+
+
+def format_parity(parity: dict, out: Path) -> str:
+    """What `edge-xsent export` prints: each format's agreement with fp32 and the bundle's file sizes."""
+    lines = [f"{'format':12s} {'cos mean':>9s} {'cos min':>9s} {'XSR P@1':>8s}"]
+    lines += [f"{name:12s} {f['cosine_mean']:9.5f} {f['cosine_min']:9.5f} {100 * f['xsr_p1']:8.1f}"
+              for name, f in parity["formats"].items()]
+    lines += [f"{p.relative_to(out)}: {p.stat().st_size / 2**20:.1f} MB" for p in sorted(Path(out).rglob("*"))
+              if p.suffix in (".onnx", ".pt", ".ptl", ".safetensors")]
+    return "\n".join(lines + [f"wrote {out}/"])

@@ -6,13 +6,20 @@ import shutil
 
 import pytest
 import torch
-from click.testing import CliRunner
-
-from conftest import run_until, tiny_config
+from conftest import ROOT, run_until, tiny_config
 from edge_xsent import Encoder, carry
-from edge_xsent.cli import main
 from edge_xsent.errors import UserError
 from edge_xsent.train import checkpoint_path, load_checkpoint, refuse_own_result, train
+
+
+def carry_script(*args: str):
+    """scripts/carry.py as a process: (exit code, stdout + stderr)."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, str(ROOT / "scripts/carry.py"), *args], capture_output=True, text=True,
+                         timeout=300)
+    return res.returncode, res.stdout + res.stderr
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +28,9 @@ def carried(tmp_path_factory):
     root = tmp_path_factory.mktemp("carry")
     run = root / "run"
     run_until(tiny_config(run, max_steps=20, eval_every=5), 10)
-    res = CliRunner().invoke(main, ["carry", "save", str(run), str(root / "carried")])
-    assert res.exit_code == 0, res.output
-    assert "carried step 10" in res.output
+    code, out = carry_script("save", str(run), str(root / "carried"))
+    assert code == 0, out
+    assert "carried step 10" in out
     return run, root / "carried"
 
 
@@ -32,8 +39,8 @@ def test_a_lost_run_resumes_at_the_carried_step(carried, tmp_path):
     ckpt = load_checkpoint(checkpoint_path(run))
     assert (saved / carry.WEIGHTS).stat().st_size < checkpoint_path(run).stat().st_size / 2  # no Adam moments
     fresh_machine = tmp_path / "run"
-    res = CliRunner().invoke(main, ["carry", "restore", str(saved), str(fresh_machine)])
-    assert res.exit_code == 0, res.output
+    code, out = carry_script("restore", str(saved), str(fresh_machine))
+    assert code == 0, out
     back = load_checkpoint(checkpoint_path(fresh_machine))
     assert back["step"] == 10 and "optimizer" not in back
     assert back["model"].keys() == ckpt["model"].keys()
@@ -61,10 +68,10 @@ def test_restore_never_goes_back_and_a_damaged_carry_is_refused(carried, tmp_pat
 
 
 def test_carry_user_errors_exit_1_without_a_traceback(tmp_path):
-    res = CliRunner().invoke(main, ["carry", "save", str(tmp_path), str(tmp_path / "c")])
-    assert res.exit_code == 1 and "no checkpoint" in res.output and "Traceback" not in res.output
-    res = CliRunner().invoke(main, ["carry", "restore", str(tmp_path / "nothing"), str(tmp_path / "r")])
-    assert res.exit_code == 1 and "not a carried run" in res.output
+    code, out = carry_script("save", str(tmp_path), str(tmp_path / "c"))
+    assert code == 1 and "no checkpoint" in out and "Traceback" not in out
+    code, out = carry_script("restore", str(tmp_path / "nothing"), str(tmp_path / "r"))
+    assert code == 1 and "not a carried run" in out
 
 
 def test_a_finished_run_is_carried_as_its_model_and_is_not_trained_again(tmp_path):

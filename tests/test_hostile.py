@@ -23,13 +23,14 @@ SENTENCES = "Open the file\nSave the current document\nClose the window\n"
 
 
 def run(*args: str, stdin=None, input: bytes | None = None, limit_bytes: int | None = None, **kw):
-    """The CLI as a process; `limit_bytes` caps the size of any file it writes (a full disk, as
+    """The CLI as a process (or a script of the repository, named "@scripts/x.py"); `limit_bytes` caps the size of any file it writes (a full disk, as
     far as a writer can tell: each write past it fails with EFBIG)."""
     def cap():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
-    return subprocess.run([*CLI, *args], stdin=stdin, input=input, capture_output=True, cwd=kw.pop("cwd", None),
+    command = [sys.executable, str(ROOT / args[0][1:]), *args[1:]] if args and args[0].startswith("@") else [*CLI, *args]
+    return subprocess.run(command, stdin=stdin, input=input, capture_output=True, cwd=kw.pop("cwd", None),
                           preexec_fn=cap if limit_bytes else None, timeout=300, **kw)
 
 
@@ -149,7 +150,7 @@ COMMANDS = {
     "eval-md": ("pairs", ["eval", "xsr", "--model", "{model}", "--data", "{pairs}", "--md", "OUT"]),
     "debias": ("pairs", ["debias", "{model}", "--data", "{pairs}", "--out", "OUT"]),
     "export": ("model", ["export", "{model}", "--out", "OUT"]),
-    "carry-save": ("run", ["carry", "save", "{run}", "OUT"]),
+    "carry-save": ("run", ["@scripts/carry.py", "save", "{run}", "OUT"]),  # @: a lab script, not the CLI
     "train": ("recipe", ["train", "--config", "{recipe}", "--out", "OUT", "--max-steps", "2", "--quiet"]),
 }
 TARGETS = {

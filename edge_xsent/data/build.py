@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -285,10 +286,30 @@ def _key(text: str) -> str:
     return normalize(text).casefold()
 
 
-def corpus_stats(folder: Path) -> dict:
+def corpus_stats(folder: Path, with_build_report: bool = False) -> dict:
     """Pairs per language pair, split, domain and source, length percentiles (words), and
-    monolingual texts per language and source."""
+    monolingual texts per language and source; `with_build_report`: also the build's own report
+    (filters, duplicates) from stats.json, which only the build knows."""
     folder = Path(folder)
+    stats = _count_stats(folder)
+    if with_build_report and (folder / "stats.json").exists():
+        build_info = _saved_build_report(folder / "stats.json")
+        if build_info is not None:
+            stats["build"] = build_info
+    return stats
+
+
+def _saved_build_report(saved: Path) -> dict | None:
+    try:
+        build_info = json.loads(saved.read_text(encoding="utf-8")).get("build")
+    except (ValueError, AttributeError):  # torn, hand-edited, not an object
+        build_info = None
+        warnings.warn(f"{saved} is torn or not a JSON object: its build report is left out; rebuild the corpus "
+                      "(edge-xsent data build) to restore it")
+    return build_info if isinstance(build_info, dict) else None
+
+
+def _count_stats(folder: Path) -> dict:
     if not any((folder / f"{s}.tsv").exists() for s in SPLITS):
         raise UserError(f"{folder} is not a corpus folder: expected train.tsv, valid.tsv, test.tsv")
     counts: Counter = Counter()  # (domain, source, pair, split) -> pairs

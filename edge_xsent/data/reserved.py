@@ -178,6 +178,18 @@ def training_keys(folders: Iterable[Path]) -> set[str]:
     return keys
 
 
+def build_reserved_from_debian(out: Path, langs: list[str], cache: Path, offline: bool, exclude: Iterable[Path] = ()) -> dict:
+    """`edge-xsent data reserved`: the language codes checked, the reserved packages from Debian
+    (package lists only: no translation index is needed), then `build_reserved`."""
+    from .debian import check_lang_codes
+
+    lang_list = check_lang_codes(langs)
+    apt = AptCache(cache, offline=offline)
+    if not offline:
+        apt.update([])
+    return build_reserved(out, lang_list, apt, exclude)
+
+
 def build_reserved(out: Path, langs: list[str], cache: AptCache, exclude: Iterable[Path] = ()) -> dict:
     """The out-of-genre benchmark folder: test.tsv (corpus format, domain `reserved`), stats.json,
     PROVENANCE.md and the marker that keeps it out of training."""
