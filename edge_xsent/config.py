@@ -226,6 +226,7 @@ class TrainConfig:
         except tomllib.TOMLDecodeError as e:
             raise UserError(f"{path}: invalid TOML ({e})") from e
         overrides = dict(overrides or {})
+        ShipConfig.from_dict(raw.pop("ship", {}), str(path))  # train/ship.sh's steps after training: checked, not used here
         if not isinstance(raw.get("model", {}), dict):
             raise UserError(f"{path}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
                             f"on the next line), got {raw['model']!r}")
@@ -263,3 +264,28 @@ def portable(value):
     if isinstance(value, str) and (value == home or value.startswith(home + "/")):
         return "~" + value[len(home):]
     return value
+
+
+@dataclass
+class ShipConfig:
+    """A recipe's `[ship]` table: what train/ship.sh does between the run and its export, so the recipe
+    carries every step that made the shipped model. `edge-xsent train` checks it and ignores it."""
+
+    alpha: float | None = None  # ship start + alpha x (trained - start), WiSE-FT (train/interpolate.py); None ships the run as trained
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "ShipConfig":
+        TrainConfig.from_toml(path)  # the whole recipe is checked, [ship] included
+        return cls.from_dict(tomllib.loads(Path(path).read_text(encoding="utf-8")).get("ship", {}), str(path))
+
+    @classmethod
+    def from_dict(cls, raw, where: str = "config") -> "ShipConfig":
+        if not isinstance(raw, dict):
+            raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {raw!r}")
+        unknown = set(raw) - {"alpha"}
+        if unknown:
+            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: ['alpha']")
+        alpha = raw.get("alpha")
+        if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1):
+            raise UserError(f"{where}: [ship] alpha must be a number in (0, 1], got {alpha!r}")
+        return cls(alpha=None if alpha is None else float(alpha))

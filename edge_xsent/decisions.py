@@ -42,7 +42,7 @@ def teacher_loss(scores: dict[str, float]) -> str:
     return "cos" if "cos" in scores and scores[best] - scores["cos"] < LOSS_TIE_POINTS else best
 
 
-# train/general-default.md: the general-domain default (issue 18).
+# studies/shipping-history/general-default.md: the general-domain default (issue 18).
 SOFTWARE_MIN_P1 = 95.0  # software test split, int8, mean of the 16 directions
 INT8_MAX_MB = 10.0
 SPEED_MIN_RATIO = 2.0  # sentences/s against USE-m's, same sentences, 1 thread, one run
@@ -106,7 +106,7 @@ def int8_variant(rows: dict[str, dict]) -> str:
     return max(near, key=lambda k: keeps[k]["sentences_per_s"])
 
 
-# train/out-of-genre-default.md: the default chosen on genres it never trained on (issue 29).
+# studies/shipping-history/out-of-genre-default.md: the default chosen on genres it never trained on (issue 29).
 OOG_AGREEMENT_WEIGHT = 0.3  # the score: 0.7 x reserved-source P@1 + 0.3 x teacher neighbour agreement
 OOG_SOFTWARE_MIN_P1 = 95.0  # software test split, int8, mean of the 16 directions
 OOG_GENERAL_MIN_P1 = 87.4  # corpus-g general test split, int8, mean of the 16 directions
@@ -143,7 +143,7 @@ def oog_default(rows: dict[str, dict], current: str) -> str:
     return min(near, key=lambda k: (ok[k]["int8_mb"], -ok[k]["score"]))
 
 
-# train/multilingual-default.md: the next default, every language the data reaches.
+# studies/shipping-history/multilingual-default.md: the next default, every language the data reaches.
 CLAIM_MIN_PAIRS = 10_000  # general-domain train pairs a language needs to be claimed
 CLAIM_MIN_P1 = 80.0  # and its general test P@1 (int8, both directions with English)
 MIN_CLAIMED = 20

@@ -8,6 +8,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from edge_xsent.data.corpus import CORPUS_HEADER, read_pairs, write_header, write_pair
 from edge_xsent.data.reserved import MARKER
 
@@ -107,7 +109,9 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     small = tmp_path / "small.json"  # `eval oog --min-pairs 50 --below 100`: th has only a small pool
     small.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->th": 0.9, "th->en": 0.9}}}}))
     good_fig = json.loads(good.read_text())
-    good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}, "recipe": "train/good.toml"}))
+    recipe = tmp_path / "good.toml"
+    recipe.write_text('data = "sample"\n')
+    good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}, "recipe": str(recipe)}))
     ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem), "--peers", str(e5),
             "--small-pools", str(small),
             "--decision", str(tmp_path / "decision.md"), "--out", str(tmp_path / "default")]
@@ -128,8 +132,8 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     assert "| good | 21 |" in card and "**ships**" in card
     assert "- Objective: `" in card and "the best validation checkpoint, step" in card
     # the card names the winner's own recipe (figures.py --recipe), not --recipe's default
-    assert "Recipe `train/good.toml`" in card and "`edge-xsent train --config train/good.toml`" in card
-    assert "train/default.toml" not in card and "interpolate.py" not in card
+    assert f"Recipe `{recipe}`" in card and f"Reproduce: `train/ship.sh {recipe}` (train, debias" in card
+    assert "studies/shipping-history/default.toml" not in card and "interpolate.py" not in card
     enc = Encoder.load(out)  # config.json's langs: what the card claims (th is thin); training.json: what it saw
     assert enc.langs == ["en", "de", "fr", *(f"l{i:02d}" for i in range(19))]
     assert json.loads((out / FILES["training"]).read_text())["langs"] == json.loads(
@@ -155,8 +159,31 @@ def test_an_interpolated_winner_says_how_to_rebuild_it():
     lines = "\n".join(ship.training_lines("train/m1.toml", training, 3))
     assert "start + 0.75 x (trained - start)" in lines and "train/interpolate.py train/m1.toml --alpha 0.75" in lines
     again = ship.reproduce_line("train/m1.toml", training["interpolated"])
-    assert "--alpha 0.75 --out ~/edge-xsent-runs/interpolated-a75` and `train/finish.sh ~/edge-xsent-runs/interpolated-a75`" in again
+    assert "`train/ship.sh train/m1.toml` (train, interpolate to alpha 0.75, debias" in again
     assert ship.interpolation_lines({"step": 900}) == []  # a plain run: the recipe is enough
+
+
+def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(tiny_model, tmp_path):
+    """The card's one command must rebuild what ships: a recipe without the winner's [ship] alpha is refused."""
+    import shutil
+
+    from edge_xsent.bundle import refresh_manifest
+    from edge_xsent.errors import UserError
+    from edge_xsent.layout import FILES
+
+    ship = script_module("train/ship.py")
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    record = json.loads((model / FILES["training"]).read_text())
+    (model / FILES["training"]).write_text(json.dumps({**record, "interpolated": {"alpha": 0.75, "recipe": "r"}}))
+    refresh_manifest(model, [FILES["training"]])
+    plain, carried = tmp_path / "plain.toml", tmp_path / "carried.toml"
+    plain.write_text('data = "sample"\n')
+    carried.write_text('data = "sample"\n\n[ship]\nalpha = 0.75\n')
+    with pytest.raises(UserError, match=r"\[ship\] alpha is None, but the winner was interpolated with alpha 0.75"):
+        ship.check_rebuildable(str(plain), model)
+    ship.check_rebuildable(str(carried), model)
+    ship.check_rebuildable(str(plain), tiny_model)  # a plain run, a plain recipe
 
 
 def test_the_card_says_which_weights_a_run_kept():

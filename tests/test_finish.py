@@ -93,3 +93,29 @@ def test_check_scores_a_runs_model_before_and_after_debias(tiny_run, tmp_path):
     missing = subprocess.run(["bash", str(ROOT / "train/check.sh"), str(tmp_path / "none"), "x", str(out)], cwd=ROOT,
                              env=env, capture_output=True, text=True)
     assert missing.returncode != 0 and "no model folder yet" in missing.stderr
+
+
+def test_ship_sh_trains_then_interpolates_by_the_recipe_and_resumes(tiny_model, tmp_path):
+    """train/ship.sh, the card's one command, up to its interpolation ([ship] alpha): the steps after it
+    are train/finish.sh's, tested above."""
+    run = tmp_path / "run"
+    recipe = tmp_path / "shipped.toml"
+    recipe.write_text(f'data = "sample"\nout = "{run}"\ninit = "{tiny_model}"\nbatch_size = 32\nlr = 0.003\n'
+                      "warmup_steps = 2\nmax_steps = 6\neval_every = 6\ncheckpoint_every = 6\nvalid_pairs = 200\n"
+                      "threads = 1\n\n[model]\nvocab_size = 1000\nn_layers = 1\nd_model = 48\nn_heads = 4\nd_ff = 96\n"
+                      "max_len = 32\n\n[ship]\nalpha = 0.5\n")
+    cmd = ["bash", str(ROOT / "train/ship.sh"), str(recipe)]
+    env = {**os.environ, "STOP_AFTER": "interpolate"}
+    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    mixed = tmp_path / "run-a0.5" / "model"
+    record = json.loads((mixed / "training.json").read_text())["interpolated"]
+    assert record["alpha"] == 0.5 and record["recipe"] == str(recipe)
+    stamp = (mixed / "manifest.json").stat().st_mtime_ns
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (mixed / "manifest.json").stat().st_mtime_ns == stamp  # a finished run and a newer mix: nothing redone
+    bad = tmp_path / "bad.toml"
+    bad.write_text(recipe.read_text().replace("alpha = 0.5", "alpha = 2"))
+    refused = subprocess.run(["bash", str(ROOT / "train/ship.sh"), str(bad)], cwd=ROOT, capture_output=True, text=True)
+    assert refused.returncode == 1 and "[ship] alpha must be a number in (0, 1]" in refused.stderr

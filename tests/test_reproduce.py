@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -53,12 +52,12 @@ def test_the_shipped_recipe_starts_from_its_pinned_model(tmp_path):
     if not has_history(commit):
         pytest.skip(f"a shallow clone lacks {commit}: the recipe then says to git fetch --unshallow")
     card = (ROOT / "edge_xsent/resources/default-model/README.md").read_text()
-    assert f"edge-xsent train --config {path}`" in card
+    assert f"Reproduce: `train/ship.sh {path}`" in card  # the one command, run here up to its first step
     # Its corpus takes an hour of apt downloads to build: the shipped sample (no monolingual text) stands in, one step.
-    env = {**os.environ, "HOME": str(tmp_path)}  # nothing from this machine's runs or caches
-    done = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "train", "--config", path, "--data",
-                           "sample", "--out", str(tmp_path / "run"), "--max-steps", "1", "--threads", "1",
-                           "--eval-every", "1", "--mono-batch-size", "0"], cwd=ROOT, capture_output=True, text=True, env=env)
+    env = {**os.environ, "HOME": str(tmp_path), "STOP_AFTER": "train"}  # nothing from this machine's runs or caches
+    done = subprocess.run(["bash", "train/ship.sh", path, "--data", "sample", "--out", str(tmp_path / "run"),
+                           "--max-steps", "1", "--threads", "1", "--eval-every", "1", "--mono-batch-size", "0"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     training = json.loads((tmp_path / "run/model/training.json").read_text())
     assert training["step"] == 1 and training["train_config"]["init"] == recipe["init"]

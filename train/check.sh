@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An early check of a long run (train/multilingual-default.md: checks decide nothing): the run's model folder
+# An early check of a long run (studies/shipping-history/multilingual-default.md: checks decide nothing): the run's model folder
 # as it stands (what its keep_model keeps: the best validation so far, or the newest), fp32, scored on `oog` and `oog-m1` before and after
 # `debias --rank auto`, into OUT/NAME.json and OUT/NAME-debiased.json (train/figures.py files).
 # Usage: train/check.sh RUN NAME [OUT]     e.g. train/check.sh ~/edge-xsent-runs/m1-extend-bypair bypair-10000

@@ -1,4 +1,4 @@
-"""One figures file per candidate for the next default (train/multilingual-default.md): every number
+"""One figures file per candidate for the next default (studies/shipping-history/multilingual-default.md): every number
 its rule and its card read, measured on one model folder and written to one JSON file.
 
     python train/figures.py RUN/bundle --name m1-long --data ~/edge-xsent-data/corpus-m1 \

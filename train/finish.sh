@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# A finished run of the next default made a candidate (train/multilingual-default.md): debias, export
+# A finished run of the next default made a candidate (studies/shipping-history/multilingual-default.md): debias, export
 # int8, calibrate, then every figure its rule and its card read (train/figures.py), then the rule
 # (train/ship.py), which writes its table and ships the winner, if any.
 # Resumable: a step whose output is newer than its input is not redone, and figures.py goes on at its
 # next part. Run it with nothing else on the machine: the speed part is timed.
-# Usage: train/finish.sh RECIPE|RUN [...]      e.g. train/finish.sh train/m1-extend.toml ~/edge-xsent-runs/m1-extend-a50
+# Usage: train/finish.sh RECIPE|RUN [...]      e.g. train/finish.sh studies/shipping-history/m1-extend.toml ~/edge-xsent-runs/m1-extend-a50
 #        DATA=... OOG=... OOG_WIDE=... CORPUS_G=... change the benchmarks (defaults: figures.py's);
 #        PARTS=general,oog measures only those parts; RESULTS=DIR keeps the figures and the table there
 #        (default benchmarks/results/candidates, which holds shipped.json, the model shipped now)
@@ -29,7 +29,7 @@ for recipe in "$@"; do  # a recipe, or a run folder
   run=$(cfg "$recipe" out); data=$(cfg "$recipe" data); name=$(basename "$run")
   [ -f "$run/model/manifest.json" ] || { echo "$recipe: no trained model in $run/model; train it first" >&2; exit 1; }
   # Project out the language-identity directions the shared encoder learns (edge_xsent/debias.py), as
-  # many as the language means' spectrum shows (train/multilingual-default.md: --rank auto).
+  # many as the language means' spectrum shows (studies/shipping-history/multilingual-default.md: --rank auto).
   fresh "$run/model-debiased/manifest.json" "$run/model/manifest.json" ||
     $x debias "$run/model" --data "$data" --out "$run/model-debiased" --rank auto
   fresh "$run/bundle/manifest.json" "$run/model-debiased/manifest.json" ||

@@ -1,4 +1,4 @@
-"""Ship the next default by its rule (train/multilingual-default.md), reading one figures file per
+"""Ship the next default by its rule (studies/shipping-history/multilingual-default.md), reading one figures file per
 candidate (train/figures.py) and nothing found by name.
 
     python train/ship.py --shipped benchmarks/results/candidates/shipped.json \
@@ -201,7 +201,7 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
                          "multilingual-e5-small on the same pools; † a language no reserved source holds 100 pairs of, "
                          "scored on its pools of 50-99 pairs (easier); * a language the peer was not trained on. "
                          "P@1 in %.", "", *language_table(fig, peers, small), "",
-                         "## How it was chosen", "", "The rule written before the runs: `train/multilingual-default.md`.",
+                         "## How it was chosen", "", "The rule written before the runs: `studies/shipping-history/multilingual-default.md`.",
                          "", *table, ""],
         "sizes": sizes,
         "sizes_note": "The int8 graph ships; float weights, where a tool needs them, are derived from it on load "
@@ -213,13 +213,24 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
                    *([licence_line, ""] if licence_line else [])]})
 
 
+def check_rebuildable(recipe: str, bundle: Path) -> None:
+    """The card's Reproduce line is `train/ship.sh RECIPE`: the recipe must carry every step that made the
+    winner, its interpolation included ([ship] alpha), or the command would rebuild another model."""
+    from edge_xsent.bundle import read_training
+    from edge_xsent.config import ShipConfig
+
+    mixed = read_training(bundle).get("interpolated")
+    alpha = ShipConfig.from_toml(recipe).alpha
+    if (mixed or {}).get("alpha") != alpha:
+        raise UserError(f"{recipe}: its [ship] alpha is {alpha}, but the winner was interpolated with alpha "
+                        f"{(mixed or {}).get('alpha')}: set `[ship] alpha` to match, so train/ship.sh {recipe} rebuilds it")
+
+
 def reproduce_line(recipe: str, mixed: dict | None) -> str:
-    """The commands that rebuild the shipped model: train, (move back toward the start,) finish."""
-    if not mixed:
-        return f"Reproduce: `edge-xsent train --config {recipe}`, then `train/finish.sh {recipe}` (debias, export, figures, this rule)."
-    run = f"~/edge-xsent-runs/interpolated-a{round(100 * mixed['alpha'])}"
-    return (f"Reproduce: `edge-xsent train --config {recipe}`, then `python train/interpolate.py {recipe} --alpha "
-            f"{mixed['alpha']:g} --out {run}` and `train/finish.sh {run}` (debias, export, figures, this rule).")
+    """The one command that rebuilds the shipped model from its recipe (train/ship.sh); an interpolated
+    winner's recipe must carry its alpha in [ship], or the command would rebuild another model."""
+    step = f" (train, interpolate to alpha {mixed['alpha']:g}," if mixed else " (train,"
+    return f"Reproduce: `train/ship.sh {recipe}`{step} debias, export, figures, this rule)."
 
 
 def supported(config: Path, claimed: list[str]) -> None:
@@ -269,7 +280,7 @@ def main() -> None:
                          "oog-m1-e5-small.json in benchmarks/results)")
     ap.add_argument("--small-pools", type=Path, default=ROOT / "benchmarks/results/oog-m1-small-pools.json",
                     help="the peers on the small pools (`eval oog --min-pairs 50 --below 100`), for the card")
-    ap.add_argument("--recipe", default="train/default.toml",
+    ap.add_argument("--recipe", default="train/shipped.toml",
                     help="the winner's recipe, where its figures do not name one (figures.py --recipe)")
     ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
@@ -292,6 +303,7 @@ def main() -> None:
         return
     winner = next(f for f in candidates if f["name"] == pick)
     recipe = winner.get("recipe") or args.recipe
+    check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser())
     ship(winner, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe)
     print(f"shipped {pick} -> {args.out}; table: {args.decision}")
 

@@ -1,10 +1,10 @@
 """The out-of-genre levers table: each lever a recipe in train/, scored by the result files that
-`train/make_default.sh RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
+`studies/shipping-history/make_default.sh RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
 
     python studies/oog-levers/oog_levers.py            # -> benchmarks/results/oog-levers.md
 
 Columns: `edge-xsent eval oog --data oog` per reserved source, reserved P@1, teacher agreement and
-the score of train/out-of-genre-default.md, then corpus-g's general and software test P@1 (int8,
+the score of studies/shipping-history/out-of-genre-default.md, then corpus-g's general and software test P@1 (int8,
 16 directions), the rule's constraints. A lever whose results are missing is listed as not run.
 """
 
@@ -53,7 +53,7 @@ LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     "oog-dict-vocab48k": ("studies/oog-levers/oog-dict-vocab48k.toml",
                           "oog-dict-cos with a 48,000-piece vocabulary trained on corpus-g5 (the start's rows "
                           "carried over by the text of each piece), int8 file +4 MB"),
-    "oog-vocab48k-long": ("train/default.toml",
+    "oog-vocab48k-long": ("studies/shipping-history/default.toml",
                           "oog-dict-vocab48k continued for 14,000 more steps (4 x an arm's budget), over several "
                           "sittings"),
 }
@@ -112,9 +112,9 @@ def main() -> None:
     out = args.out or args.results / "oog-levers.md"
     with atomic_write(out) as f:
         f.write(f"# Out-of-genre levers\n\n`python studies/oog-levers/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
-                "is its recipe run by `train/make_default.sh`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
+                "is its recipe run by `studies/shipping-history/make_default.sh`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
                 "general and software: corpus-g's test splits, 16 directions). The rule that ships one: "
-                "`train/out-of-genre-default.md`.\n\n" + text + "\n")
+                "`studies/shipping-history/out-of-genre-default.md`.\n\n" + text + "\n")
     print(text)
 
 

@@ -9,7 +9,7 @@ from edge_xsent.config import TrainConfig
 from edge_xsent.train import load_texts
 from edge_xsent.data.corpus import pair_langs
 from edge_xsent.batches import BatchPlan
-cfg = TrainConfig.from_toml("train/m1-extend-bypair.toml")
+cfg = TrainConfig.from_toml("train/shipped.toml")
 rows = load_texts(cfg, "train")
 langs = pair_langs(rows); lid = {l: i for i, l in enumerate(langs)}
 groups = np.array([lid[r.lang_a] * 1000 + lid[r.lang_b] for r in rows])

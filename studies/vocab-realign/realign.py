@@ -75,7 +75,7 @@ def realign(recipe: str, steps: int, batch: int, lr: float, n_texts: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--recipe", default="train/m1-long.toml")
+    ap.add_argument("--recipe", default="studies/shipping-history/m1-long.toml")
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)

