@@ -15,6 +15,7 @@ from edge_xsent import Encoder
 from edge_xsent.bundle import FILES, load_model
 from edge_xsent.hf import from_bert, projection, to_bert, transformers_encode
 from edge_xsent.model import DualEncoder, EncoderConfig
+from edge_xsent.text import normalize
 from edge_xsent.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,7 +119,7 @@ def test_tokenizers_gives_sentencepiece_ids(folder, tiny_model):
 
 def test_automodel_gives_the_encoder_vectors(tiny_debiased):
     pytest.importorskip("transformers")
-    texts = sample_sentences(64) + [t for t in EDGE_CASES if t.strip()][:20]
+    texts = sample_sentences(64) + [t for t in EDGE_CASES if normalize(t)][:20]  # not empty once normalised (a lone BOM is)
     ours = Encoder.load(tiny_debiased, backend="torch").encode(texts, normalize=False)
     assert min_cosine(transformers_encode(tiny_debiased, texts), ours) >= 0.99999
 
