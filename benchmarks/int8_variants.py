@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
-from edge_xsent.bundle import MANIFEST, ONNX_FP32, ONNX_INT8, load_model, write_manifest
+from edge_xsent.bundle import load_model, write_manifest
+from edge_xsent.layout import MANIFEST, ONNX_FP32, ONNX_INT8
 from edge_xsent.config import INT8_WEIGHTS
 from edge_xsent.data.corpus import Pair, read_corpus_split
 from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .atomic import atomic_write
-from .bundle import CALIBRATION
+from .layout import CALIBRATION
 from .config import portable
 from .errors import UserError
 

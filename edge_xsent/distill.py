@@ -1,5 +1,6 @@
 """Distillation's data: the teacher's vectors of a run's texts (its cache in teacher.py), attached to
-the tokenised pairs and monolingual texts that a training step reads.
+the tokenised pairs and monolingual texts that a training step reads; and the token-level teacher
+(TokenTeacher), which runs beside the student instead, since token states are too many to cache.
 """
 
 from __future__ import annotations
@@ -60,3 +61,34 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
 def _barrier(world: int) -> None:
     if world > 1 and dist.is_initialized():
         dist.barrier()
+
+
+class TokenTeacher(torch.nn.Module):
+    """e5-small, frozen, reading the student's own pieces (mapped to e5's ids: a student pruned from it
+    keeps e5's piece strings; a byte piece becomes e5's <unk>), no prefix and no <s> ... </s>, so both
+    see the same tokens. `pairs`: (student block, e5 block) whose token states are matched."""
+
+    def __init__(self, model, id_map: torch.Tensor, pairs: list[tuple[int, int]]):
+        super().__init__()
+        self.model, self.pairs = model, pairs
+        self.register_buffer("id_map", id_map, persistent=False)
+
+    @classmethod
+    def for_student(cls, tok: Tokenizer, n_layers: int, token_layers: list[int] | None) -> "TokenTeacher":
+        from .e5 import load_e5, our_id, read_e5
+
+        f = read_e5()
+        by_piece = {p: our_id(i) for i, p in enumerate(f.pieces)}
+        unk = our_id(f.specials["unk"])
+        pieces = [tok.sp.id_to_piece(i) for i in range(tok.vocab_size)]
+        specials = {0: our_id(f.specials["pad"]), 1: unk}
+        id_map = torch.tensor([specials.get(i, by_piece.get(p, unk)) for i, p in enumerate(pieces)], dtype=torch.long)
+        layers = token_layers if token_layers is not None else [-1] * (n_layers - 1) + [f.n_layers - 1]
+        model, _ = load_e5(layers=range(max(layers) + 1))
+        return cls(model, id_map, [(i, j) for i, j in enumerate(layers) if j >= 0])
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        """The teacher's (B, T, C) token states at each pair's e5 block, in `pairs` order."""
+        with torch.no_grad():
+            states = self.model.encode_layers(self.id_map[ids], mask)
+        return [states[j] for _, j in self.pairs]

@@ -262,7 +262,7 @@ def _check_load_args(path, backend, precision, threads, verify, session_options,
     from .threads import check_threads
 
     if path is None:
-        if not (DEFAULT_MODEL / bundle.MANIFEST).exists():
+        if not (DEFAULT_MODEL / layout.MANIFEST).exists():
             raise UserError(f"no default model at {DEFAULT_MODEL}; pass the path of a model folder or bundle")
         path = DEFAULT_MODEL
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):

@@ -313,6 +313,18 @@ def out_of_genre(pairs: Sequence[Pair], embed: Embed, max_pairs: int = 1000, max
     return results
 
 
+def out_of_genre_means(retrieval: dict[str, dict[str, float]]) -> dict:
+    """An out_of_genre result in points: the mean over every cell (source x direction), and per language
+    (both directions with English, every source): what a candidate's figures and the layer table read."""
+    cells = [v for d in retrieval.values() for v in d.values()]
+    by_lang: dict[str, list[float]] = {}
+    for directions in retrieval.values():
+        for direction, v in directions.items():
+            by_lang.setdefault(direction.replace("en->", "").replace("->en", ""), []).append(v)
+    return {"mean": round(100 * sum(cells) / len(cells), 2),
+            "by_language": {l: round(100 * sum(v) / len(v), 2) for l, v in sorted(by_lang.items())}}
+
+
 def neighbour_agreement(texts: Sequence[str], student: np.ndarray, teacher: np.ndarray, k: int = 10) -> float:
     """Mean share of each text's k nearest neighbours (itself excluded) that student and teacher
     agree on: how much of the teacher's sense of similarity the student keeps, with no translation."""

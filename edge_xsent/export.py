@@ -31,8 +31,8 @@ import torch.nn as nn
 
 from . import __version__
 from .atomic import atomic_dir
-from .bundle import (CARD, FILES, FORMAT, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE, load_model, pad_batch,
-                     read_training, save_model, write_manifest)
+from .bundle import load_model, pad_batch, read_training, save_model, write_manifest
+from .layout import CARD, FILES, FORMAT, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
 from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS
 from .data.corpus import Pair, read_pairs
 from .errors import UserError

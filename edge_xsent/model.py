@@ -78,15 +78,22 @@ class DualEncoder(nn.Module):
 
     def encode_tokens(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T) ids and 0/1 mask -> (B, T, C) last-layer states."""
+        return self.encode_layers(ids, mask)[-1]
+
+    def encode_layers(self, ids: torch.Tensor, mask: torch.Tensor) -> list[torch.Tensor]:
+        """(B, T) ids and 0/1 mask -> every block's (B, T, C) states, first to last (token-level
+        distillation reads the inner ones)."""
         T = ids.shape[1]
         pos = torch.arange(T, device=ids.device)
         x = self.drop(self.emb_ln(self.tok_emb(ids) + self.pos_emb(pos)))
         # Additive bias (B, 1, 1, T): padded keys get -inf-like scores. Float, not bool, so a
         # row of only padding (an empty sentence) stays finite instead of becoming NaN.
         attn_bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        states = []
         for block in self.blocks:
             x = block(x, attn_bias)
-        return x
+            states.append(x)
+        return states
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Sentence vectors (B, C): masked mean of the last layer over real tokens, minus their

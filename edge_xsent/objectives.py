@@ -251,6 +251,15 @@ def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", te
     raise ValueError(f"unknown distillation loss {kind!r}; choose from {', '.join(DISTILL_LOSSES)}")
 
 
+def token_loss(student: Sequence[torch.Tensor], teacher: Sequence[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    """TinyBERT's hidden-state loss: the mean squared distance of each student block's (B, T, C) token
+    states to its teacher block's, over real tokens only (mask (B, T)); the mean of the block pairs."""
+    w = mask.float()[..., None]
+    n = (w.sum() * student[0].shape[-1]).clamp(min=1.0)
+    terms = [((s.float() - t.float()) ** 2 * w).sum() / n for s, t in zip(student, teacher, strict=True)]
+    return sum(terms) / len(terms)
+
+
 # ----------------------------------------------------------------------------- the mix a training step minimises
 
 def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
@@ -266,9 +275,11 @@ class Objective(nn.Module):
     """Wraps the encoder so that one forward computes every loss (what DDP needs)."""
 
     def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0,
-                 start: DualEncoder | None = None, anchored: torch.Tensor | None = None):
+                 start: DualEncoder | None = None, anchored: torch.Tensor | None = None,
+                 token_teacher: nn.Module | None = None):
         """`start`, `anchored` (anchor_weight): the run's first weights, frozen, and a (n_langs,) bool
-        of the languages whose sentences keep their vectors from it."""
+        of the languages whose sentences keep their vectors from it. `token_teacher` (token_weight):
+        distill.TokenTeacher, frozen, with the student blocks it is mapped to (`pairs`)."""
         super().__init__()
         self.model, self.cfg = model, cfg
         self.register_buffer("avoid", avoid, persistent=False)
@@ -280,16 +291,19 @@ class Objective(nn.Module):
                 self.teacher_proj.bias.zero_()
         self.start = start.requires_grad_(False).eval() if start is not None else None
         self.register_buffer("anchored", anchored, persistent=False)
+        self.token_teacher = token_teacher.requires_grad_(False).eval() if token_teacher is not None else None
 
     def train(self, mode: bool = True) -> "Objective":
         super().train(mode)
-        if self.start is not None:  # the anchor's targets never see dropout
-            self.start.eval()
+        for frozen in (self.start, self.token_teacher):  # the anchor's and the teacher's targets never see dropout
+            if frozen is not None:
+                frozen.eval()
         return self
 
     def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
         m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
         a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
+        states = None  # every block's token states of the unmasked pair, where a branch computes them
         lang = (lambda x: x) if m.lang_emb is not None else (lambda x: None)
         losses: dict[str, torch.Tensor] = {}
 
@@ -337,7 +351,11 @@ class Objective(nn.Module):
                 ids, w = _stack_supports(tgt_u, tgt_v)
                 losses["gen"] = self.generative_kl(torch.cat([u, v]), lang(torch.cat([lb, la])), ids, w, gen)
         else:
-            u, v = m(a, am), m(b, bm)
+            if self.token_teacher is not None:  # the token loss reads the inner blocks of this very forward
+                states = (m.encode_layers(a, am), m.encode_layers(b, bm))
+                u, v = (m.remove_language(mean_pool(x[-1], k)) for x, k in zip(states, (am, bm)))
+            else:
+                u, v = m(a, am), m(b, bm)
             seen = (a, b)
             if cfg.objective == "xtr":
                 losses["gen"] = 0.5 * (
@@ -362,6 +380,9 @@ class Objective(nn.Module):
         if self.start is not None:
             losses["anchor"] = self.anchor((u, seen[0], am, la), (v, seen[1], bm, lb))
             total = total + cfg.anchor_weight * losses["anchor"]
+        if self.token_teacher is not None:
+            losses["token"] = self.token_distill(((a, am), (b, bm)), states)
+            total = total + cfg.token_weight * losses["token"]
         losses["total"] = total
         return losses
 
@@ -393,6 +414,15 @@ class Objective(nn.Module):
             terms.append(distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
         return sum(terms) / len(terms)
 
+
+    def token_distill(self, sides, states=None) -> torch.Tensor:
+        """Both sides' mapped student blocks towards e5-small's on the same pieces; a branch that ran the
+        unmasked pair gives its `states`, else the student reads it once more."""
+        pairs, terms = self.token_teacher.pairs, []
+        for k, (ids, mask) in enumerate(sides):
+            ours = states[k] if states is not None else self.model.encode_layers(ids, mask)
+            terms.append(token_loss([ours[i] for i, _ in pairs], self.token_teacher(ids, mask), mask))
+        return sum(terms) / len(terms)
 
     def anchor(self, *sides: tuple[torch.Tensor, ...]) -> torch.Tensor:
         """Each side's (vectors, the ids the encoder read, mask, language ids): the rows in an

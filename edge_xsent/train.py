@@ -42,7 +42,7 @@ from .tokenizer import Tokenizer
 from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run_folder,  # noqa: F401  (re-exported)
                         checkpoint_path, finished_summary, load_checkpoint, lock_run, open_log, read_log,
                         read_summary, save_checkpoint, trained_config, training_bytes, training_minutes)
-from .distill import _barrier, attach_teacher  # noqa: F401  (re-exported)
+from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
 from .warmstart import (GIT_INIT, GIT_MODEL_PATH, INIT_CACHE, TRAIN_TOKENIZER, WARM_START_FIELDS,  # noqa: F401  (re-exported)
                         check_pinned_start, init_dir, load_init_weights, model_from_git, refuse_own_result, stack_layers,
                         start_dir, transfer_vocabulary, widen_ffn)
@@ -188,14 +188,16 @@ class Trainer:
     loop, the benchmark and every timer call `step`, so all of them time the same work."""
 
     def __init__(self, cfg: TrainConfig, model: DualEncoder, avoid: torch.Tensor, device: torch.device,
-                 teacher_dim: int = 0, world: int = 1, local_rank: int = 0, anchor: Anchor | None = None):
-        """`avoid`: (V,) bool, pieces SMLM never masks (`punctuation_pieces(tokenizer)`)."""
+                 teacher_dim: int = 0, world: int = 1, local_rank: int = 0, anchor: Anchor | None = None,
+                 token_teacher: nn.Module | None = None):
+        """`avoid`: (V,) bool, pieces SMLM never masks (`punctuation_pieces(tokenizer)`); `token_teacher`:
+        distill.TokenTeacher, when the recipe sets token_weight."""
         self.cfg, self.model, self.device, self.anchor = cfg, model, device, anchor
         if cfg.lazy_table and world > 1:
             raise UserError("lazy_table runs in one process (its sparse gradients are not all-reduced): set "
                             "lazy_table = false under torchrun")
-        self.objective = Objective(model, cfg, avoid, teacher_dim, *(anchor.start, anchor.mask) if anchor else ()
-                                   ).to(device)
+        self.objective = Objective(model, cfg, avoid, teacher_dim, *(anchor.start, anchor.mask) if anchor else (None, None),
+                                   token_teacher=token_teacher).to(device)
         table = model.tok_emb.weight
         model.tok_emb.sparse = sparse_lookups(cfg, world)
         dense = [p for p in self.objective.parameters() if p.requires_grad and not (cfg.lazy_table and p is table)]
@@ -432,8 +434,9 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
         load_init_weights(model, start_dir(cfg), prep.tok)
     anchor = start_anchor(cfg, model, prep.langs, resume) if cfg.anchor_weight else None
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
+    token_teacher = TokenTeacher.for_student(prep.tok, mcfg.n_layers, cfg.token_layers) if cfg.token_weight else None
     trainer = Trainer(cfg, model.to(procs.device), punctuation_pieces(prep.tok), procs.device, teacher_dim, procs.world,
-                      procs.local_rank, anchor)
+                      procs.local_rank, anchor, token_teacher)
     if resume is not None:
         trainer.load_state(resume)
     if procs.is_main:

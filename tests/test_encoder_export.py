@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import ROOT
 from edge_xsent import Encoder
-from edge_xsent.bundle import MANIFEST
+from edge_xsent.layout import MANIFEST
 from edge_xsent.errors import UserError
 from edge_xsent.export import ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, export_bundle
 from edge_xsent.tokenizer import UNK_ID

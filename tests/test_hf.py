@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from edge_xsent import Encoder
-from edge_xsent.bundle import FILES, load_model
+from edge_xsent.bundle import load_model
+from edge_xsent.layout import FILES
 from edge_xsent.hf import from_bert, projection, to_bert, transformers_encode
 from edge_xsent.model import DualEncoder, EncoderConfig
 from edge_xsent.text import normalize

@@ -3,7 +3,6 @@ rule over the corpus, as an ordinary model folder a recipe starts from (`init = 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
@@ -93,3 +92,34 @@ def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
     other = Objective(model, e5_recipe(tmp_path, init=None, init_layers=None, teacher="e5-torch"),
                       torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384).teacher_proj
     assert not torch.equal(other(x), x)  # a student from scratch learns its map
+
+
+def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
+    """studies/pruned-student/table.py: e5-small's figures averaged as figures.py averages, and each row
+    judged by the rule's clauses (claimable languages, size, speed, the old languages' gap)."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT, script_module
+
+    table = script_module("studies/pruned-student/table.py")
+    langs = [f"l{i:02d}" for i in range(32)]
+    e5 = {table.E5: {"retrieval": {"src": {**{f"en->{l}": 0.9 for l in langs}, **{f"{l}->en": 0.9 for l in langs}}}}}
+    (tmp_path / "e5.json").write_text(json.dumps(e5))
+    assert table.e5_figures(tmp_path / "e5.json")["mean"] == 90.0
+    good = {"name": "good", "int8_mb": 16.3, "oog": {"mean": 88.0}, "speed": {"ratio": 1.2, "batch1_ms": 3.0,
+            "batch32_ms": 40.0, "peak_rss_mb": 120.0}, "oog_wide": {"mean": 87.0, "by_language": dict.fromkeys(langs, 86.0)}}
+    weak = {**good, "name": "weak", "int8_mb": 21.0, "oog": {"mean": 80.0}, "speed": {"ratio": 0.9},
+            "oog_wide": {"mean": 80.0, "by_language": {**dict.fromkeys(langs, 84.0), "l00": 79.0}}}
+    wide = table.e5_figures(tmp_path / "e5.json")
+    assert table.verdict(good, wide, wide) == "passes"
+    assert table.verdict(weak, wide, wide) == ("fails: 0 claimable languages (< 30); 21.0 MB (> 20); 0.90x USE-m (< 1); "
+                                               "oog 10.0 below e5-small (> 3)")  # 84 is not within 5 of 90
+    for fig in (good, weak):
+        (tmp_path / f"{fig['name']}.json").write_text(json.dumps(fig))
+    done = subprocess.run([sys.executable, str(ROOT / "studies/pruned-student/table.py"), str(tmp_path / "good.json"),
+                           str(tmp_path / "weak.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
+                           str(tmp_path / "e5.json"), "--out", str(tmp_path / "t.md")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | passes |" in (tmp_path / "t.md").read_text()

@@ -13,7 +13,7 @@ import torch
 
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_dir, atomic_write
-from edge_xsent.bundle import MANIFEST
+from edge_xsent.layout import MANIFEST
 from edge_xsent.errors import UserError
 from edge_xsent.train import load_checkpoint
 

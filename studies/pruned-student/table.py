@@ -1,0 +1,91 @@
+"""The efficiency table with its quality column (issue item 4): one row per student of the layer table,
+read from its figures file (train/figures.py --parts oog,oog_wide,speed on the int8 bundle as it would
+ship), beside multilingual-e5-small's out-of-genre figures on the same pools, and the next default's rule
+(README.md, written before the runs) applied to each row.
+
+    python studies/pruned-student/table.py studies/pruned-student/figures/table-3l.json [...] \
+        --e5-oog benchmarks/results/oog-e5-small.json --e5-oog-m1 benchmarks/results/oog-m1-e5-small.json \
+        --out benchmarks/results/pruned-student-table.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from edge_xsent.atomic import atomic_write, check_output
+from edge_xsent.errors import UserError
+from edge_xsent.evaluate import out_of_genre_means
+from edge_xsent.failures import script_errors
+
+E5 = "multilingual-e5-small"
+CLAIM_MIN, CLAIM_GAP, OOG_GAP, MAX_MB, MIN_SPEED, MIN_CLAIMS = 80.0, 5.0, 3.0, 20.0, 1.0, 30  # the rule's numbers
+
+
+def e5_figures(path: Path) -> dict:
+    """e5-small's cells in an `eval oog --peers e5-small --json` file, averaged as figures.py does:
+    the mean over every cell (source x direction), and per language."""
+    try:
+        retrieval = json.loads(path.read_text())[E5]["retrieval"]
+    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: no {E5} record ({e}); make it with `edge-xsent eval oog --data DATA --peers "
+                        "e5-small --no-agreement --json`") from None
+    return out_of_genre_means(retrieval)
+
+
+def claims(fig: dict, e5_wide: dict) -> list[str]:
+    """Languages the rule lets a student claim: oog-m1 P@1 >= 80 and within 5 points of e5-small's."""
+    ours = fig.get("oog_wide", {}).get("by_language", {})
+    return sorted(l for l, p in ours.items() if l in e5_wide["by_language"]
+                  and p >= CLAIM_MIN and p >= e5_wide["by_language"][l] - CLAIM_GAP)
+
+
+def verdict(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
+    """Which clauses of the rule a row fails, or `passes`."""
+    speed = fig.get("speed", {}).get("ratio")
+    fails = [f"{len(claims(fig, e5_wide))} claimable languages (< {MIN_CLAIMS})"] if len(claims(fig, e5_wide)) < MIN_CLAIMS else []
+    fails += [f"{fig['int8_mb']} MB (> {MAX_MB:g})"] if fig["int8_mb"] > MAX_MB else []
+    fails += ["speed not measured"] if speed is None else [f"{speed:.2f}x USE-m (< {MIN_SPEED:g})"] if speed < MIN_SPEED else []
+    gap = e5_oog["mean"] - fig["oog"]["mean"]
+    fails += [f"oog {gap:.1f} below e5-small (> {OOG_GAP:g})"] if gap > OOG_GAP else []
+    return "passes" if not fails else "fails: " + "; ".join(fails)
+
+
+def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
+    s = fig.get("speed", {})
+    cell = lambda k, f="{:.1f}": f.format(s[k]) if s.get(k) is not None else "-"  # noqa: E731
+    return (f"| {fig['name']} | {fig['int8_mb']:.1f} | {fig['oog']['mean']:.1f} | {fig['oog_wide']['mean']:.1f} | "
+            f"{len(claims(fig, e5_wide))} | {cell('ratio', '{:.2f}')} | {cell('batch1_ms')} | {cell('batch32_ms')} | "
+            f"{cell('peak_rss_mb', '{:.0f}')} | {verdict(fig, e5_oog, e5_wide)} |")
+
+
+@script_errors
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("figures", nargs="+", type=Path, help="one figures file per student (train/figures.py)")
+    ap.add_argument("--e5-oog", type=Path, required=True, help="eval oog --data oog --peers e5-small --json")
+    ap.add_argument("--e5-oog-m1", type=Path, required=True, help="eval oog --data oog-m1 --peers e5-small --json")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    check_output(args.out, [*args.figures, args.e5_oog, args.e5_oog_m1])
+    e5_oog, e5_wide = e5_figures(args.e5_oog), e5_figures(args.e5_oog_m1)
+    figs = [json.loads(p.read_text()) for p in args.figures]
+    missing = [f["name"] for f in figs if not {"oog", "oog_wide"} <= set(f)]
+    if missing:
+        raise UserError(f"{', '.join(missing)}: no oog or oog_wide part; measure with train/figures.py --parts oog,oog_wide,speed")
+    lines = ["# The pruned students: size, speed and out-of-genre P@1 by depth", "",
+             "`python studies/pruned-student/table.py " + " ".join(map(str, args.figures)) + "` (studies/pruned-student/"
+             "README.md: the budget, and the rule written before the runs). P@1 in %, int8 ONNX as it would ship; speed "
+             "at 1 thread beside USE-m in one run, latency on rows of 32 tokens.", "",
+             "| student | int8 MB | `oog` | `oog-m1` | claimable languages | x USE-m sent/s | batch 1 ms | batch 32 ms | "
+             "peak MB | the rule |", "|---|---|---|---|---|---|---|---|---|---|",
+             *(row(f, e5_oog, e5_wide) for f in figs),
+             f"| {E5} (the teacher, 12 layers; its int8 graph) | 113 | {e5_oog['mean']:.1f} | {e5_wide['mean']:.1f} | | | | | | |", ""]
+    with atomic_write(args.out) as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
