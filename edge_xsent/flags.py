@@ -43,10 +43,10 @@ def config_fields() -> list[tuple[str, type, bool]]:
             if f.name == "model" or (names and f.name not in names):
                 continue
             typ = hints[f.name]
-            if typing.get_origin(typ) is list:
-                typ = INT_LIST  # a TOML list is "128,64" on the command line
-            else:
+            if typing.get_origin(typ) is not list:
                 typ = next((a for a in typing.get_args(typ) if a is not type(None)), typ)  # X | None -> X
+            if typing.get_origin(typ) is list:
+                typ = INT_LIST  # a TOML list is "128,64" on the command line (list[int] | None too)
             out.append((f.name, typ, is_model))
     return out
 

@@ -141,3 +141,17 @@ def test_every_generated_training_flag_says_what_it_accepts():
     assert not bare, f"flags without a doc comment in config.py: {bare}"
     lr = next(p for p in generated if p.name == "lr")
     assert "learning rate" in lr.help and "[1e-12..10.0]" in lr.help
+
+
+def test_list_flags_parse_to_whole_numbers_also_where_the_setting_may_be_unset(monkeypatch):
+    """`list[int] | None` settings (init_layers, token_layers) are "0,4,8" on the command line, negatives too."""
+    import edge_xsent.train as T
+
+    seen = {}
+    monkeypatch.setattr(T, "train", lambda cfg, fresh=False, progress=True: seen.setdefault("cfg", cfg) and {"steps": 0})
+    res = CliRunner().invoke(main, ["train", "--init", "e5-small", "--n-layers", "3", "--d-model", "384", "--n-heads",
+                                    "12", "--d-ff", "1536", "--init-layers", "0,4,8", "--token-weight", "1",
+                                    "--token-layers", "-1,-1,11", "--matryoshka-dims", "128,64"])
+    assert res.exit_code == 0, res.output
+    cfg = seen["cfg"]
+    assert (cfg.init_layers, cfg.token_layers, cfg.matryoshka_dims) == ([0, 4, 8], [-1, -1, 11], [128, 64])
