@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write, check_output
@@ -75,7 +76,8 @@ def main() -> None:
     if missing:
         raise UserError(f"{', '.join(missing)}: no oog or oog_wide part; measure with train/figures.py --parts oog,oog_wide,speed")
     lines = ["# The pruned students: size, speed and out-of-genre P@1 by depth", "",
-             "`python studies/pruned-student/table.py " + " ".join(map(str, args.figures)) + "` (studies/pruned-student/"
+             "`python studies/pruned-student/table.py " + " ".join(map(str, args.figures)) + "`, "
+             + time.strftime("%Y-%m-%d") + " (studies/pruned-student/"
              "README.md: the budget, and the rule written before the runs). P@1 in %, int8 ONNX as it would ship; speed "
              "at 1 thread beside USE-m in one run, latency on rows of 32 tokens.", "",
              "| student | int8 MB | `oog` | `oog-m1` | claimable languages | x USE-m sent/s | batch 1 ms | batch 32 ms | "
