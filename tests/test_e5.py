@@ -126,3 +126,30 @@ def test_the_labelled_pairs_are_counted_in_order(tmp_path):
     label(order[:13], Fake(), tmp_path, progress=False)  # no mono.tsv in sample: 13 English sides
     assert lab.labelled_pairs("sample", tmp_path / "fake", seed=0) == 13
     assert lab.labelled_pairs("sample", tmp_path / "none", seed=0) == 0
+
+
+def test_max_mono_texts_reads_the_labelled_prefix_of_the_monolingual_text(tmp_path):
+    """A run with max_mono_texts reads the monolingual texts train/label.py labels first, every language alike."""
+    import shutil
+
+    from conftest import script_module
+
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.data.corpus import resolve
+    from edge_xsent.distill import _mono_texts
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(resolve("sample"), corpus)
+    rows = [("de", f"Satz {i}.") for i in range(6)] + [("ja", f"文 {i}。") for i in range(2)] \
+        + [("fr", f"Phrase {i}.") for i in range(4)]
+    (corpus / "mono.tsv").write_text("lang\ttext\tsource\n" + "".join(f"{l}\t{t}\tw\n" for l, t in rows), encoding="utf-8")
+    mono = {t for _, t in rows}
+    labelled = [t for t in script_module("train/label.py").labelling_order(str(corpus), seed=2) if t in mono]
+    assert sorted(labelled) == sorted(mono)
+    cfg = TrainConfig(data=str(corpus), teacher="e5-torch", mono_batch_size=2, max_mono_texts=7, seed=2)
+    first = _mono_texts(cfg, corpus / "mono.tsv", None)
+    assert first == labelled[:7]
+    assert {t.split()[0] for t in first[:3]} == {"Satz", "文", "Phrase"}  # one of each language first
+    assert _mono_texts(cfg, corpus / "mono.tsv", {"de", "fr"}) == [t for t in labelled[:7] if not t.startswith("文")]
+    with pytest.raises(UserError, match="set mono_batch_size too"):
+        TrainConfig(data=str(corpus), teacher="e5-torch", max_mono_texts=7)

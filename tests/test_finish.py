@@ -119,3 +119,19 @@ def test_ship_sh_trains_then_interpolates_by_the_recipe_and_resumes(tiny_model, 
     bad.write_text(recipe.read_text().replace("alpha = 0.5", "alpha = 2"))
     refused = subprocess.run(["bash", str(ROOT / "train/ship.sh"), str(bad)], cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode == 1 and "[ship] alpha must be a number in (0, 1]" in refused.stderr
+
+
+def test_recipe_py_answers_the_shell_scripts_from_a_recipe_or_a_run_folder(tiny_run, tmp_path):
+    """train/recipe.py: the one reader of recipes for ship.sh and finish.sh (an unset alpha is an empty line)."""
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('data = "~/corpus"\nout = "~/runs/r"\n')
+    ask = [sys.executable, str(ROOT / "train/recipe.py")]
+    done = subprocess.run([*ask, str(recipe), "out", "ship.alpha", "data"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    home = os.path.expanduser("~")
+    assert done.stdout.split("\n") == [f"{home}/runs/r", "", f"{home}/corpus", ""]
+    run = subprocess.run([*ask, str(tiny_run), "out"], capture_output=True, text=True)
+    assert run.stdout.strip() == str(tiny_run)
+    recipe.write_text('data = "~/corpus"\nbatch = 3\n')
+    bad = subprocess.run([*ask, str(recipe), "out"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "unknown keys ['batch']" in bad.stderr and "Traceback" not in bad.stderr

@@ -10,13 +10,7 @@
 #        (default benchmarks/results/candidates, which holds shipped.json, the model shipped now)
 set -euo pipefail
 x="python -m edge_xsent.cli"
-# a recipe's setting, or a run folder's own (its model's training.json: a run made by train/interpolate.py)
-cfg() { python -c 'import json, os, sys; from pathlib import Path; from edge_xsent.config import TrainConfig
-a, key = Path(sys.argv[1]), sys.argv[2]
-if a.is_dir():
-    print(a if key == "out" else os.path.expanduser(json.loads((a / "model/training.json").read_text())["train_config"][key]))
-else:
-    print(os.path.expanduser(str(getattr(TrainConfig.from_toml(a), key))))' "$1" "$2"; }
+cfg() { python train/recipe.py "$1" "$2"; }  # a recipe's setting, or a run folder's own (train/recipe.py)
 fresh() { [ -e "$1" ] && [ "$1" -nt "$2" ]; }  # output $1 exists and is newer than input $2
 results=${RESULTS:-benchmarks/results/candidates}
 parts=${PARTS:-general,oog,oog_wide,oog_small,corpus_g,speed}

@@ -14,7 +14,6 @@ stopped early leaves a prefix of balanced pairs the student can be pulled to, no
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 from pathlib import Path
 
@@ -28,19 +27,13 @@ def labelling_order(corpus: str, seed: int = 0) -> list[str]:
     `train_order = "balanced"` reads, same seed)."""
     import itertools
 
-    from edge_xsent.data.corpus import balanced_order, read_mono, read_pairs, resolve
+    from edge_xsent.data.corpus import balanced_mono, balanced_order, read_mono, read_pairs, resolve
 
     pairs = balanced_order(read_pairs(corpus, split="train"), seed)
     if not pairs:
         raise UserError(f"{corpus}: no train pairs; build it with `edge-xsent data build`")
     mono_file = resolve(corpus) / "mono.tsv"
-    by_lang: dict[str, list[str]] = {}
-    for lang, text, _ in read_mono(mono_file) if mono_file.exists() else []:
-        by_lang.setdefault(lang, []).append(text)
-    rng = random.Random(seed)
-    for lang in sorted(by_lang):
-        rng.shuffle(by_lang[lang])
-    extra = (t for batch in itertools.zip_longest(*(by_lang[l] for l in sorted(by_lang))) for t in batch if t is not None)
+    extra = iter([text for _, text, _ in balanced_mono(read_mono(mono_file), seed)] if mono_file.exists() else [])
     out: list[str] = []
     for i, p in enumerate(pairs):
         out.append(p.a)

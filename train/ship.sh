@@ -15,9 +15,8 @@ if [ $# -gt 0 ] && [ "${STOP_AFTER:-}" != train ]; then
 fi
 $x train --config "$recipe" --quiet "$@"
 [ "${STOP_AFTER:-}" = train ] && exit 0
-read -r run alpha < <(python -c 'import sys, os; from edge_xsent.config import ShipConfig, TrainConfig
-r = sys.argv[1]; a = ShipConfig.from_toml(r).alpha
-print(os.path.expanduser(str(TrainConfig.from_toml(r).out)), "" if a is None else a)' "$recipe")
+settings=$(python train/recipe.py "$recipe" out ship.alpha)  # fails, with the recipe's error, on a bad recipe
+{ read -r run; read -r alpha; } <<< "$settings"
 target=$recipe
 if [ -n "$alpha" ]; then  # the run's weights moved back toward its start (WiSE-FT)
   target="$run-a$alpha"

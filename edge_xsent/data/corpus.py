@@ -239,14 +239,24 @@ def balanced_order(pairs: Iterable[Pair], seed: int = 0) -> list[Pair]:
     """The pairs round-robin over their languages (each language's pairs shuffled with `seed`): any
     prefix holds every language alike (the longest ones' tails come last). What a run with
     `train_order = "balanced"` reads, and the order train/label.py labels in."""
+    return _round_robin(pairs, lambda p: p.lang_b, seed)
+
+
+def balanced_mono(rows: Iterable[tuple[str, ...]], seed: int = 0) -> list[tuple[str, ...]]:
+    """mono.tsv's (lang, text, source) rows in the same round-robin: what `max_mono_texts` takes a prefix
+    of, and the order train/label.py labels monolingual text in."""
+    return _round_robin(rows, lambda row: row[0], seed)
+
+
+def _round_robin(items: Iterable, lang_of, seed: int) -> list:
     import itertools
     import random
 
-    by_lang: dict[str, list[Pair]] = {}
-    for p in pairs:
-        by_lang.setdefault(p.lang_b, []).append(p)
+    by_lang: dict[str, list] = {}
+    for item in items:
+        by_lang.setdefault(lang_of(item), []).append(item)
     rng = random.Random(seed)
     for lang in sorted(by_lang):
         rng.shuffle(by_lang[lang])
     groups = [by_lang[lang] for lang in sorted(by_lang)]
-    return [p for batch in itertools.zip_longest(*groups) for p in batch if p is not None]
+    return [x for batch in itertools.zip_longest(*groups) for x in batch if x is not None]
