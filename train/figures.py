@@ -185,7 +185,8 @@ def main() -> None:
     ap.add_argument("--corpus-g", default="corpus-g5", help="the old languages' corpus (software and general test)")
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     ap.add_argument("--queries", type=int, default=2000, help="queries per direction")
-    ap.add_argument("--precision", default=None, choices=["fp32", "int8"], help="default: int8 where the folder has it")
+    ap.add_argument("--precision", default=None, choices=["fp32", "int8", "int4"],
+                    help="the graph P@1 is measured on (default: int8 where the folder has it); speed times int8")
     ap.add_argument("--threads", type=int, default=None, help="encoding threads (default: every core); 1 beside a run")
     ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "

@@ -24,6 +24,7 @@ def main() -> None:
     ap.add_argument("--layers", default="1,2,3,4,6", help="depths: the first k blocks of e5-small")
     ap.add_argument("--vocab-size", type=int, default=30000)
     ap.add_argument("--max-len", type=int, default=128)
+    ap.add_argument("--int4", action="store_true", help="also a 4-bit graph (MatMul and the table's Gather)")
     ap.add_argument("--out", type=Path, required=True, help="bundle-K folders go here")
     args = ap.parse_args()
     from edge_xsent.config import EncoderConfig, TrainConfig
@@ -37,10 +38,11 @@ def main() -> None:
                               max_len=args.max_len, dropout=0.0)
         cfg = TrainConfig(model=model, data=args.data, init="e5-small", init_layers=list(range(k)))
         start = start_folder(cfg)
-        parity = export_bundle(start, out, torchscript=False, parity_pairs=200)
-        int8 = (out / "onnx" / "model_int8.onnx").stat().st_size / 2**20
-        print(f"{k} layer(s): {start} -> {out}: int8 {int8:.1f} MB, int8 parity (cosine mean) "
-              f"{parity['formats']['onnx-int8']['cosine_mean']:.4f}")
+        parity = export_bundle(start, out, torchscript=False, parity_pairs=200, int4=args.int4)
+        for precision in ("int8", "int4") if args.int4 else ("int8",):
+            mb = (out / "onnx" / f"model_{precision}.onnx").stat().st_size / 2**20
+            print(f"{k} layer(s): {start} -> {out}: {precision} {mb:.1f} MB, parity (cosine mean) "
+                  f"{parity['formats'][f'onnx-{precision}']['cosine_mean']:.4f}")
 
 
 if __name__ == "__main__":
