@@ -26,23 +26,14 @@ from edge_xsent.failures import script_errors
 VARIANTS = ("e5", "bare-bos", "bare")
 
 
-def embedder(layers: int, variant: str, threads: int):
-    """sentences -> unit vectors through e5's first `layers` blocks, reading text as `variant` says."""
+def torch_embedder(model, encode):
+    """sentences -> unit vectors of `model` (torch fp32), `encode` making each sentence's ids; batches by length."""
     import torch
 
     from edge_xsent.bundle import pad_batch
-    from edge_xsent.e5 import _SPACES, PREFIX, load_e5
-
-    torch.set_num_threads(threads)
-    model, tok = load_e5(layers=range(layers))
-
-    def ids_of(text: str) -> list[int]:
-        prefix = PREFIX if variant == "e5" else ""
-        pieces = tok.sp.encode(_SPACES.sub(" ", (prefix + text).translate(tok.table)))[:126]
-        return pieces if variant == "bare" else [tok.bos, *pieces, tok.eos]
 
     def embed(sentences: list[str]) -> np.ndarray:
-        ids = [ids_of(s) for s in sentences]
+        ids = encode(list(sentences))
         out = np.zeros((len(ids), 384), dtype=np.float32)
         order = np.argsort([-len(x) for x in ids], kind="stable")
         with torch.inference_mode():
@@ -53,6 +44,23 @@ def embedder(layers: int, variant: str, threads: int):
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
     return embed
+
+
+def embedder(layers: int, variant: str, threads: int):
+    """sentences -> unit vectors through e5's first `layers` blocks, reading text as `variant` says."""
+    import torch
+
+    from edge_xsent.e5 import _SPACES, PREFIX, load_e5
+
+    torch.set_num_threads(threads)
+    model, tok = load_e5(layers=range(layers))
+
+    def ids_of(text: str) -> list[int]:
+        prefix = PREFIX if variant == "e5" else ""
+        pieces = tok.sp.encode(_SPACES.sub(" ", (prefix + text).translate(tok.table)))[:126]
+        return pieces if variant == "bare" else [tok.bos, *pieces, tok.eos]
+
+    return torch_embedder(model, lambda sentences: [ids_of(s) for s in sentences])
 
 
 @script_errors

@@ -22,7 +22,6 @@ import functools
 import json
 from pathlib import Path
 
-import numpy as np
 
 from edge_xsent.failures import script_errors
 
@@ -49,22 +48,9 @@ def low_rank(table, rank: int) -> None:
 
 
 def embedder(model, tok, max_len: int):
-    import torch
+    from pipeline import torch_embedder  # this folder's pipeline.py
 
-    from edge_xsent.bundle import pad_batch
-
-    def embed(sentences: list[str]) -> np.ndarray:
-        ids = tok.encode(list(sentences), max_len)
-        out = np.zeros((len(ids), 384), dtype=np.float32)
-        order = np.argsort([-len(x) for x in ids], kind="stable")
-        with torch.inference_mode():
-            for start in range(0, len(order), 64):
-                idx = order[start: start + 64]
-                batch, mask = pad_batch([ids[i] for i in idx])
-                out[idx] = model(torch.from_numpy(batch), torch.from_numpy(mask)).numpy()
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-
-    return embed
+    return torch_embedder(model, lambda sentences: tok.encode(sentences, max_len))
 
 
 @script_errors
