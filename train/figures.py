@@ -37,7 +37,7 @@ from edge_xsent.encoder import Encoder
 from edge_xsent.errors import UserError
 from edge_xsent.evaluate import out_of_genre, out_of_genre_means, xsr
 from edge_xsent.failures import script_errors
-from edge_xsent.layout import FILES, ONNX_INT8
+from edge_xsent.layout import FILES, ONNX_INT4, ONNX_INT8
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = ("general", "oog", "oog_wide", "oog_small", "corpus_g", "speed")
@@ -133,7 +133,8 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
     return {"name": name, "model": str(shown),
             "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.exists() else None,
             "recipe": recipe or info.get("recipe") or record.get("recipe") or record.get("interpolated", {}).get("recipe"),
-            "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None}
+            "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None,
+            **({"int4_mb": round((model / ONNX_INT4).stat().st_size / 2**20, 2)} if (model / ONNX_INT4).exists() else {})}
 
 
 def measure(args: argparse.Namespace) -> dict:
@@ -144,7 +145,8 @@ def measure(args: argparse.Namespace) -> dict:
     if not all(p in PARTS for p in args.parts.split(",")):
         raise UserError(f"--parts {args.parts}: choose from {', '.join(PARTS)}")
     figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
-    figures.update(describe(args.model, args.name, args.recipe), machine=machine_info())
+    figures.update(describe(args.model, args.name, args.recipe), machine=machine_info(),
+                   p1_precision=args.precision or "int8 where the folder has it")
     command = " ".join(["python train/figures.py", *sys.argv[1:]])
     warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # counted, not news, here
     enc = Encoder.load(args.model, precision=args.precision, threads=args.threads)
