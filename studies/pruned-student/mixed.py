@@ -40,27 +40,16 @@ def mixed_graph(fp32: Path, out: Path) -> None:
 
 
 def runner(path: Path):
-    import onnxruntime as ort
+    from edge_xsent.runtime import onnx_session
 
-    so = ort.SessionOptions()
-    so.intra_op_num_threads, so.inter_op_num_threads = 1, 1
-    sess = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    sess = onnx_session(path, 1)
     return lambda ids, mask: sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
 
 
 def embedder(run, tok):
-    from edge_xsent.bundle import pad_batch
+    from pipeline import batched_embedder  # this folder's pipeline.py
 
-    def embed(sentences: list[str]) -> np.ndarray:
-        ids = tok.encode(list(sentences), 128)
-        out = np.zeros((len(ids), 384), dtype=np.float32)
-        order = np.argsort([-len(x) for x in ids], kind="stable")
-        for start in range(0, len(order), 64):
-            idx = order[start: start + 64]
-            out[idx] = run(*pad_batch([ids[i] for i in idx]))
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-
-    return embed
+    return batched_embedder(run, lambda sentences: tok.encode(sentences, 128))
 
 
 @script_errors

@@ -26,24 +26,32 @@ from edge_xsent.failures import script_errors
 VARIANTS = ("e5", "bare-bos", "bare")
 
 
-def torch_embedder(model, encode):
-    """sentences -> unit vectors of `model` (torch fp32), `encode` making each sentence's ids; batches by length."""
-    import torch
-
+def batched_embedder(run, encode):
+    """sentences -> unit vectors: `encode` makes each sentence's ids, `run(ids, mask)` embeds a padded batch;
+    batches of 64 by length."""
     from edge_xsent.bundle import pad_batch
 
     def embed(sentences: list[str]) -> np.ndarray:
         ids = encode(list(sentences))
         out = np.zeros((len(ids), 384), dtype=np.float32)
         order = np.argsort([-len(x) for x in ids], kind="stable")
-        with torch.inference_mode():
-            for start in range(0, len(order), 64):
-                idx = order[start: start + 64]
-                batch, mask = pad_batch([ids[i] for i in idx])
-                out[idx] = model(torch.from_numpy(batch), torch.from_numpy(mask)).numpy()
+        for start in range(0, len(order), 64):
+            idx = order[start: start + 64]
+            out[idx] = run(*pad_batch([ids[i] for i in idx]))
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
     return embed
+
+
+def torch_embedder(model, encode):
+    """batched_embedder through `model` in torch fp32."""
+    import torch
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return model(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+
+    return batched_embedder(run, encode)
 
 
 def embedder(layers: int, variant: str, threads: int):
@@ -86,6 +94,7 @@ def main() -> None:
         print(f"e5's first {args.layers} block(s), {variant}: oog {results[variant]['mean']}", flush=True)
     with atomic_write(args.out) as f:
         json.dump({"layers": args.layers, "data": args.data, "oog": results}, f, indent=1)
+
 
 if __name__ == "__main__":
     main()
