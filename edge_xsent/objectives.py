@@ -276,16 +276,17 @@ class Objective(nn.Module):
 
     def __init__(self, model: DualEncoder, cfg: TrainConfig, avoid: torch.Tensor, teacher_dim: int = 0,
                  start: DualEncoder | None = None, anchored: torch.Tensor | None = None,
-                 token_teacher: nn.Module | None = None):
+                 token_teacher: nn.Module | None = None, teacher_space: bool = False):
         """`start`, `anchored` (anchor_weight): the run's first weights, frozen, and a (n_langs,) bool
         of the languages whose sentences keep their vectors from it. `token_teacher` (token_weight):
-        distill.TokenTeacher, frozen, with the student blocks it is mapped to (`pairs`)."""
+        distill.TokenTeacher, frozen, with the student blocks it is mapped to (`pairs`). `teacher_space`:
+        the start's vectors are the teacher's already (warmstart.starts_in_teacher_space)."""
         super().__init__()
         self.model, self.cfg = model, cfg
         self.register_buffer("avoid", avoid, persistent=False)
         # Training only: maps the student's vector into the teacher's space (not saved with the model).
         self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
-        if self.teacher_proj is not None and cfg.init == "e5-small" and teacher_dim == model.cfg.d_model:
+        if self.teacher_proj is not None and (teacher_space or cfg.init == "e5-small") and teacher_dim == model.cfg.d_model:
             with torch.no_grad():  # a student pruned from the teacher starts in its space: no map to learn first
                 self.teacher_proj.weight.copy_(torch.eye(teacher_dim))
                 self.teacher_proj.bias.zero_()

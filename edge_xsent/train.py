@@ -45,7 +45,7 @@ from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_r
 from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
 from .warmstart import (GIT_INIT, GIT_MODEL_PATH, INIT_CACHE, TRAIN_TOKENIZER, WARM_START_FIELDS,  # noqa: F401  (re-exported)
                         check_pinned_start, init_dir, load_init_weights, model_from_git, refuse_own_result, stack_layers,
-                        start_dir, transfer_vocabulary, widen_ffn)
+                        start_dir, starts_in_teacher_space, transfer_vocabulary, widen_ffn)
 
 
 class TrainingStopped(UserError):
@@ -189,7 +189,7 @@ class Trainer:
 
     def __init__(self, cfg: TrainConfig, model: DualEncoder, avoid: torch.Tensor, device: torch.device,
                  teacher_dim: int = 0, world: int = 1, local_rank: int = 0, anchor: Anchor | None = None,
-                 token_teacher: nn.Module | None = None):
+                 token_teacher: nn.Module | None = None, teacher_space: bool = False):
         """`avoid`: (V,) bool, pieces SMLM never masks (`punctuation_pieces(tokenizer)`); `token_teacher`:
         distill.TokenTeacher, when the recipe sets token_weight."""
         self.cfg, self.model, self.device, self.anchor = cfg, model, device, anchor
@@ -197,7 +197,7 @@ class Trainer:
             raise UserError("lazy_table runs in one process (its sparse gradients are not all-reduced): set "
                             "lazy_table = false under torchrun")
         self.objective = Objective(model, cfg, avoid, teacher_dim, *(anchor.start, anchor.mask) if anchor else (None, None),
-                                   token_teacher=token_teacher).to(device)
+                                   token_teacher=token_teacher, teacher_space=teacher_space).to(device)
         table = model.tok_emb.weight
         model.tok_emb.sparse = sparse_lookups(cfg, world)
         dense = [p for p in self.objective.parameters() if p.requires_grad and not (cfg.lazy_table and p is table)]
@@ -436,7 +436,7 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
     token_teacher = TokenTeacher.for_student(prep.tok, mcfg.n_layers, cfg.token_layers) if cfg.token_weight else None
     trainer = Trainer(cfg, model.to(procs.device), punctuation_pieces(prep.tok), procs.device, teacher_dim, procs.world,
-                      procs.local_rank, anchor, token_teacher)
+                      procs.local_rank, anchor, token_teacher, teacher_dim > 0 and starts_in_teacher_space(cfg))
     if resume is not None:
         trainer.load_state(resume)
     if procs.is_main:

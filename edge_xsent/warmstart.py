@@ -29,6 +29,22 @@ def start_dir(cfg: TrainConfig) -> Path:
     return start_folder(cfg) if cfg.init == E5_INIT else init_dir(cfg.init)
 
 
+def starts_in_teacher_space(cfg: TrainConfig) -> bool:
+    """Whether the run's first weights already put sentences in e5-small's space: a student pruned
+    from it, or a model folder distilled from e5 after such a start (its training.json, followed back).
+    The teacher projection then starts as the identity; a random one would first undo what the
+    start knows (a distilled 2-layer student began at the loss of random vectors)."""
+    from .prune import E5_INIT
+
+    init, hops = cfg.init, 0
+    while init and init != E5_INIT and hops < 16:
+        made = trained_config(init_dir(init))
+        if made is None or not (made.teacher or "").startswith("e5"):
+            return False
+        init, hops = made.init, hops + 1
+    return init == E5_INIT
+
+
 def init_dir(init: str) -> Path:
     """`default` names the model shipped in the package; `git:COMMIT` the one shipped at that commit;
     a run folder means its model/."""

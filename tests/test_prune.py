@@ -94,6 +94,31 @@ def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
     assert not torch.equal(other(x), x)  # a student from scratch learns its map
 
 
+def test_a_student_distilled_from_e5_passes_its_teacher_space_on_to_the_runs_it_starts(tmp_path):
+    """A run whose init is a model folder finds, through the folders' training.json, whether its start
+    descends from the pruned e5 by e5 distillation: only then does its teacher map start as identity."""
+    import json
+
+    from edge_xsent.warmstart import starts_in_teacher_space
+
+    def folder(name: str, made: TrainConfig | None) -> str:
+        (tmp_path / name).mkdir()
+        if made is not None:
+            (tmp_path / name / "training.json").write_text(json.dumps({"train_config": made.to_dict()}))
+        return str(tmp_path / name)
+
+    student = folder("student", e5_recipe(tmp_path, teacher="e5-torch"))
+    longer = folder("longer", e5_recipe(tmp_path, init=student, init_layers=None, teacher="e5-torch"))
+    other_teacher = folder("usem", e5_recipe(tmp_path, init=student, init_layers=None, teacher="usem3"))
+    scratch = folder("scratch", e5_recipe(tmp_path, init=None, init_layers=None, teacher="e5-torch"))
+    unknown = folder("unknown", None)
+    runs = {start: e5_recipe(tmp_path, init=start, init_layers=None, teacher="e5-torch")
+            for start in (student, longer, other_teacher, scratch, unknown)}
+    assert starts_in_teacher_space(e5_recipe(tmp_path, teacher="e5-torch"))
+    assert starts_in_teacher_space(runs[student]) and starts_in_teacher_space(runs[longer])
+    assert not any(starts_in_teacher_space(runs[f]) for f in (other_teacher, scratch, unknown))
+
+
 def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     """studies/pruned-student/table.py: e5-small's figures averaged as figures.py averages, and each row
     judged by the rule's clauses (claimable languages, size, speed, the old languages' gap)."""
