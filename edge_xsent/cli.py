@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .compact import OUTPUT_PRECISIONS
-from .config import CLI_BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS, portable
+from .config import CLI_BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS, TABLE_BITS, portable
 from .atomic import check_output
 from .errors import UserError
 from .data.commands import data
@@ -124,16 +124,20 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.option("--torchscript/--no-torchscript", default=True, show_default=True)
 @click.option("--min-cosine", default=0.99, show_default=True, type=click.FloatRange(-1.0, 1.0),
               callback=lambda ctx, p, v: _finite(v, "--min-cosine"),
-              help="Fail if int8's mean cosine vs fp32 is lower (between -1 and 1; nan would turn the check off).")
+              help="Fail if int8's (or int4's) mean cosine vs fp32 is lower (between -1 and 1; nan would turn the check off).")
 @click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
 @click.option("--fuse", is_flag=True, help="Apply onnxruntime graph fusions (attention, SkipLayerNorm, BiasGelu) before quantising.")
 @click.option("--int4", is_flag=True, help="Also write 4-bit weights (onnx/model_int4.onnx).")
+@click.option("--table-bits", type=click.Choice([str(b) for b in TABLE_BITS]), default="8", show_default=True,
+              callback=lambda ctx, p, v: int(v),
+              help="The int8 graph's token table at 8 bits, or 4 (blocks of 32; the MatMuls stay int8): "
+                   "a large vocabulary at about half the size, at int8's speed.")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")
 @user_errors
-def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, keep_vocab_from,
-               force):
+def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, table_bits,
+               keep_vocab_from, force):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
     MODEL_PATH `default` is the shipped model: its full bundle has the float weights that
     sentence-transformers and transformers read.
@@ -154,7 +158,7 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
                            parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights,
-                           force=force)
+                           force=force, table_bits=table_bits)
     if "pruned" in parity:
         click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(format_parity(parity, out))

@@ -1,7 +1,8 @@
 """Float weights read back from an int8 ONNX graph, so a model can ship one artifact.
 
 The graph holds every encoder weight: the named float tensors as they are, the embedding tables
-as uint8 with one scale each, the matmuls as int8 per output channel. Dequantized, they give
+as uint8 with one scale each (or 4-bit blocks, `export --table-bits 4`), the matmuls as int8 per
+output channel. Dequantized, they give
 sentence vectors at cosine 0.9999 to the trained fp32 weights and fine-tune alike
 (studies/float-weights/). The generative head, which inference does not use, is not in the graph;
 it ships beside it in edge_xsent.safetensors.
@@ -26,6 +27,22 @@ def dequantize(q: np.ndarray, scale: np.ndarray, zero: np.ndarray) -> np.ndarray
     return (q.astype(np.float32) - zero.astype(np.float32)) * scale.astype(np.float32)
 
 
+def dequantize_blocks(q: np.ndarray, scales: np.ndarray, block: int) -> np.ndarray:
+    """A symmetric blockwise table (GatherBlockQuantized: one scale per `block` columns of each row;
+    the last block may be short) as float."""
+    return q.astype(np.float32) * np.repeat(scales.astype(np.float32), block, axis=1)[:, : q.shape[1]]
+
+
+def _block_size(proto, table: str) -> int:
+    """The block_size attribute of the GatherBlockQuantized node that reads `table`."""
+    from onnx import helper
+
+    for node in proto.graph.node:
+        if node.op_type == "GatherBlockQuantized" and node.input[0] == table:
+            return next(helper.get_attribute_value(a) for a in node.attribute if a.name == "block_size")
+    raise UserError(f"no GatherBlockQuantized node reads {table}; re-export the model")
+
+
 def _shapes(cfg: EncoderConfig) -> dict[str, tuple[int, int]]:
     d, f = cfg.d_model, cfg.d_ff
     return {"qkv": (d, 3 * d), "proj": (d, d), "ff1": (d, f), "ff2": (f, d)}  # as the graph multiplies: x @ W^T
@@ -46,13 +63,16 @@ def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) 
     except Exception as e:  # onnx raises its own types for a torn file  # noqa: BLE001
         raise UserError(f"{graph}: not a readable ONNX graph ({e})") from None
     state = {k[len("model."):]: torch.from_numpy(v.copy()) for k, v in inits.items()
-             if k.startswith("model.") and v.dtype == np.float32 and not k.endswith("_scale")}
+             if k.startswith("model.") and v.dtype == np.float32 and not k.endswith(("_scale", "_scales"))}
     for table in ("tok_emb", "pos_emb"):
         name = f"model.{table}.weight"
-        if name + "_quantized" not in inits:
+        if name + "_quantized" in inits:
+            w = dequantize(inits[name + "_quantized"], inits[name + "_scale"], inits[name + "_zero_point"])
+        elif name + "_Q4" in inits:  # export --table-bits 4
+            w = dequantize_blocks(inits[name + "_Q4"], inits[name + "_scales"], _block_size(proto, name + "_Q4"))
+        else:
             raise UserError(f"{graph}: no quantized {table} table; is it an int8 graph made by `edge-xsent export --int8`?")
-        state[f"{table}.weight"] = torch.from_numpy(
-            dequantize(inits[name + "_quantized"], inits[name + "_scale"], inits[name + "_zero_point"]))
+        state[f"{table}.weight"] = torch.from_numpy(w)
     mats = [k[: -len("_quantized")] for k in inits if k.endswith("_quantized") and not k.startswith("model.")]
     wanted = [(b, lin) for b in range(cfg.n_layers) for lin in LINEARS]
     shapes = _shapes(cfg)

@@ -5,7 +5,6 @@ fine-tuning)."""
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
 
@@ -79,3 +78,43 @@ def test_the_shipped_default_is_one_artifact_and_exports_for_sentence_transforme
     st = pytest.importorskip("sentence_transformers")
     theirs = st.SentenceTransformer(str(full), device="cpu").encode(texts, normalize_embeddings=True)
     assert float((theirs * shipped).sum(axis=1).min()) > 0.999
+
+
+def test_a_table_at_4_bits_is_smaller_keeps_parity_and_still_gives_float_weights(tiny_model, tiny_bundle, tmp_path):
+    """`export --table-bits 4`: the token table's Gather becomes GatherBlockQuantized, the MatMuls stay
+    int8, the export's gate checks it, and a one-artifact folder reads its float weights back."""
+    import onnx
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    out = tmp_path / "t4"
+    result = CliRunner().invoke(main, ["export", str(tiny_model), "--out", str(out), "--table-bits", "4",
+                                       "--no-torchscript", "--parity-data", "sample"])
+    assert result.exit_code == 0, result.output
+    graph = onnx.load(str(out / "onnx/model_int8.onnx")).graph
+    ops = {n.input[0]: n.op_type for n in graph.node if "Gather" in n.op_type and n.input[0].startswith("model.")}
+    assert ops == {"model.tok_emb.weight_Q4": "GatherBlockQuantized", "model.pos_emb.weight_quantized": "Gather"}
+    assert {n.op_type for n in graph.node} >= {"MatMulInteger"}  # the blocks stay int8
+    assert (out / "onnx/model_int8.onnx").stat().st_size < (tiny_bundle[0] / "onnx/model_int8.onnx").stat().st_size
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["quantization"]["int8"]["table_bits"] == 4
+    assert manifest["parity"]["formats"]["onnx-int8"]["cosine_mean"] > 0.99
+    texts = ["Open the file", "Ouvrir le fichier", "Save the current document before closing the window"]
+    fp32 = Encoder.load(out, backend="torch").encode(texts)
+    assert (Encoder.load(out).encode(texts) * fp32).sum(1).min() > 0.98  # the int8 graph, through onnxruntime
+    (out / "model.safetensors").unlink()
+    write_manifest(out)
+    derived = Encoder.load(out, backend="torch").encode(texts)  # float weights read back from the 4-bit table
+    assert (derived * fp32).sum(1).min() > 0.99
+
+
+def test_every_quantised_graph_must_pass_the_parity_gate():
+    from edge_xsent.export import check_gate
+
+    ok = {"cosine_mean": 0.995}
+    check_gate({"formats": {"onnx-int8": ok, "onnx-int4": ok}}, 0.99)
+    with pytest.raises(UserError, match=r"int4 parity check failed: mean cosine 0.9120 < 0.99.*without --int4"):
+        check_gate({"formats": {"onnx-int8": ok, "onnx-int4": {"cosine_mean": 0.912}}}, 0.99)
+    with pytest.raises(UserError, match=r"int8 parity check failed: mean cosine 0.9800"):
+        check_gate({"formats": {"onnx-int8": {"cosine_mean": 0.98}}}, 0.99)
