@@ -92,6 +92,16 @@ def tiny_bundle(tiny_model, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_bundle_table4(tiny_model, tmp_path_factory):
+    """The tiny model exported with --table-bits 4 (the token table in 4-bit blocks): (bundle, parity)."""
+    from edge_xsent.export import export_bundle
+
+    out = tmp_path_factory.mktemp("bundle-t4") / "bundle"
+    parity = export_bundle(tiny_model, out, parity_pairs=80, torchscript=False, table_bits=4)
+    return out, parity
+
+
+@pytest.fixture(scope="session")
 def tiny_debiased(tiny_model, tmp_path_factory) -> Path:
     """The tiny model with its language subspace removed (rank 1): the projection is not identity."""
     from edge_xsent.debias import debias_model

@@ -43,12 +43,14 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
-def test_page_embeddings_for_benchmarks(tiny_bundle, tmp_path):
+@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4"])
+def test_page_embeddings_for_benchmarks(which, request, tmp_path):
     """android_demo/test/embed.mjs returns the page's own vectors, in input order, zeros for a text
-    without tokens; they agree with Python's onnxruntime on the same int8 file."""
+    without tokens; they agree with Python's onnxruntime on the same int8 file, also where its token
+    table is in 4-bit blocks (`export --table-bits 4`: onnxruntime-web's GatherBlockQuantized)."""
     from edge_xsent import Encoder
 
-    bundle, _ = tiny_bundle
+    bundle, _ = request.getfixturevalue(which)
     web = tmp_path / "web"
     sys.path.insert(0, str(DEMO))
     from prepare import prepare_copy
