@@ -299,6 +299,7 @@ class ShipConfig:
     carries every step that made the shipped model. `edge-xsent train` checks it and ignores it."""
 
     alpha: float | None = None  # ship start + alpha x (trained - start), WiSE-FT (train/interpolate.py); None ships the run as trained
+    table_bits: int = 8  # the int8 graph's token table: 8, or 4 (`edge-xsent export --table-bits`)
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "ShipConfig":
@@ -310,10 +311,12 @@ class ShipConfig:
     def from_dict(cls, raw, where: str = "config") -> "ShipConfig":
         if not isinstance(raw, dict):
             raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {raw!r}")
-        unknown = set(raw) - {"alpha"}
+        unknown = set(raw) - {"alpha", "table_bits"}
         if unknown:
-            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: ['alpha']")
-        alpha = raw.get("alpha")
+            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: ['alpha', 'table_bits']")
+        alpha, bits = raw.get("alpha"), raw.get("table_bits", 8)
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1):
             raise UserError(f"{where}: [ship] alpha must be a number in (0, 1], got {alpha!r}")
-        return cls(alpha=None if alpha is None else float(alpha))
+        if isinstance(bits, bool) or bits not in TABLE_BITS:
+            raise UserError(f"{where}: [ship] table_bits must be one of {list(TABLE_BITS)}, got {bits!r}")
+        return cls(alpha=None if alpha is None else float(alpha), table_bits=bits)

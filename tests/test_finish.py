@@ -21,7 +21,7 @@ def test_finish_makes_a_candidate_and_redoes_nothing_on_a_rerun(tiny_run, tmp_pa
     shutil.copy(data / "test.tsv", data / "valid.tsv")  # calibration reads the valid split
     oog = reserved_folder(tmp_path / "oog")
     recipe = tmp_path / "candidate.toml"
-    recipe.write_text(f'data = "{data}"\nout = "{run}"\n')
+    recipe.write_text(f'data = "{data}"\nout = "{run}"\n\n[ship]\ntable_bits = 4\n')
     results = tmp_path / "results"
     results.mkdir()
     figures_file(results / "shipped.json", "shipped", n_langs=9)
@@ -36,6 +36,7 @@ def test_finish_makes_a_candidate_and_redoes_nothing_on_a_rerun(tiny_run, tmp_pa
     assert fig["model"].endswith("tiny-candidate/bundle") and fig["recipe"] == str(recipe)  # the card's recipe
     assert (run / "model-debiased" / "manifest.json").exists()
     assert json.loads((run / "bundle" / "calibration.json").read_text())["source"] == f"{data} valid split"
+    assert json.loads((run / "bundle" / "manifest.json").read_text())["quantization"]["int8"]["table_bits"] == 4
     assert not (tmp_path / "default").exists()
 
     stamps = {p: p.stat().st_mtime_ns for p in (run / "model-debiased" / "manifest.json", run / "bundle" / "manifest.json")}
@@ -126,10 +127,15 @@ def test_recipe_py_answers_the_shell_scripts_from_a_recipe_or_a_run_folder(tiny_
     recipe = tmp_path / "r.toml"
     recipe.write_text('data = "~/corpus"\nout = "~/runs/r"\n')
     ask = [sys.executable, str(ROOT / "train/recipe.py")]
-    done = subprocess.run([*ask, str(recipe), "out", "ship.alpha", "data"], capture_output=True, text=True)
+    done = subprocess.run([*ask, str(recipe), "out", "ship.alpha", "data", "ship.table_bits"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     home = os.path.expanduser("~")
-    assert done.stdout.split("\n") == [f"{home}/runs/r", "", f"{home}/corpus", ""]
+    assert done.stdout.split("\n") == [f"{home}/runs/r", "", f"{home}/corpus", "8", ""]
+    recipe.write_text('data = "~/corpus"\n\n[ship]\ntable_bits = 4\n')
+    assert subprocess.run([*ask, str(recipe), "ship.table_bits"], capture_output=True, text=True).stdout == "4\n"
+    recipe.write_text('data = "~/corpus"\n\n[ship]\ntable_bits = 2\n')
+    bad_bits = subprocess.run([*ask, str(recipe), "ship.table_bits"], capture_output=True, text=True)
+    assert bad_bits.returncode == 1 and "[ship] table_bits must be one of [8, 4], got 2" in bad_bits.stderr
     run = subprocess.run([*ask, str(tiny_run), "out"], capture_output=True, text=True)
     assert run.stdout.strip() == str(tiny_run)
     recipe.write_text('data = "~/corpus"\nbatch = 3\n')

@@ -4,7 +4,7 @@ The shell scripts ask here rather than parse TOML themselves, so a recipe is rea
 same code as `edge-xsent train` reads it. A run folder (one train/interpolate.py wrote) answers from its
 model's training.json. Paths come out with `~` expanded; an unset setting prints an empty line.
 
-    python train/recipe.py train/shipped.toml out ship.alpha
+    python train/recipe.py train/shipped.toml out ship.alpha ship.table_bits
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from edge_xsent.failures import script_errors
 
 
 def setting(source: Path, key: str) -> str:
-    """One setting: a TrainConfig field, or `ship.alpha`."""
+    """One setting: a TrainConfig field, or a [ship] one (`ship.alpha`, `ship.table_bits`)."""
     if source.is_dir():
         if key == "out":
             return str(source)
@@ -35,7 +35,7 @@ def setting(source: Path, key: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source", type=Path, help="a recipe (.toml) or a run folder")
-    ap.add_argument("keys", nargs="+", help="TrainConfig fields (out, data, ...) or ship.alpha")
+    ap.add_argument("keys", nargs="+", help="TrainConfig fields (out, data, ...) or ship.alpha, ship.table_bits")
     args = ap.parse_args()
     for key in args.keys:
         print(setting(args.source, key))
