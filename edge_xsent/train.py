@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from .atomic import atomic_write
 from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
-from .bundle import save_model
+from .bundle import read_training, save_model
 from .data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
 from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig, portable  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
@@ -45,7 +45,7 @@ from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_r
 from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
 from .warmstart import (GIT_INIT, GIT_MODEL_PATH, INIT_CACHE, TRAIN_TOKENIZER, WARM_START_FIELDS,  # noqa: F401  (re-exported)
                         check_pinned_start, init_dir, load_init_weights, model_from_git, refuse_own_result, stack_layers,
-                        start_dir, starts_in_teacher_space, transfer_vocabulary, widen_ffn)
+                        start_dir, start_record, starts_in_teacher_space, transfer_vocabulary, widen_ffn)
 
 
 class TrainingStopped(UserError):
@@ -297,6 +297,7 @@ class Prepared:
     valid: TokenizedPairs | None
     mono: TokenizedTexts | None
     seconds: float
+    start: dict  # what the weights descend from (warmstart.start_record), kept in training.json
 
 
 def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
@@ -423,7 +424,13 @@ def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progr
     _check_enough(len(data), cfg, procs.world)
     mono = attach_teacher(cfg, [(rows, data), (valid_rows, valid)], tok, procs.is_main, procs.world, progress) \
         if cfg.teacher else None
-    return Prepared(tok, langs, data, valid, mono, time.time() - t0)
+    return Prepared(tok, langs, data, valid, mono, time.time() - t0, run_start(cfg, out, resuming))
+
+
+def run_start(cfg: TrainConfig, out: Path, resuming: bool) -> dict:
+    """start_record, read once: a resumed run takes it from its own model folder (its init may be gone)."""
+    own = read_training(out / "model") if resuming else {}
+    return own["start"] if "start" in own else start_record(cfg)
 
 
 def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: Processes) -> Trainer:
@@ -506,7 +513,8 @@ def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs:
     """Validate; the model folder keeps the best validation loss, or the newest weights with keep_model = "last"
     (a split of the training sources may stall while what the model is for still improves), or without a valid split."""
     info = {"train_config": portable(cfg.to_dict()), "langs": prep.langs, "train_pairs": len(prep.data),
-            "world_size": procs.world, "device": _device_name(procs.device), "step": step}
+            "world_size": procs.world, "device": _device_name(procs.device), "step": step,
+            **({"start": prep.start} if prep.start else {})}
     folder = Path(cfg.out) / "model"
     if prep.valid is None:
         if procs.is_main:

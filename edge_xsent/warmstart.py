@@ -45,6 +45,24 @@ def starts_in_teacher_space(cfg: TrainConfig) -> bool:
     return init == E5_INIT
 
 
+def start_record(cfg: TrainConfig) -> dict:
+    """What the run's weights descend from, for its card and credits: the pruned e5 start's record
+    (prune.py: pruned_from, layers, pieces), found along the init chain; {} for any other start."""
+    from .bundle import read_training
+    from .prune import E5_INIT
+
+    if cfg.init == E5_INIT:
+        made = read_training(start_dir(cfg))
+        return {k: made[k] for k in ("pruned_from", "layers", "pieces") if k in made}
+    if not cfg.init:
+        return {}
+    folder = init_dir(cfg.init)
+    if "start" in read_training(folder):
+        return read_training(folder)["start"]
+    made = trained_config(folder)
+    return start_record(made) if made is not None else {}
+
+
 def init_dir(init: str) -> Path:
     """`default` names the model shipped in the package; `git:COMMIT` the one shipped at that commit;
     a run folder means its model/."""

@@ -3,6 +3,8 @@ rule over the corpus, as an ordinary model folder a recipe starts from (`init = 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -74,6 +76,19 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
     assert train(cfg, progress=False)["steps"] == 2
     after = Encoder.load(tmp_path / "run" / "model").encode(["Open the file", "Ouvrir le fichier"])
     assert after.shape == (2, 384) and float((before * after).sum(1).min()) > 0.5  # moved from the start, not reset
+    # The lineage travels: training.json records the pruned start, a run started from this one inherits
+    # it, and the exported card credits e5-small.
+    start = json.loads((tmp_path / "run/model/training.json").read_text())["start"]
+    assert start["layers"] == [3] and start["pruned_from"].startswith("multilingual-e5-small (MIT")
+    assert train(e5_recipe(tmp_path, init=str(tmp_path / "run"), init_layers=None, out=str(tmp_path / "run2")),
+                 progress=False)["steps"] == 2
+    assert json.loads((tmp_path / "run2/model/training.json").read_text())["start"] == start
+    from edge_xsent.export import export_bundle
+
+    export_bundle(tmp_path / "run2/model", tmp_path / "bundle", torchscript=False, parity_pairs=40, min_cosine=0.9)
+    card = (tmp_path / "bundle/README.md").read_text()
+    assert "A pruned student of multilingual-e5-small" in card and "blocks [3] of 12 and 2,000 of its" in card
+    assert "https://huggingface.co/intfloat/multilingual-e5-small), published under the MIT licence" in card
     with pytest.raises(UserError, match="d_model = 384"):
         start_dir(e5_recipe(tmp_path, model=EncoderConfig(vocab_size=2000, n_layers=1, d_model=256, n_heads=8)))
     with pytest.raises(UserError, match='init = "e5-small"'):

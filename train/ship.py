@@ -22,6 +22,7 @@ from pathlib import Path
 
 from edge_xsent import decisions as rule
 from edge_xsent.atomic import check_output
+from edge_xsent.card import start_lines
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
@@ -157,7 +158,7 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
             f"- Recipe `{recipe}`: batch {tc.get('batch_size', 0)}, lr {tc.get('lr', 0):g}, {tc.get('max_steps', 0):,d} steps, "
             f"started from `{tc.get('init')}`; the weights are {kept(tc)}, step {training.get('step', 0):,d}; "
             f"trained on {training.get('device', '?')}.",
-            *interpolation_lines(training)]
+            *interpolation_lines(training), *start_lines(training)]
 
 
 def kept(tc: dict) -> str:
