@@ -189,3 +189,37 @@ def multilingual_default(rows: dict[str, dict], shipped: dict, current: str) -> 
     best = max(r["oog_claimed"] for r in ok.values())
     near = [k for k, r in ok.items() if r["oog_claimed"] >= best - OOG_TIE_POINTS]
     return min(near, key=lambda k: (ok[k]["int8_mb"], -ok[k]["oog_claimed"]))
+
+
+# studies/pruned-student/README.md (issue 58): the next default, a student pruned from multilingual-e5-small,
+# judged out of genre beside its teacher. A language is claimed on `oog-m1` alone, never on in-genre figures.
+STUDENT_CLAIM_MIN = 80.0  # a claimed language's oog-m1 P@1
+STUDENT_CLAIM_GAP = 5.0  # and at most this far below e5-small's in that language
+STUDENT_MIN_CLAIMS = 30
+STUDENT_MAX_MB = 20.0  # the graph that ships (int8 MatMuls; the token table may be 4-bit: export --table-bits)
+STUDENT_MIN_SPEED = 1.0  # sentences/s against USE-m's, 1 thread, one run
+STUDENT_OOG_GAP = 3.0  # the old languages' `oog` mean, at most this far below e5-small's
+
+
+def student_claims(ours: dict[str, float], e5: dict[str, float]) -> list[str]:
+    """{lang: oog-m1 P@1} of the student and of e5-small -> the languages the student may claim."""
+    return sorted(l for l, p in ours.items() if l in e5 and p >= STUDENT_CLAIM_MIN and p >= e5[l] - STUDENT_CLAIM_GAP)
+
+
+def student_failed_constraints(row: dict, e5_oog_mean: float) -> list[str]:
+    """row: {"claimed" [langs], "int8_mb", "speed_ratio" (None: not measured), "oog_mean"} -> the clauses missed."""
+    speed, gap = row["speed_ratio"], e5_oog_mean - row["oog_mean"]
+    return [msg for ok, msg in [
+        (len(row["claimed"]) >= STUDENT_MIN_CLAIMS, f"{len(row['claimed'])} claimable languages (< {STUDENT_MIN_CLAIMS})"),
+        (row["int8_mb"] <= STUDENT_MAX_MB, f"{row['int8_mb']} MB (> {STUDENT_MAX_MB:g})"),
+        (speed is not None, "speed not measured"),
+        (speed is None or speed >= STUDENT_MIN_SPEED, f"{speed or 0:.2f}x USE-m (< {STUDENT_MIN_SPEED:g})"),
+        (gap <= STUDENT_OOG_GAP, f"oog {gap:.1f} below e5-small (> {STUDENT_OOG_GAP:g})"),
+    ] if not ok]
+
+
+def student_default(rows: dict[str, dict], e5_oog_mean: float, current: str) -> str:
+    """The smallest, fastest passing student: fewest layers ("n_layers"), then the highest speed ratio;
+    `current` (the model shipped now) when none passes."""
+    ok = {k: r for k, r in rows.items() if not student_failed_constraints(r, e5_oog_mean)}
+    return min(ok, key=lambda k: (ok[k]["n_layers"], -ok[k]["speed_ratio"])) if ok else current

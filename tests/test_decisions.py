@@ -86,3 +86,21 @@ def test_the_multilingual_default_rule_on_small_tables():
     assert multilingual_default({"m1": old_lost}, shipped, current="shipped") == "shipped"  # none passes: it stays
     smaller = {**good, "int8_mb": 12.0, "oog_claimed": 69.8}
     assert multilingual_default({"m1": good, "m1-small": smaller}, shipped, "shipped") == "m1-small"  # a tie: smaller file
+
+
+def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_passing_student():
+    """studies/pruned-student/README.md: claims on oog-m1 beside e5-small; <= 20 MB; >= 1.0x USE-m; within 3 of
+    e5-small on oog; among those that pass, fewest layers, then fastest."""
+    from edge_xsent import decisions as rule
+
+    e5 = {f"l{i:02d}": 90.0 for i in range(32)}
+    assert rule.student_claims({**dict.fromkeys(e5, 86.0), "l00": 84.9, "xx": 99.0}, e5) == sorted(set(e5) - {"l00"})
+    assert rule.student_claims({"l01": 79.9}, {"l01": 80.0}) == []  # under 80 even when near e5-small
+    ok = {"claimed": list(e5), "int8_mb": 17.3, "speed_ratio": 1.3, "oog_mean": 90.0, "n_layers": 3}
+    rows = {"3l": ok, "2l-slow": {**ok, "n_layers": 2, "speed_ratio": 1.1}, "2l": {**ok, "n_layers": 2, "speed_ratio": 1.4},
+            "1l-weak": {**ok, "n_layers": 1, "oog_mean": 88.9}}
+    assert rule.student_failed_constraints(rows["1l-weak"], 92.0) == ["oog 3.1 below e5-small (> 3)"]
+    assert rule.student_default(rows, 92.0, "shipped") == "2l"
+    unmeasured = {**ok, "speed_ratio": None}
+    assert rule.student_failed_constraints(unmeasured, 92.0) == ["speed not measured"]
+    assert rule.student_default({"a": unmeasured}, 92.0, "shipped") == "shipped"

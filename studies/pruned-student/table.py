@@ -15,13 +15,13 @@ import json
 import time
 from pathlib import Path
 
+from edge_xsent import decisions as rule
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.errors import UserError
 from edge_xsent.evaluate import out_of_genre_means
 from edge_xsent.failures import script_errors
 
 E5 = "multilingual-e5-small"
-CLAIM_MIN, CLAIM_GAP, OOG_GAP, MAX_MB, MIN_SPEED, MIN_CLAIMS = 80.0, 5.0, 3.0, 20.0, 1.0, 30  # the rule's numbers
 
 
 def e5_figures(path: Path) -> dict:
@@ -36,20 +36,15 @@ def e5_figures(path: Path) -> dict:
 
 
 def claims(fig: dict, e5_wide: dict) -> list[str]:
-    """Languages the rule lets a student claim: oog-m1 P@1 >= 80 and within 5 points of e5-small's."""
-    ours = fig.get("oog_wide", {}).get("by_language", {})
-    return sorted(l for l, p in ours.items() if l in e5_wide["by_language"]
-                  and p >= CLAIM_MIN and p >= e5_wide["by_language"][l] - CLAIM_GAP)
+    """Languages the rule lets a student claim (edge_xsent.decisions.student_claims)."""
+    return rule.student_claims(fig.get("oog_wide", {}).get("by_language", {}), e5_wide["by_language"])
 
 
 def verdict(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
-    """Which clauses of the rule a row fails, or `passes`."""
-    speed = fig.get("speed", {}).get("ratio")
-    fails = [f"{len(claims(fig, e5_wide))} claimable languages (< {MIN_CLAIMS})"] if len(claims(fig, e5_wide)) < MIN_CLAIMS else []
-    fails += [f"{fig['int8_mb']} MB (> {MAX_MB:g})"] if fig["int8_mb"] > MAX_MB else []
-    fails += ["speed not measured"] if speed is None else [f"{speed:.2f}x USE-m (< {MIN_SPEED:g})"] if speed < MIN_SPEED else []
-    gap = e5_oog["mean"] - fig["oog"]["mean"]
-    fails += [f"oog {gap:.1f} below e5-small (> {OOG_GAP:g})"] if gap > OOG_GAP else []
+    """Which clauses of the rule a row fails (edge_xsent.decisions.student_failed_constraints), or `passes`."""
+    fails = rule.student_failed_constraints({"claimed": claims(fig, e5_wide), "int8_mb": fig["int8_mb"],
+                                             "speed_ratio": fig.get("speed", {}).get("ratio"),
+                                             "oog_mean": fig["oog"]["mean"]}, e5_oog["mean"])
     return "passes" if not fails else "fails: " + "; ".join(fails)
 
 
