@@ -23,6 +23,8 @@ DISTILL_LOSSES = ("cos", "mse", "nce")  # edge_xsent.objectives.distill_loss
 # u8 x u8 kernel that does not saturate. `benchmarks/int8_variants.py` measures the three.
 INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUInt8", False)}
 DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (results/int8-variants.md)
+SHIP_RULES = ("multilingual", "student")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
+# studies/pruned-student/README.md
 TABLE_BITS = (8, 4)  # the int8 graph's token table: int8, or 4-bit blocks (export.quantize_int8)
 
 
@@ -300,6 +302,7 @@ class ShipConfig:
 
     alpha: float | None = None  # ship start + alpha x (trained - start), WiSE-FT (train/interpolate.py); None ships the run as trained
     table_bits: int = 8  # the int8 graph's token table: 8, or 4 (`edge-xsent export --table-bits`)
+    rule: str = "multilingual"  # the rule train/ship.py judges by (SHIP_RULES; `ship.py --rule`)
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "ShipConfig":
@@ -311,12 +314,14 @@ class ShipConfig:
     def from_dict(cls, raw, where: str = "config") -> "ShipConfig":
         if not isinstance(raw, dict):
             raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {raw!r}")
-        unknown = set(raw) - {"alpha", "table_bits"}
+        unknown = set(raw) - {"alpha", "table_bits", "rule"}
         if unknown:
-            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: ['alpha', 'table_bits']")
-        alpha, bits = raw.get("alpha"), raw.get("table_bits", 8)
+            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: ['alpha', 'rule', 'table_bits']")
+        alpha, bits, rule = raw.get("alpha"), raw.get("table_bits", 8), raw.get("rule", "multilingual")
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1):
             raise UserError(f"{where}: [ship] alpha must be a number in (0, 1], got {alpha!r}")
         if isinstance(bits, bool) or bits not in TABLE_BITS:
             raise UserError(f"{where}: [ship] table_bits must be one of {list(TABLE_BITS)}, got {bits!r}")
-        return cls(alpha=None if alpha is None else float(alpha), table_bits=bits)
+        if rule not in SHIP_RULES:
+            raise UserError(f"{where}: [ship] rule must be one of {list(SHIP_RULES)}, got {rule!r}")
+        return cls(alpha=None if alpha is None else float(alpha), table_bits=bits, rule=rule)

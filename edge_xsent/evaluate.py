@@ -12,8 +12,10 @@ Similarities are computed in blocks of queries, so 200k candidates fit in a few 
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
@@ -323,6 +325,17 @@ def out_of_genre_means(retrieval: dict[str, dict[str, float]]) -> dict:
             by_lang.setdefault(direction.replace("en->", "").replace("->en", ""), []).append(v)
     return {"mean": round(100 * sum(cells) / len(cells), 2),
             "by_language": {l: round(100 * sum(v) / len(v), 2) for l, v in sorted(by_lang.items())}}
+
+
+def peer_oog(path: str | Path, label: str) -> dict:
+    """One peer's record in an `eval oog --peers ... --json` file, as out_of_genre_means: the figures the
+    pruned student's rule (decisions.student_*) reads for multilingual-e5-small."""
+    try:
+        retrieval = json.loads(Path(path).read_text())[label]["retrieval"]
+    except (FileNotFoundError, KeyError, TypeError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: no {label} record ({type(e).__name__}: {e}); make it with `edge-xsent eval oog "
+                        "--data DATA --peers e5-small --no-agreement --json`") from None
+    return out_of_genre_means(retrieval)
 
 
 def neighbour_agreement(texts: Sequence[str], student: np.ndarray, teacher: np.ndarray, k: int = 10) -> float:

@@ -184,6 +184,8 @@ def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(
         ship.check_rebuildable(str(plain), model)
     ship.check_rebuildable(str(carried), model)
     ship.check_rebuildable(str(plain), tiny_model)  # a plain run, a plain recipe
+    with pytest.raises(UserError, match=r"\[ship\] rule is 'multilingual', but this winner was judged by --rule student"):
+        ship.check_rebuildable(str(plain), tiny_model, "student")
 
 
 def test_the_card_says_which_weights_a_run_kept():
@@ -205,3 +207,47 @@ def test_ship_writes_no_home_folder_into_the_records(tmp_path):
     ship.no_home_paths(tmp_path)
     assert json.loads((tmp_path / FILES["training"]).read_text()) == {"interpolated": {"end": "~/runs/a/model"}, "step": 3}
     assert json.loads((tmp_path / CALIBRATION).read_text())["source"] == "~/data valid split"
+
+
+def test_ship_by_the_pruned_students_rule_claims_out_of_genre_beside_e5(tiny_bundle, tmp_path):
+    """train/ship.py --rule student (studies/pruned-student/README.md): languages are claimed on oog-m1 beside
+    e5-small, the smallest passing student ships, and its card and config.json say so."""
+    from edge_xsent import Encoder
+
+    langs = [f"l{i:02d}" for i in range(31)]
+    cells = lambda p, ls: {"tuxpaint": {**{f"en->{l}": p for l in ls}, **{f"{l}->en": p for l in ls}}}  # noqa: E731
+    e5_oog, e5_wide = tmp_path / "e5-oog.json", tmp_path / "e5-oog-m1.json"
+    e5_oog.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells(0.92, ["de", "fr"])}}))
+    e5_wide.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells(0.90, langs + ["xx"])}}))
+    oog = lambda p: {"mean": p, "by_language": {"de": p, "fr": p}}  # noqa: E731
+    student = {"model": str(tiny_bundle[0]), "int8_mb": 17.3, "speed": {"ratio": 1.3}, "oog": oog(90.0),
+               "oog_wide": {"mean": 86.0, "by_language": {**dict.fromkeys(langs, 86.0), "xx": 70.0}}}
+    files = {}
+    for name, fig in {"good": student, "far": {**student, "oog": oog(85.0)},
+                      "shipped": {"name": "shipped"}}.items():
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps({"name": name, **fig}))
+    recipe = tmp_path / "student.toml"
+    recipe.write_text('data = "sample"\n\n[ship]\nrule = "student"\n')
+    files["good"].write_text(json.dumps({**json.loads(files["good"].read_text()), "recipe": str(recipe)}))
+    ship = [sys.executable, str(ROOT / "train/ship.py"), "--rule", "student", "--shipped", str(files["shipped"]),
+            "--e5-oog", str(e5_oog), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide),
+            "--small-pools", str(tmp_path / "none.json"), "--decision", str(tmp_path / "decision.md"),
+            "--out", str(tmp_path / "default")]
+    kept = subprocess.run(ship + ["--candidate", str(files["far"])], capture_output=True, text=True)
+    assert kept.returncode == 0, kept.stderr
+    decision = (tmp_path / "decision.md").read_text()
+    assert "| far | 1 | 31 | 17.3 | 1.30 | 85.0 | 86.0 | oog 7.0 below e5-small (> 3) |" in decision
+    assert "| shipped (shipped now) | | | | | | | **stays** |" in decision and not (tmp_path / "default").exists()
+    done = subprocess.run(ship + ["--candidate", str(files["far"]), "--candidate", str(files["good"])],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    card = (tmp_path / "default/README.md").read_text()
+    assert "The rule written before the runs: `studies/pruned-student/README.md`." in card
+    assert "| l00 | - | - | 86.0 | 90.0 | claimed |" in card  # no general figures; e5-small beside it
+    assert "| xx | - | - | 70.0 | 90.0 | not claimed: 70.0 out of genre, e5-small 90.0 |" in card
+    assert Encoder.load(tmp_path / "default").langs == ["en", *langs]
+    no_speed = {**student, "speed": {}}
+    files["good"].write_text(json.dumps({"name": "good", **no_speed}))
+    refused = subprocess.run(ship + ["--candidate", str(files["good"])], capture_output=True, text=True)
+    assert refused.returncode == 1 and "no speed" in refused.stderr and "--parts speed" in refused.stderr

@@ -7,6 +7,7 @@
 # Usage: train/finish.sh RECIPE|RUN [...]      e.g. train/finish.sh studies/shipping-history/m1-extend.toml ~/edge-xsent-runs/m1-extend-a50
 #        DATA=... OOG=... OOG_WIDE=... CORPUS_G=... change the benchmarks (defaults: figures.py's);
 #        TABLE_BITS=4 exports the token table at 4 bits (default: the recipe's [ship] table_bits, else 8);
+#        RULE=student judges by the pruned student's rule (default: the last recipe's [ship] rule, else multilingual);
 #        PARTS=general,oog measures only those parts; RESULTS=DIR keeps the figures and the table there
 #        (default benchmarks/results/candidates, which holds shipped.json, the model shipped now)
 set -euo pipefail
@@ -23,6 +24,7 @@ candidates=()
 for recipe in "$@"; do  # a recipe, or a run folder
   run=$(cfg "$recipe" out); data=$(cfg "$recipe" data); name=$(basename "$run")
   bits=${TABLE_BITS:-$(cfg "$recipe" ship.table_bits)}; bits=${bits:-8}  # a run folder records no [ship]
+  rule=${RULE:-$(cfg "$recipe" ship.rule)}; rule=${rule:-multilingual}
   [ -f "$run/model/manifest.json" ] || { echo "$recipe: no trained model in $run/model; train it first" >&2; exit 1; }
   # Project out the language-identity directions the shared encoder learns (edge_xsent/debias.py), as
   # many as the language means' spectrum shows (studies/shipping-history/multilingual-default.md: --rank auto).
@@ -44,5 +46,5 @@ done
 # The model shipped now: its speed on this machine too, for the table (the rule reads the candidates').
 [[ ",$parts," == *,speed,* ]] && python train/figures.py edge_xsent/resources/default-model --name shipped \
   --out "$results/shipped.json" --threads 1 --parts speed
-python train/ship.py --shipped "$results/shipped.json" "${candidates[@]}" --decision "$results/decision.md" \
+python train/ship.py --rule "$rule" --shipped "$results/shipped.json" "${candidates[@]}" --decision "$results/decision.md" \
   ${SHIP_OUT:+--out "$SHIP_OUT"}

@@ -1,5 +1,6 @@
-"""Ship the next default by its rule (studies/shipping-history/multilingual-default.md), reading one figures file per
-candidate (train/figures.py) and nothing found by name.
+"""Ship the next default by its rule (studies/shipping-history/multilingual-default.md, or with --rule student the
+pruned student's, studies/pruned-student/README.md), reading one figures file per candidate (train/figures.py)
+and nothing found by name.
 
     python train/ship.py --shipped benchmarks/results/candidates/shipped.json \
         --candidate benchmarks/results/candidates/m1-long.json [--candidate ...] \
@@ -22,18 +23,21 @@ from pathlib import Path
 
 from edge_xsent import decisions as rule
 from edge_xsent.atomic import check_output
+from edge_xsent.config import SHIP_RULES
 from edge_xsent.card import start_lines
 from edge_xsent.errors import UserError
+from edge_xsent.evaluate import peer_oog
 from edge_xsent.failures import script_errors
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
+E5 = "multilingual-e5-small"  # its label in `eval oog --peers e5-small --json` files
 SHIPPED_FILES = [FILES["config"], FILES["tokenizer"], FILES["tokenizer_json"], FILES["training"], FILES["extra_weights"],
                  PARITY, ONNX_INT8, CALIBRATION, *ST_FILES, DENSE_CONFIG, DENSE_WEIGHTS]  # never FILES["weights"]
 NEEDS = {"candidate": ("general", "oog", "oog_wide", "corpus_g", "speed"), "shipped": ("oog", "corpus_g")}
 
 
-def load(path: Path, role: str) -> dict:
+def load(path: Path, role: str, needs: dict[str, tuple[str, ...]] = NEEDS) -> dict:
     """A figures file, refused (naming the parts and the command) when the rule needs a part it lacks."""
     try:
         fig = json.loads(Path(path).read_text())
@@ -43,7 +47,7 @@ def load(path: Path, role: str) -> dict:
         raise UserError(f"{path}: not a figures file (corrupt JSON: {e})") from None
     if not isinstance(fig, dict) or not isinstance(fig.get("name"), str):
         raise UserError(f"{path}: not a figures file (no name); make it with python train/figures.py")
-    missing = [p for p in NEEDS[role] if not _measured(fig.get(p), p)]
+    missing = [p for p in needs[role] if not _measured(fig.get(p), p)]
     if missing:
         raise UserError(f"{path}: no {', '.join(missing)} (or an empty one); measure them: python train/figures.py "
                         f"MODEL --name {fig['name']} --parts {','.join(missing)} --redo")
@@ -97,6 +101,75 @@ def decision(candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
     return pick, lines
 
 
+class MultilingualRule:
+    """studies/shipping-history/multilingual-default.md: a language is claimed on its general test P@1, and a
+    candidate must keep the shipped default's old languages."""
+    name, doc, needs = "multilingual", "studies/shipping-history/multilingual-default.md", NEEDS
+    claim_note = (f"Claimed: a language with >= {rule.CLAIM_MIN_PAIRS:,d} general train pairs whose general test P@1 "
+                  f"reaches {rule.CLAIM_MIN_P1:g} (both directions with English, int8).")
+
+    def claimed(self, fig: dict) -> list[str]:
+        return row(fig)["claimed"]
+
+    def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
+        return decision(candidates, shipped)
+
+    def why(self, lang: str, fig: dict) -> str:
+        g = fig.get("general", {}).get(lang)
+        if lang in self.claimed(fig):
+            return "claimed"
+        if g is None:
+            return "not measured in genre"
+        return f"thin: {g['train_pairs']:,d} pairs" if g["train_pairs"] < rule.CLAIM_MIN_PAIRS \
+            else f"thin: P@1 below {rule.CLAIM_MIN_P1:g}"
+
+
+class StudentRule:
+    """studies/pruned-student/README.md (issue 58): a student pruned from multilingual-e5-small, judged out of
+    genre beside its teacher (edge_xsent.decisions.student_*); a language is claimed on `oog-m1` alone."""
+    name, doc = "student", "studies/pruned-student/README.md"
+    needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ()}
+    claim_note = (f"Claimed: a language whose out-of-genre P@1 (`oog-m1`) reaches {rule.STUDENT_CLAIM_MIN:g} and is "
+                  f"within {rule.STUDENT_CLAIM_GAP:g} points of multilingual-e5-small's on the same pools; a language "
+                  "with no reserved pool is not measured out of genre and never claimed.")
+
+    def __init__(self, e5_oog: dict, e5_wide: dict):
+        self.e5_oog, self.e5_wide = e5_oog, e5_wide
+
+    def claimed(self, fig: dict) -> list[str]:
+        return rule.student_claims(fig["oog_wide"]["by_language"], self.e5_wide["by_language"])
+
+    def row(self, fig: dict) -> dict:
+        config = ROOT / Path(fig["model"]).expanduser() / FILES["config"]
+        return {"claimed": self.claimed(fig), "int8_mb": fig.get("int8_mb") or 0.0,
+                "n_layers": json.loads(config.read_text())["model"]["n_layers"],
+                "speed_ratio": fig.get("speed", {}).get("ratio"), "oog_mean": fig["oog"]["mean"],
+                "oog_wide_mean": fig["oog_wide"].get("mean", 0.0)}
+
+    def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
+        rows = {f["name"]: self.row(f) for f in candidates}
+        pick = rule.student_default(rows, self.e5_oog["mean"], shipped["name"])
+        lines = ["| model | layers | claimable languages | MB | x USE-m sentences/s | `oog` | `oog-m1` | verdict |",
+                 "|---|---|---|---|---|---|---|---|"]
+        for name, r in rows.items():
+            fails = rule.student_failed_constraints(r, self.e5_oog["mean"])
+            verdict = "**ships**" if pick == name else "; ".join(fails) or "passes, not the smallest and fastest"
+            speed = f"{r['speed_ratio']:.2f}" if r["speed_ratio"] is not None else "not measured"
+            lines.append(f"| {name} | {r['n_layers']} | {len(r['claimed'])} | {r['int8_mb']:.1f} | {speed} | "
+                         f"{r['oog_mean']:.1f} | {r['oog_wide_mean']:.1f} | {verdict} |")
+        stays = "**stays**" if pick == shipped["name"] else "replaced"
+        return pick, [*lines, f"| {E5} (the teacher) | 12 | | 113 | | {self.e5_oog['mean']:.1f} | "
+                              f"{self.e5_wide['mean']:.1f} | |", f"| {shipped['name']} (shipped now) | | | | | | | {stays} |"]
+
+    def why(self, lang: str, fig: dict) -> str:
+        if lang in self.claimed(fig):
+            return "claimed"
+        ours, e5 = fig["oog_wide"]["by_language"].get(lang), self.e5_wide["by_language"].get(lang)
+        if ours is None or e5 is None:
+            return "not measured out of genre"
+        return f"not claimed: {ours:.1f} out of genre, e5-small {e5:.1f}"
+
+
 def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     """Each peer's out-of-genre P@1 per language (label -> language -> %), from `eval oog --peers ... --json`
     on the same benchmark; the shipped model's own rows in those files are skipped."""
@@ -118,14 +191,16 @@ def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     return peers
 
 
-def language_table(fig: dict, peers: dict[str, dict[str, float]], small: dict[str, dict[str, float]]) -> list[str]:
-    """Every language the candidate was scored on: pairs, test P@1, out of genre beside each peer, claimed or thin.
-    A language with no pool of 100 pairs takes its figure from the small pools (50-99 pairs), marked †; a peer's
-    figure in a language it was not trained on is marked * (USE-m's 16 languages)."""
+def language_table(fig: dict, peers: dict[str, dict[str, float]], small: dict[str, dict[str, float]],
+                   judge: MultilingualRule | StudentRule) -> list[str]:
+    """Every language the candidate was scored on: pairs, test P@1, out of genre beside each peer, and what the
+    rule says of it. A language with no pool of 100 pairs takes its figure from the small pools (50-99 pairs),
+    marked †; a peer's figure in a language it was not trained on is marked * (USE-m's 16 languages)."""
     from edge_xsent.peers import PEERS
 
     trained = {spec.label: spec.languages for spec in PEERS.values()}
-    claimed = set(row(fig)["claimed"])
+    claimed = set(judge.claimed(fig))
+    general = fig.get("general", {})
     ours = {"wide": fig["oog_wide"]["by_language"], "small": fig.get("oog_small", {}).get("by_language", {})}
 
     def cell(lang: str, wide: dict[str, float], small_pools: dict[str, float], label: str | None = None) -> str:
@@ -137,12 +212,12 @@ def language_table(fig: dict, peers: dict[str, dict[str, float]], small: dict[st
     lines = ["| language | general train pairs | general test P@1 | out-of-genre P@1 | "
              + "".join(f"{label} out of genre | " for label in peers) + "|",
              "|---|---|---|---|" + "---|" * len(peers) + "---|"]
-    for lang, g in sorted(fig["general"].items(), key=lambda kv: (kv[0] not in claimed, kv[0])):
-        why = "claimed" if lang in claimed else (f"thin: {g['train_pairs']:,d} pairs" if g["train_pairs"] < rule.CLAIM_MIN_PAIRS
-                                                 else f"thin: P@1 below {rule.CLAIM_MIN_P1:g}")
-        cells = [cell(lang, ours["wide"], ours["small"])]
+    for lang in sorted({*general, *ours["wide"], *ours["small"]} - {"en"}, key=lambda l: (l not in claimed, l)):
+        g = general.get(lang)
+        cells = [f"{g['train_pairs']:,d}", f"{g['p1']:.1f}"] if g else ["-", "-"]
+        cells += [cell(lang, ours["wide"], ours["small"])]
         cells += [cell(lang, scores, small.get(label, {}), label) for label, scores in peers.items()]
-        lines.append(f"| {lang} | {g['train_pairs']:,d} | {g['p1']:.1f} | " + "".join(f"{c} | " for c in cells) + f"{why} |")
+        lines.append(f"| {lang} | " + "".join(f"{c} | " for c in cells) + f"{judge.why(lang, fig)} |")
     return lines
 
 
@@ -176,7 +251,7 @@ def interpolation_lines(training: dict) -> list[str]:
 
 
 def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, float]],
-         small: dict[str, dict[str, float]], recipe: str) -> str:
+         small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule) -> str:
     from edge_xsent.bundle import read_training
     from edge_xsent.card import front_matter, render
 
@@ -187,22 +262,22 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
     tc = read_training(bundle).get("train_config", {})
     licences = (corpus_licences(tc["data"]) if tc.get("data") else None) or {}
     licence, licence_line = data_licence(licences) if licences else (None, "")
-    claimed = row(fig)["claimed"]
+    claimed = judge.claimed(fig)
     sizes = {p: (bundle / p).stat().st_size / 2**20 for p in SHIPPED_FILES if (bundle / p).exists()}
     return render({
         "metadata": front_matter({**cfg, "langs": ["en", *claimed]}, licence, sorted(licences) or None),
         "title": "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
         "usage": ["enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', '駅はどこですか？'])"],
-        "training": training_lines(recipe, read_training(bundle), len(fig["general"])),
+        "training": training_lines(recipe, read_training(bundle),
+                                   len(fig.get("general") or set(read_training(bundle).get("langs", [])) - {"en"})),
         "before_sizes": ["## Languages", "",
-                         f"Claimed: a language with >= {rule.CLAIM_MIN_PAIRS:,d} general train pairs whose general test "
-                         f"P@1 reaches {rule.CLAIM_MIN_P1:g} (both directions with English, int8). Out of genre: "
+                         f"{judge.claim_note} Out of genre: "
                          "`oog-m1`, reserved texts no training build reads (pools up to 5,000 pairs), beside USE-m and "
                          "multilingual-e5-small on the same pools; † a language no reserved source holds 100 pairs of, "
                          "scored on its pools of 50-99 pairs (easier); * a language the peer was not trained on. "
-                         "P@1 in %.", "", *language_table(fig, peers, small), "",
-                         "## How it was chosen", "", "The rule written before the runs: `studies/shipping-history/multilingual-default.md`.",
+                         "P@1 in %.", "", *language_table(fig, peers, small, judge), "",
+                         "## How it was chosen", "", f"The rule written before the runs: `{judge.doc}`.",
                          "", *table, ""],
         "sizes": sizes,
         "sizes_note": "The int8 graph ships; float weights, where a tool needs them, are derived from it on load "
@@ -214,14 +289,19 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
                    *([licence_line, ""] if licence_line else [])]})
 
 
-def check_rebuildable(recipe: str, bundle: Path) -> None:
+def check_rebuildable(recipe: str, bundle: Path, judged_by: str = "multilingual") -> None:
     """The card's Reproduce line is `train/ship.sh RECIPE`: the recipe must carry every step that made the
-    winner, its interpolation included ([ship] alpha), or the command would rebuild another model."""
+    winner, its interpolation included ([ship] alpha), and the rule that chose it ([ship] rule), or the
+    command would rebuild another model, or judge it by another rule."""
     from edge_xsent.bundle import read_training
     from edge_xsent.config import ShipConfig
 
     mixed = read_training(bundle).get("interpolated")
-    alpha = ShipConfig.from_toml(recipe).alpha
+    shipping = ShipConfig.from_toml(recipe)
+    if shipping.rule != judged_by:
+        raise UserError(f"{recipe}: its [ship] rule is {shipping.rule!r}, but this winner was judged by --rule "
+                        f"{judged_by}: set `[ship] rule = \"{judged_by}\"`, so train/ship.sh {recipe} judges it alike")
+    alpha = shipping.alpha
     if (mixed or {}).get("alpha") != alpha:
         raise UserError(f"{recipe}: its [ship] alpha is {alpha}, but the winner was interpolated with alpha "
                         f"{(mixed or {}).get('alpha')}: set `[ship] alpha` to match, so train/ship.sh {recipe} rebuilds it")
@@ -253,7 +333,7 @@ def no_home_paths(folder: Path) -> None:
 
 
 def ship(fig: dict, out: Path, table: list[str], peers: dict[str, dict[str, float]],
-         small: dict[str, dict[str, float]], recipe: str) -> None:
+         small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule) -> None:
     from edge_xsent.atomic import atomic_dir
     from edge_xsent.bundle import verify, write_manifest
 
@@ -264,9 +344,9 @@ def ship(fig: dict, out: Path, table: list[str], peers: dict[str, dict[str, floa
             if (bundle / rel).exists():
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(bundle / rel, tmp / rel)
-        supported(tmp / FILES["config"], row(fig)["claimed"])
+        supported(tmp / FILES["config"], judge.claimed(fig))
         no_home_paths(tmp)
-        (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe))
+        (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe, judge))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
         write_manifest(tmp, {**extra, "recipe": recipe, "figures": f"benchmarks/results/candidates/{fig['name']}.json"})
 
@@ -283,17 +363,27 @@ def main() -> None:
                     help="the peers on the small pools (`eval oog --min-pairs 50 --below 100`), for the card")
     ap.add_argument("--recipe", default="train/shipped.toml",
                     help="the winner's recipe, where its figures do not name one (figures.py --recipe)")
+    ap.add_argument("--rule", choices=SHIP_RULES, default="multilingual",
+                    help="multilingual: studies/shipping-history/multilingual-default.md; student: the pruned student's "
+                         "(studies/pruned-student/README.md), judged beside e5-small (the recipe's [ship] rule)")
+    ap.add_argument("--e5-oog", type=Path, default=ROOT / "benchmarks/results/oog-e5-small.json",
+                    help="the student rule: e5-small on `oog` (eval oog --peers e5-small --json)")
+    ap.add_argument("--e5-oog-m1", type=Path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
+                    help="the student rule: e5-small on `oog-m1`")
     ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
     args = ap.parse_args()
-    shipped = load(args.shipped, "shipped")
-    candidates = [load(c, "candidate") for c in args.candidate]
+    judge = StudentRule(peer_oog(args.e5_oog, E5), peer_oog(args.e5_oog_m1, E5)) if args.rule == "student" \
+        else MultilingualRule()
+    shipped = load(args.shipped, "shipped", judge.needs)
+    candidates = [load(c, "candidate", judge.needs) for c in args.candidate]
     peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
-    figures = [args.shipped, *args.candidate, *peers, args.small_pools]
+    figures = [args.shipped, *args.candidate, *peers, args.small_pools,
+               *([args.e5_oog, args.e5_oog_m1] if args.rule == "student" else [])]
     bundles = [ROOT / Path(f["model"]).expanduser() for f in [shipped, *candidates] if f.get("model")]
     check_output(args.decision, inputs=[*figures, *bundles])
     check_output(args.out, inputs=[*figures, *bundles], folder=True)  # a model folder, never a bundle it reads
-    pick, table = decision(candidates, shipped)
+    pick, table = judge.decision(candidates, shipped)
     from edge_xsent.atomic import atomic_write
 
     with atomic_write(args.decision) as f:
@@ -304,8 +394,8 @@ def main() -> None:
         return
     winner = next(f for f in candidates if f["name"] == pick)
     recipe = winner.get("recipe") or args.recipe
-    check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser())
-    ship(winner, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe)
+    check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser(), args.rule)
+    ship(winner, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe, judge)
     print(f"shipped {pick} -> {args.out}; table: {args.decision}")
 
 

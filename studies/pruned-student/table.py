@@ -18,7 +18,7 @@ from pathlib import Path
 from edge_xsent import decisions as rule
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import out_of_genre_means
+from edge_xsent.evaluate import peer_oog
 from edge_xsent.failures import script_errors
 
 E5 = "multilingual-e5-small"
@@ -27,12 +27,7 @@ E5 = "multilingual-e5-small"
 def e5_figures(path: Path) -> dict:
     """e5-small's cells in an `eval oog --peers e5-small --json` file, averaged as figures.py does:
     the mean over every cell (source x direction), and per language."""
-    try:
-        retrieval = json.loads(path.read_text())[E5]["retrieval"]
-    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
-        raise UserError(f"{path}: no {E5} record ({e}); make it with `edge-xsent eval oog --data DATA --peers "
-                        "e5-small --no-agreement --json`") from None
-    return out_of_genre_means(retrieval)
+    return peer_oog(path, E5)
 
 
 def claims(fig: dict, e5_wide: dict) -> list[str]:
