@@ -25,6 +25,8 @@ def main() -> None:
     ap.add_argument("--vocab-size", type=int, default=30000)
     ap.add_argument("--max-len", type=int, default=128)
     ap.add_argument("--int4", action="store_true", help="also a 4-bit graph (MatMul and the table's Gather)")
+    ap.add_argument("--d-ff", type=int, default=1536, help="feed-forward width: under 1536 keeps the most important units")
+    ap.add_argument("--table-bits", type=int, choices=(8, 4), default=8, help="the int8 graph's token table (export)")
     ap.add_argument("--out", type=Path, required=True, help="bundle-K folders go here")
     args = ap.parse_args()
     from edge_xsent.config import EncoderConfig, TrainConfig
@@ -34,11 +36,11 @@ def main() -> None:
     for k in (int(x) for x in args.layers.split(",")):
         out = args.out.expanduser() / f"bundle-{k}"
         check_output(out, [args.data], folder=True)
-        model = EncoderConfig(vocab_size=args.vocab_size, n_layers=k, d_model=384, n_heads=12, d_ff=1536,
+        model = EncoderConfig(vocab_size=args.vocab_size, n_layers=k, d_model=384, n_heads=12, d_ff=args.d_ff,
                               max_len=args.max_len, dropout=0.0)
         cfg = TrainConfig(model=model, data=args.data, init="e5-small", init_layers=list(range(k)))
         start = start_folder(cfg)
-        parity = export_bundle(start, out, torchscript=False, parity_pairs=200, int4=args.int4)
+        parity = export_bundle(start, out, torchscript=False, parity_pairs=200, int4=args.int4, table_bits=args.table_bits)
         for precision in ("int8", "int4") if args.int4 else ("int8",):
             mb = (out / "onnx" / f"model_{precision}.onnx").stat().st_size / 2**20
             print(f"{k} layer(s): {start} -> {out}: {precision} {mb:.1f} MB, parity (cosine mean) "
