@@ -73,6 +73,14 @@ def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
     assert again.returncode == 0 and json.loads(out.read_text())["general"] == json.loads(before)["general"]
     assert json.loads(before)["recipe"] is None and json.loads(out.read_text())["recipe"] == "train/tiny.toml"
     assert "general ..." not in again.stderr
+    # --redo measures the parts asked for again and keeps the others; figures of another model are dropped.
+    redo = subprocess.run(cmd + ["--parts", "oog", "--redo"], capture_output=True, text=True)
+    assert redo.returncode == 0 and "oog ..." in redo.stderr and "general" in json.loads(out.read_text())
+    stale = json.loads(out.read_text())
+    out.write_text(json.dumps({**stale, "manifest_sha256": "0" * 64}))
+    other = subprocess.run(cmd + ["--parts", "oog"], capture_output=True, text=True)
+    assert other.returncode == 0 and "figures of another model" in other.stderr
+    assert set(json.loads(out.read_text())) & {"general", "corpus_g", "oog_small"} == set()
 
 
 def test_per_language_means_both_directions():

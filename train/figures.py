@@ -147,9 +147,12 @@ def measure(args: argparse.Namespace) -> dict:
     check_output(out, inputs=[args.model, args.data, args.oog, args.oog_wide, args.corpus_g])
     if not all(p in PARTS for p in args.parts.split(",")):
         raise UserError(f"--parts {args.parts}: choose from {', '.join(PARTS)}")
-    figures = json.loads(out.read_text()) if out.exists() and not args.redo else {}
-    figures.update(describe(args.model, args.name, args.recipe), machine=machine_info(),
-                   p1_precision=args.precision or "int8 where the folder has it")
+    figures = json.loads(out.read_text()) if out.exists() else {}
+    about = describe(args.model, args.name, args.recipe)
+    if figures and figures.get("manifest_sha256") != about["manifest_sha256"]:
+        print(f"{out}: figures of another model (its manifest differs); measuring afresh", file=sys.stderr)
+        figures = {}
+    figures.update(about, machine=machine_info(), p1_precision=args.precision or "int8 where the folder has it")
     command = " ".join(["python train/figures.py", *sys.argv[1:]])
     warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # counted, not news, here
     enc = Encoder.load(args.model, precision=args.precision, threads=args.threads)
@@ -196,7 +199,7 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
                                                      "(default: the folder's own record, if any)")
-    ap.add_argument("--redo", action="store_true", help="measure every part again")
+    ap.add_argument("--redo", action="store_true", help="measure the parts asked for again (the others are kept)")
     args = ap.parse_args()
     for key in ("data", "oog", "oog_wide", "corpus_g"):
         setattr(args, key, os.path.expanduser(getattr(args, key)))
