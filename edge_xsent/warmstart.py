@@ -29,6 +29,28 @@ def start_dir(cfg: TrainConfig) -> Path:
     return start_folder(cfg) if cfg.init == E5_INIT else init_dir(cfg.init)
 
 
+def ancestors(cfg: TrainConfig):
+    """(folder, the config that trained it) for each model folder along cfg's init chain, nearest first.
+    It stops at e5-small's pruned start, at a folder with no training record or none to be found, at a
+    folder seen before (`default` names whatever ships now, so a chain through it can loop) and after
+    16 folders: lineage is read for records and credits, never to fail a run."""
+    from .prune import E5_INIT
+
+    seen: set[Path] = set()
+    init = cfg.init
+    while init and init != E5_INIT and len(seen) < 16:
+        try:
+            folder = init_dir(init).resolve()
+        except UserError:  # a git: start this checkout lacks
+            return
+        made = trained_config(folder) if folder not in seen and folder.is_dir() else None
+        if made is None:
+            return
+        seen.add(folder)
+        yield folder, made
+        init = made.init
+
+
 def starts_in_teacher_space(cfg: TrainConfig) -> bool:
     """Whether the run's first weights already put sentences in e5-small's space: a student pruned
     from it, or a model folder distilled from e5 after such a start (its training.json, followed back).
@@ -36,13 +58,14 @@ def starts_in_teacher_space(cfg: TrainConfig) -> bool:
     start knows (a distilled 2-layer student began at the loss of random vectors)."""
     from .prune import E5_INIT
 
-    init, hops = cfg.init, 0
-    while init and init != E5_INIT and hops < 16:
-        made = trained_config(init_dir(init))
-        if made is None or not (made.teacher or "").startswith("e5"):
+    if cfg.init == E5_INIT:
+        return True
+    for _, made in ancestors(cfg):
+        if not (made.teacher or "").startswith("e5"):
             return False
-        init, hops = made.init, hops + 1
-    return init == E5_INIT
+        if made.init == E5_INIT:
+            return True
+    return False
 
 
 def start_record(cfg: TrainConfig) -> dict:
@@ -53,14 +76,13 @@ def start_record(cfg: TrainConfig) -> dict:
 
     if cfg.init == E5_INIT:
         made = read_training(start_dir(cfg))
-        return {k: made[k] for k in ("pruned_from", "layers", "pieces") if k in made}
-    if not cfg.init:
-        return {}
-    folder = init_dir(cfg.init)
-    if "start" in read_training(folder):
-        return read_training(folder)["start"]
-    made = trained_config(folder)
-    return start_record(made) if made is not None else {}
+        return {k: made[k] for k in ("pruned_from", "layers", "pieces", "ffn") if k in made}
+    for folder, made in ancestors(cfg):
+        if "start" in read_training(folder):
+            return read_training(folder)["start"]
+        if made.init == E5_INIT:
+            return start_record(made)
+    return {}
 
 
 def init_dir(init: str) -> Path:

@@ -141,7 +141,7 @@ def test_a_student_distilled_from_e5_passes_its_teacher_space_on_to_the_runs_it_
     descends from the pruned e5 by e5 distillation: only then does its teacher map start as identity."""
     import json
 
-    from edge_xsent.warmstart import starts_in_teacher_space
+    from edge_xsent.warmstart import start_record, starts_in_teacher_space
 
     def folder(name: str, made: TrainConfig | None) -> str:
         (tmp_path / name).mkdir()
@@ -159,6 +159,10 @@ def test_a_student_distilled_from_e5_passes_its_teacher_space_on_to_the_runs_it_
     assert starts_in_teacher_space(e5_recipe(tmp_path, teacher="e5-torch"))
     assert starts_in_teacher_space(runs[student]) and starts_in_teacher_space(runs[longer])
     assert not any(starts_in_teacher_space(runs[f]) for f in (other_teacher, scratch, unknown))
+    loop = str(tmp_path / "loop")  # a folder whose record names itself (as a run from `default` may): no hang
+    folder("loop", e5_recipe(tmp_path, init=loop, init_layers=None, teacher="e5-torch"))
+    again = e5_recipe(tmp_path, init=loop, init_layers=None, teacher="e5-torch")
+    assert not starts_in_teacher_space(again) and start_record(again) == {}
 
 
 def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
