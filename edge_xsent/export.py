@@ -304,6 +304,8 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
     reach `min_cosine`.
     `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
+    if table_bits != 8 and not int8:
+        raise UserError(f"--table-bits {table_bits} shapes the int8 graph; leave out --no-int8")
     check_target(model_dir, out, force)
     t0 = time.time()
     with atomic_dir(out) as tmp:

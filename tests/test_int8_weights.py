@@ -118,3 +118,7 @@ def test_every_quantised_graph_must_pass_the_parity_gate():
         check_gate({"formats": {"onnx-int8": ok, "onnx-int4": {"cosine_mean": 0.912}}}, 0.99)
     with pytest.raises(UserError, match=r"int8 parity check failed: mean cosine 0.9800"):
         check_gate({"formats": {"onnx-int8": {"cosine_mean": 0.98}}}, 0.99)
+    from edge_xsent.export import export_bundle
+
+    with pytest.raises(UserError, match="--table-bits 4 shapes the int8 graph; leave out --no-int8"):
+        export_bundle("nowhere", "nowhere-bundle", int8=False, table_bits=4)
