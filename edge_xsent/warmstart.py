@@ -78,8 +78,9 @@ def start_record(cfg: TrainConfig) -> dict:
         made = read_training(start_dir(cfg))
         return {k: made[k] for k in ("pruned_from", "layers", "pieces", "ffn") if k in made}
     for folder, made in ancestors(cfg):
-        if "start" in read_training(folder):
-            return read_training(folder)["start"]
+        recorded = read_training(folder).get("start")
+        if recorded is not None:
+            return recorded
         if made.init == E5_INIT:
             return start_record(made)
     return {}
