@@ -119,6 +119,8 @@ class EncoderConfig:
 BACKENDS = ("auto", "torch", "onnx", "torchscript")  # what Encoder.load runs a model with
 CLI_BACKENDS = ("auto", "torch", "onnx")  # torchscript can run code on load: Encoder.load(trust_code=True) only
 PRECISIONS = ("fp32", "int8", "int4")  # ONNX graphs a bundle may carry (auto: int8)
+TOKEN_INIT = ('token_weight pulls the student\'s token states to e5-small\'s on the same pieces: set init = "e5-small" '
+              '(a student pruned from it) or a model folder distilled from such a start')
 OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
 
@@ -238,9 +240,8 @@ class TrainConfig:
             raise UserError("max_mono_texts limits the monolingual texts a run reads: set mono_batch_size too (e.g. 8)")
 
     def _check_token_layers(self) -> None:
-        if self.init != "e5-small":
-            raise UserError('token_weight pulls the student\'s token states to e5-small\'s on the same pieces: set '
-                            'init = "e5-small" (a student pruned from it)')
+        if not self.init:
+            raise UserError(TOKEN_INIT)
         layers = self.token_layers
         if layers is not None and (not isinstance(layers, list) or len(layers) != self.model.n_layers or not all(
                 isinstance(j, int) and not isinstance(j, bool) and -1 <= j < 12 for j in layers) or max(layers) < 0):

@@ -45,7 +45,8 @@ from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_r
 from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
 from .warmstart import (GIT_INIT, GIT_MODEL_PATH, INIT_CACHE, TRAIN_TOKENIZER, WARM_START_FIELDS,  # noqa: F401  (re-exported)
                         check_pinned_start, init_dir, load_init_weights, model_from_git, refuse_own_result, stack_layers,
-                        start_dir, start_record, starts_in_teacher_space, transfer_vocabulary, widen_ffn)
+                        check_token_start, start_dir, start_record, starts_in_teacher_space,
+                        transfer_vocabulary, widen_ffn)
 
 
 class TrainingStopped(UserError):
@@ -314,6 +315,7 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         resume = None if fresh else resume_state(cfg, ckpt_file, procs)
         if resume is None:
             check_pinned_start(cfg)
+            check_token_start(cfg)
             if cfg.anchor_weight and not cfg.init:
                 raise UserError("anchor_weight keeps sentences near the vectors of the model a run starts from: set "
                                 "init (e.g. init = \"default\") or anchor_weight = 0")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from .config import UNK_ID, TrainConfig
+from .config import TOKEN_INIT, UNK_ID, TrainConfig
 from .errors import UserError
 from .model import DualEncoder
 from .runfolder import _comparable, trained_config
@@ -66,6 +66,16 @@ def starts_in_teacher_space(cfg: TrainConfig) -> bool:
         if made.init == E5_INIT:
             return True
     return False
+
+
+def check_token_start(cfg: TrainConfig) -> None:
+    """The token-level target has e5 read the student's own pieces: only a student whose blocks and
+    pieces descend from e5-small's (its init chain reaches the pruned start) has them."""
+    from .prune import E5_INIT
+
+    if cfg.token_weight and cfg.init != E5_INIT and not any(made.init == E5_INIT for _, made in ancestors(cfg)):
+        raise UserError(f"{TOKEN_INIT}: {cfg.init} does not descend from e5-small's pruned start (no training.json "
+                        "along its init chain has init = \"e5-small\")")
 
 
 def start_record(cfg: TrainConfig) -> dict:

@@ -3,6 +3,8 @@ token states pulled to e5-small's on the same pieces, on tiny tensors, a tiny te
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -107,3 +109,17 @@ def test_a_recipe_with_token_weight_trains_from_the_pruned_start(tmp_path, monke
     assert train(cfg, progress=False)["steps"] == 2
     logged = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert any(r.get("token", 0) > 0 for r in logged), logged[:3]  # the loss the step minimised, logged
+
+    # a run may go on from that model folder: its pieces are still e5's, found along its init chain
+    on = dataclasses.replace(cfg, init=str(tmp_path / "run" / "model"), out=str(tmp_path / "on"))
+    assert train(on, progress=False)["steps"] == 2
+    logged = [json.loads(line) for line in (tmp_path / "on" / "log.jsonl").read_text().splitlines()]
+    assert any(r.get("token", 0) > 0 for r in logged), logged[:3]
+
+
+def test_token_weight_is_refused_for_a_student_whose_pieces_are_not_e5s(tmp_path, tiny_model):
+    from edge_xsent.train import train
+
+    cfg = tiny_config(tmp_path / "run", objective="none", init=str(tiny_model), token_weight=1.0, max_steps=1)
+    with pytest.raises(UserError, match="does not descend from e5-small's pruned start"):
+        train(cfg, progress=False)
