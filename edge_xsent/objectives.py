@@ -286,7 +286,7 @@ class Objective(nn.Module):
         self.register_buffer("avoid", avoid, persistent=False)
         # Training only: maps the student's vector into the teacher's space (not saved with the model).
         self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
-        if self.teacher_proj is not None and (teacher_space or cfg.init == "e5-small") and teacher_dim == model.cfg.d_model:
+        if self.teacher_proj is not None and teacher_space and teacher_dim == model.cfg.d_model:
             with torch.no_grad():  # a student pruned from the teacher starts in its space: no map to learn first
                 self.teacher_proj.weight.copy_(torch.eye(teacher_dim))
                 self.teacher_proj.bias.zero_()

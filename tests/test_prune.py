@@ -125,15 +125,16 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
 def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
     from edge_xsent.model import DualEncoder
     from edge_xsent.objectives import Objective
+    from edge_xsent.warmstart import starts_in_teacher_space
 
-    cfg = e5_recipe(tmp_path, teacher="e5-torch")
-    model = DualEncoder(cfg.model)
-    proj = Objective(model, cfg, torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384).teacher_proj
+    def projection(cfg):
+        return Objective(DualEncoder(cfg.model), cfg, torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384,
+                         teacher_space=starts_in_teacher_space(cfg)).teacher_proj
+
     x = torch.randn(3, 384)
-    assert torch.equal(proj(x), x)  # the student already lives in the teacher's space
-    other = Objective(model, e5_recipe(tmp_path, init=None, init_layers=None, teacher="e5-torch"),
-                      torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384).teacher_proj
-    assert not torch.equal(other(x), x)  # a student from scratch learns its map
+    assert torch.equal(projection(e5_recipe(tmp_path, teacher="e5-torch"))(x), x)  # already in the teacher's space
+    scratch = projection(e5_recipe(tmp_path, init=None, init_layers=None, teacher="e5-torch"))
+    assert not torch.equal(scratch(x), x)  # a student from scratch learns its map
 
 
 def test_a_student_distilled_from_e5_passes_its_teacher_space_on_to_the_runs_it_starts(tmp_path):
