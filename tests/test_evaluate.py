@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from conftest import ROOT
 from edge_xsent.data.corpus import Pair

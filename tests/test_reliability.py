@@ -9,7 +9,6 @@ import sys
 
 import pytest
 import numpy as np
-import torch
 
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_dir, atomic_write
@@ -258,7 +257,6 @@ def test_export_never_replaces_a_folder_that_is_not_a_bundle(tiny_model, tiny_bu
 
 
 def test_atomic_dir_swaps_without_a_gap_and_cleans_up_after_killed_writers(tmp_path):
-    import os
     import subprocess
     import sys
     import threading

@@ -125,7 +125,7 @@ def test_reserved_benchmark_excludes_training_text_and_refuses_training(reserved
     corpus = tmp_path / "corpus"
     (corpus).mkdir()
     header = "lang_a\tlang_b\ttext_a\ttext_b\tsource\tdomain\n"
-    (corpus / "train.tsv").write_text(header + f"en\tfr\tA yellow school bus for the children.\tUn bus.\tx\tgeneral\n")
+    (corpus / "train.tsv").write_text(header + "en\tfr\tA yellow school bus for the children.\tUn bus.\tx\tgeneral\n")
     (corpus / "valid.tsv").write_text(header)
     runner = CliRunner()
     res = runner.invoke(main, ["data", "reserved", "--langs", "fr,de", "--out", str(tmp_path / "oog"), "--exclude",

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
 
 from conftest import ROOT, run_until, tiny_config
 from edge_xsent import objectives

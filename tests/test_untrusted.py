@@ -11,10 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from edge_xsent import bundle
 from edge_xsent.errors import UserError
 from edge_xsent.train import model_from_git
 
