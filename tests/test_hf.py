@@ -26,8 +26,8 @@ SAMPLE = ROOT / "edge_xsent/resources/sample-corpus"
 
 
 def sample_sentences(n: int = 300) -> list[str]:
-    lines = (SAMPLE / "test.tsv").read_text(encoding="utf-8").splitlines()
-    texts = [t for line in lines for t in line.split("\t")[3:5]]
+    lines = (SAMPLE / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]  # lang_a lang_b text_a text_b source
+    texts = [t for line in lines for t in line.split("\t")[2:4]]
     return random.Random(0).sample(texts, min(n, len(texts)))
 
 

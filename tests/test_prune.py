@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -96,6 +97,7 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
     start = start_dir(cfg)
     assert start.parent == tmp_path / "cache" and start_dir(cfg) == start  # built once
     before = Encoder.load(start).encode(["Open the file", "Ouvrir le fichier"])
+    loads_in_the_hugging_face_stacks(start)
     assert train(cfg, progress=False)["steps"] == 2
     after = Encoder.load(tmp_path / "run" / "model").encode(["Open the file", "Ouvrir le fichier"])
     assert after.shape == (2, 384) and float((before * after).sum(1).min()) > 0.5  # moved from the start, not reset
@@ -120,6 +122,27 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
     assert json.loads((narrow / "training.json").read_text())["ffn"]["kept"] == 512
     with pytest.raises(UserError, match='init = "e5-small"'):
         e5_recipe(tmp_path, init=None)
+
+
+def loads_in_the_hugging_face_stacks(folder):
+    """A pruned folder's tokenizer.json (tokenizers, transformers.js) splits text as its tokenizer.model
+    does (e5's pieces, NFKC, bytes for the rest), and sentence-transformers gives its vectors."""
+    from pathlib import Path
+
+    from edge_xsent.tokenizer import Tokenizer
+
+    tokenizers = pytest.importorskip("tokenizers")
+    st = pytest.importorskip("sentence_transformers")
+    root = Path(__file__).resolve().parents[1]
+    texts = json.loads((root / "tests/data/tokenizer_edge_cases.json").read_text())["cases"]
+    lines = (root / "edge_xsent/resources/sample-corpus/test.tsv").read_text(encoding="utf-8").splitlines()[1:301]
+    texts += [t for line in lines for t in line.split("\t")[2:4]]
+    sp, hf = Tokenizer.load(folder / "tokenizer.model"), tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    assert not [t for t in texts if sp.encode([t])[0] != hf.encode(t).ids]
+    ours = Encoder.load(folder, backend="torch").encode(texts[-64:], normalize=False)
+    theirs = st.SentenceTransformer(str(folder), device="cpu").encode(texts[-64:])
+    cos = (ours * theirs).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
+    assert cos.min() > 0.9999
 
 
 def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
