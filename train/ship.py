@@ -65,42 +65,6 @@ def _measured(part, name: str) -> bool:
     return True
 
 
-def row(fig: dict) -> dict:
-    """A figures file as the rule's row (edge_xsent.decisions.multilingual_*): points, MB, ratios."""
-    general = fig.get("general", {})
-    claimed = rule.claimed_languages({l: r["train_pairs"] for l, r in general.items()},
-                                     {l: r["p1"] for l, r in general.items()})
-    wide = fig.get("oog_wide", {}).get("by_language", {})
-    covered = [l for l in claimed if l in wide]
-    return {"claimed": claimed, "int8_mb": fig.get("int8_mb") or 0.0,
-            "speed_ratio": fig.get("speed", {}).get("ratio", 0.0),
-            "oog_mean": fig["oog"]["mean"], "oog_by_lang": fig["oog"]["by_language"],
-            "software": fig["corpus_g"]["software"], "general": fig["corpus_g"]["general"],
-            "oog_claimed": sum(wide[l] for l in covered) / len(covered) if covered else 0.0}
-
-
-def decision(candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
-    """The rule's pick (a candidate's name, or the shipped one's) and its table, every constraint shown."""
-    rows = {f["name"]: row(f) for f in candidates}
-    base = row(shipped)
-    pick = rule.multilingual_default(rows, base, shipped["name"])
-    lines = ["| model | claimed languages | int8 MB | x USE-m sentences/s | old langs oog P@1 | worst old-lang change | "
-             "corpus-g software / general | oog P@1 over claimed | verdict |", "|---|---|---|---|---|---|---|---|---|"]
-    for name, r in {**rows, shipped["name"]: base}.items():
-        drops = {l: base["oog_by_lang"][l] - r["oog_by_lang"].get(l, 0.0) for l in base["oog_by_lang"]}
-        worst = max(drops, key=drops.get)
-        change = "" if name == shipped["name"] else f"{worst} {0.0 - drops[worst]:+.1f}"  # a drop reads negative
-        if name == shipped["name"]:
-            verdict = "**stays**" if pick == name else "replaced"
-        else:
-            verdict = "**ships**" if pick == name else "; ".join(rule.multilingual_failed_constraints(r, base)) or "passes, not the best"
-        speed = f"{r['speed_ratio']:.2f}" if r["speed_ratio"] else "not measured"
-        lines.append(f"| {name} | {len(r['claimed'])} | {r['int8_mb']:.1f} | {speed} | {r['oog_mean']:.1f} | "
-                     f"{change} | {r['software']:.1f} / {r['general']:.1f} | {r['oog_claimed']:.1f} | "
-                     f"{verdict} |")
-    return pick, lines
-
-
 class MultilingualRule:
     """studies/shipping-history/multilingual-default.md: a language is claimed on its general test P@1, and a
     candidate must keep the shipped default's old languages."""
@@ -109,10 +73,42 @@ class MultilingualRule:
                   f"reaches {rule.CLAIM_MIN_P1:g} (both directions with English, int8).")
 
     def claimed(self, fig: dict) -> list[str]:
-        return row(fig)["claimed"]
+        return self.row(fig)["claimed"]
+
+    @staticmethod
+    def row(fig: dict) -> dict:
+        """A figures file as the rule's row (edge_xsent.decisions.multilingual_*): points, MB, ratios."""
+        general = fig.get("general", {})
+        claimed = rule.claimed_languages({l: r["train_pairs"] for l, r in general.items()},
+                                         {l: r["p1"] for l, r in general.items()})
+        wide = fig.get("oog_wide", {}).get("by_language", {})
+        covered = [l for l in claimed if l in wide]
+        return {"claimed": claimed, "int8_mb": fig.get("int8_mb") or 0.0,
+                "speed_ratio": fig.get("speed", {}).get("ratio", 0.0),
+                "oog_mean": fig["oog"]["mean"], "oog_by_lang": fig["oog"]["by_language"],
+                "software": fig["corpus_g"]["software"], "general": fig["corpus_g"]["general"],
+                "oog_claimed": sum(wide[l] for l in covered) / len(covered) if covered else 0.0}
 
     def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
-        return decision(candidates, shipped)
+        """The rule's pick (a candidate's name, or the shipped one's) and its table, every constraint shown."""
+        rows = {f["name"]: self.row(f) for f in candidates}
+        base = self.row(shipped)
+        pick = rule.multilingual_default(rows, base, shipped["name"])
+        lines = ["| model | claimed languages | int8 MB | x USE-m sentences/s | old langs oog P@1 | worst old-lang change | "
+                 "corpus-g software / general | oog P@1 over claimed | verdict |", "|---|---|---|---|---|---|---|---|---|"]
+        for name, r in {**rows, shipped["name"]: base}.items():
+            drops = {l: base["oog_by_lang"][l] - r["oog_by_lang"].get(l, 0.0) for l in base["oog_by_lang"]}
+            worst = max(drops, key=drops.get)
+            change = "" if name == shipped["name"] else f"{worst} {0.0 - drops[worst]:+.1f}"  # a drop reads negative
+            if name == shipped["name"]:
+                verdict = "**stays**" if pick == name else "replaced"
+            else:
+                verdict = "**ships**" if pick == name else "; ".join(rule.multilingual_failed_constraints(r, base)) or "passes, not the best"
+            speed = f"{r['speed_ratio']:.2f}" if r["speed_ratio"] else "not measured"
+            lines.append(f"| {name} | {len(r['claimed'])} | {r['int8_mb']:.1f} | {speed} | {r['oog_mean']:.1f} | "
+                         f"{change} | {r['software']:.1f} / {r['general']:.1f} | {r['oog_claimed']:.1f} | "
+                         f"{verdict} |")
+        return pick, lines
 
     def why(self, lang: str, fig: dict) -> str:
         g = fig.get("general", {}).get(lang)
