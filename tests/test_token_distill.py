@@ -115,6 +115,8 @@ def test_a_recipe_with_token_weight_trains_from_the_pruned_start(tmp_path, monke
     assert train(on, progress=False)["steps"] == 2
     logged = [json.loads(line) for line in (tmp_path / "on" / "log.jsonl").read_text().splitlines()]
     assert any(r.get("token", 0) > 0 for r in logged), logged[:3]
+    with pytest.raises(UserError, match="replaced e5's pieces"):  # a new vocabulary: e5 could not read its pieces
+        train(dataclasses.replace(on, tokenizer="train", out=str(tmp_path / "new-pieces")), progress=False)
 
 
 def test_token_weight_is_refused_for_a_student_whose_pieces_are_not_e5s(tmp_path, tiny_model):
