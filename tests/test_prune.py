@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 
@@ -127,22 +126,16 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
 def loads_in_the_hugging_face_stacks(folder):
     """A pruned folder's tokenizer.json (tokenizers, transformers.js) splits text as its tokenizer.model
     does (e5's pieces, NFKC, bytes for the rest), and sentence-transformers gives its vectors."""
-    from pathlib import Path
+    from test_hf import EDGE_CASES, hf_tokenizer, min_cosine, sample_sentences
 
     from edge_xsent.tokenizer import Tokenizer
 
-    tokenizers = pytest.importorskip("tokenizers")
     st = pytest.importorskip("sentence_transformers")
-    root = Path(__file__).resolve().parents[1]
-    texts = json.loads((root / "tests/data/tokenizer_edge_cases.json").read_text())["cases"]
-    lines = (root / "edge_xsent/resources/sample-corpus/test.tsv").read_text(encoding="utf-8").splitlines()[1:301]
-    texts += [t for line in lines for t in line.split("\t")[2:4]]
-    sp, hf = Tokenizer.load(folder / "tokenizer.model"), tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    texts = EDGE_CASES + sample_sentences(600)
+    sp, hf = Tokenizer.load(folder / "tokenizer.model"), hf_tokenizer(folder)
     assert not [t for t in texts if sp.encode([t])[0] != hf.encode(t).ids]
     ours = Encoder.load(folder, backend="torch").encode(texts[-64:], normalize=False)
-    theirs = st.SentenceTransformer(str(folder), device="cpu").encode(texts[-64:])
-    cos = (ours * theirs).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1))
-    assert cos.min() > 0.9999
+    assert min_cosine(st.SentenceTransformer(str(folder), device="cpu").encode(texts[-64:]), ours) > 0.9999
 
 
 def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
