@@ -2,7 +2,7 @@
 # The whole test suite on a fresh machine, as CI runs it (.ci/run calls this after installing the
 # package): what some tests need beyond pip's extras, then pytest. Rerunning skips what is there.
 #   scripts/test.sh            # after: pip install torch==2.13.0 -e ".[dev]"
-#   scripts/test.sh -x -k demo # extra arguments go to pytest
+#   scripts/test.sh -x -k demo # extra arguments go to pytest (-n 0: one process)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 DEBIAN_FRONTEND=noninteractive
@@ -20,4 +20,6 @@ if [ ! -x .venv-optimum/bin/python ]; then
   python3 -m venv --system-site-packages .venv-optimum
   .venv-optimum/bin/python -m pip install -q -e ".[optimum,fastembed]"  # fastembed beside it: no transformers needed
 fi
-python3 -m pytest -q "$@"
+# One pytest worker per core (pytest-xdist; each test keeps torch at 1 thread): 12 minutes on 2 cores
+# against 20 in one process. `-n 0` after the script runs them in one process again.
+python3 -m pytest -q -n auto "$@"
