@@ -207,11 +207,13 @@ def student_claims(ours: dict[str, float], e5: dict[str, float]) -> list[str]:
 
 
 def student_failed_constraints(row: dict, e5_oog_mean: float) -> list[str]:
-    """row: {"claimed" [langs], "int8_mb", "speed_ratio" (None: not measured), "oog_mean"} -> the clauses missed."""
-    speed, gap = row["speed_ratio"], e5_oog_mean - row["oog_mean"]
+    """row: {"claimed" [langs], "int8_mb" (None: no int8 graph, e.g. it missed the export's parity gate),
+    "speed_ratio" (None: not measured), "oog_mean"} -> the clauses missed."""
+    speed, size, gap = row["speed_ratio"], row["int8_mb"], e5_oog_mean - row["oog_mean"]
     return [msg for ok, msg in [
         (len(row["claimed"]) >= STUDENT_MIN_CLAIMS, f"{len(row['claimed'])} claimable languages (< {STUDENT_MIN_CLAIMS})"),
-        (row["int8_mb"] <= STUDENT_MAX_MB, f"{row['int8_mb']} MB (> {STUDENT_MAX_MB:g})"),
+        (size is not None, "no int8 graph"),
+        (size is None or size <= STUDENT_MAX_MB, f"{size} MB (> {STUDENT_MAX_MB:g})"),
         (speed is not None, "speed not measured"),
         (speed is None or speed >= STUDENT_MIN_SPEED, f"{speed or 0:.2f}x USE-m (< {STUDENT_MIN_SPEED:g})"),
         (gap <= STUDENT_OOG_GAP, f"oog {gap:.1f} below e5-small (> {STUDENT_OOG_GAP:g})"),

@@ -104,3 +104,4 @@ def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_pas
     unmeasured = {**ok, "speed_ratio": None}
     assert rule.student_failed_constraints(unmeasured, 92.0) == ["speed not measured"]
     assert rule.student_default({"a": unmeasured}, 92.0, "shipped") == "shipped"
+    assert rule.student_failed_constraints({**ok, "int8_mb": None}, 92.0) == ["no int8 graph"]

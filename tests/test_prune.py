@@ -204,10 +204,14 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     assert table.verdict(good, wide, wide) == "passes"
     assert table.verdict(weak, wide, wide) == ("fails: 0 claimable languages (< 30); 21.0 MB (> 20); 0.90x USE-m (< 1); "
                                                "oog 10.0 below e5-small (> 3)")  # 84 is not within 5 of 90
-    for fig in (good, weak):
+    fp32 = {**good, "name": "fp32", "int8_mb": None, "p1_precision": "fp32"}  # its int8 graph missed the parity gate
+    assert table.verdict(fp32, wide, wide) == "fails: no int8 graph"
+    for fig in (good, weak, fp32):
         (tmp_path / f"{fig['name']}.json").write_text(json.dumps(fig))
     done = subprocess.run([sys.executable, str(ROOT / "studies/pruned-student/table.py"), str(tmp_path / "good.json"),
-                           str(tmp_path / "weak.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
+                           str(tmp_path / "weak.json"), str(tmp_path / "fp32.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
                            str(tmp_path / "e5.json"), "--out", str(tmp_path / "t.md")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | passes |" in (tmp_path / "t.md").read_text()
+    written = (tmp_path / "t.md").read_text()
+    assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | passes |" in written
+    assert "| fp32 (fp32 P@1) | - | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | fails: no int8 graph |" in written

@@ -44,9 +44,12 @@ def verdict(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
 
 
 def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
+    """A student without an int8 graph (one that missed the export's parity gate) shows its fp32 P@1, said so."""
     s = fig.get("speed", {})
     cell = lambda k, f="{:.1f}": f.format(s[k]) if s.get(k) is not None else "-"  # noqa: E731
-    return (f"| {fig['name']} | {fig['int8_mb']:.1f} | {fig['oog']['mean']:.1f} | {fig['oog_wide']['mean']:.1f} | "
+    name = fig["name"] + (" (fp32 P@1)" if fig.get("p1_precision") == "fp32" else "")
+    size = "-" if fig["int8_mb"] is None else f"{fig['int8_mb']:.1f}"
+    return (f"| {name} | {size} | {fig['oog']['mean']:.1f} | {fig['oog_wide']['mean']:.1f} | "
             f"{len(claims(fig, e5_wide))} | {cell('ratio', '{:.2f}')} | {cell('batch1_ms')} | {cell('batch32_ms')} | "
             f"{cell('peak_rss_mb', '{:.0f}')} | {verdict(fig, e5_oog, e5_wide)} |")
 
