@@ -8,7 +8,8 @@ In order, each step recorded as it finishes (a stopped run keeps what it measure
      model encoding on the CPU with the same vectors, DDP over NCCL when two GPUs are present;
   2. the paper's 2-layer model (train/paper-2layer.toml) for a few hundred AMP steps on real pairs:
      pairs/s and peak CUDA memory;
-  3. `edge-xsent bench --layers 1,2,3,4,6 --device cuda`: the paper's Table 5 on this GPU;
+  3. `edge-xsent bench --layers 1,2,3,4,6 --device cuda --backends torch`: the paper's Table 5 on this GPU
+     (the inference rows run on the CPU beside it; the onnxruntime rows are the CPU table's job);
   4. inference throughput: torch fp32 / fp16 / bf16 on the GPU, sentences/s through `encode`-style
      batches of real sentences; onnxruntime's CUDA provider where its wheel offers it.
 Writes benchmarks/results/gpu-<stamp>.md and .json, naming the device. Without a CUDA GPU it
@@ -39,9 +40,11 @@ def cuda_device() -> str | None:
 
 def gpu_tests() -> dict:
     t0 = time.time()
-    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "tests/"], cwd=ROOT,
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests/test_gpu.py"], cwd=ROOT,
                          capture_output=True, text=True)
-    return {"exit_code": res.returncode, "tail": res.stdout.strip().splitlines()[-1:], "seconds": round(time.time() - t0)}
+    lines = res.stdout.strip().splitlines()
+    return {"exit_code": res.returncode, "tail": lines[-1:] if res.returncode == 0 else lines[-30:],
+            "seconds": round(time.time() - t0)}
 
 
 def train_paper(steps: int) -> dict:
@@ -59,8 +62,10 @@ def train_paper(steps: int) -> dict:
 
 def bench(train_steps: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(["edge-xsent", "bench", "--layers", "1,2,3,4,6", "--device", "cuda", "--train-steps",
-                        str(train_steps), "--out", tmp], cwd=ROOT, check=True, capture_output=True)
+        res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "bench", "--layers", "1,2,3,4,6", "--device", "cuda",
+                              "--train-steps", str(train_steps), "--backends", "torch", "--out", tmp], cwd=ROOT, capture_output=True, text=True)
+        if res.returncode:
+            raise RuntimeError(f"edge-xsent bench exited {res.returncode}: {res.stderr[-1500:]}")
         report = next(Path(tmp).glob("bench-*.json"))
         return json.loads(report.read_text())
 
@@ -130,6 +135,8 @@ def to_markdown(report: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="Fewer steps and repeats (a smoke run).")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
+                    help="Folder for gpu-<stamp>.md/.json (a device run writes where its files come back).")
     args = ap.parse_args()
     device = cuda_device()
     if device is None:
@@ -138,7 +145,7 @@ def main() -> int:
     from edge_xsent.bench import write_report
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = ROOT / "benchmarks" / "results" / f"gpu-{stamp}"
+    base = args.out / f"gpu-{stamp}"
     report: dict = {"device": device, "date": time.strftime("%Y-%m-%d %H:%M")}
     steps = [("tests", gpu_tests), ("train", lambda: train_paper(50 if args.quick else 400)),
              ("bench", lambda: bench(5 if args.quick else 30)), ("inference", lambda: inference(3 if args.quick else 10))]

@@ -26,6 +26,8 @@ import numpy as np
 from .errors import UserError
 from .layout import FILES, ONNX_FP32, ONNX_INT8
 
+BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "torchscript")  # what `bench` times by default
+
 PAPER_TABLE5 = {  # V100, batch 128, en-fr: layers -> (memory MB, minutes per 10k steps)
     1: (7135, 19), 2: (11607, 24), 3: (16804, 29), 4: (21923, 34), 6: (28024, 44)}
 NOISY = 1.5  # p95 / p50 above this: too wide to trust
@@ -49,7 +51,7 @@ class BenchConfig:
     threads: int = 1
     device: str = "auto"
     models: dict[int, str] = field(default_factory=dict)  # depth -> trained model folder (quality)
-    backends: list[str] = field(default_factory=lambda: ["torch", "onnx-fp32", "onnx-int8", "torchscript"])
+    backends: list[str] = field(default_factory=lambda: list(BACKENDS))
     peers: list[str] = field(default_factory=list)  # peer encoders (edge_xsent.peers), same sentences and threads
 
 
@@ -94,6 +96,16 @@ def parse_layers(layers: str, models: tuple[str, ...] = ()) -> tuple[list[int], 
     if not depth or not all(1 <= d <= 24 for d in depth):
         raise UserError(f"--layers {layers}: each depth must be between 1 and 24, e.g. 1,2,4,6")
     return depth, trained
+
+
+def parse_backends(backends: str) -> list[str]:
+    """--backends "torch,onnx-int8" -> the names, each one `bench` knows."""
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    unknown = [b for b in names if b not in BACKENDS]
+    if not names or unknown:
+        raise UserError(f"--backends {backends}: unknown {', '.join(unknown) or '(none given)'}; "
+                        f"choose from {','.join(BACKENDS)}")
+    return names
 
 
 def save_results(results: dict, out: Path, device: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ def test_every_command_help_has_examples(cmd):
     (["data", "build", "--langs", "french", "--offline"], "unknown language code"),
     (["eval", "xsr", "--max-pairs", "0"], "use a positive number of pairs"),
     (["bench", "--layers", "0"], "each depth must be between 1 and 24"),
+    (["bench", "--backends", "torch,onnx"], "unknown onnx; choose from torch,onnx-fp32,onnx-int8,torchscript"),
 ])
 def test_user_errors_are_one_line_without_traceback(args, message):
     res = CliRunner().invoke(main, args)
