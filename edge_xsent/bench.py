@@ -278,12 +278,25 @@ def _worker_peer(args: dict) -> dict:
     return {**out, **_throughput(lambda s: peer.encode(s, batch_size=32), sentences, rss0)}
 
 
+def exit_reason(code: int) -> str:
+    """A subprocess's return code in words: a negative one is the signal that killed it."""
+    if code < 0:
+        import signal
+
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited {code}"
+
+
 def _spawn(kind: str, args: dict, timeout: int = 1800) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": str(args.get("threads", 1))}
     res = subprocess.run([sys.executable, "-m", "edge_xsent.bench", kind, json.dumps(args)], capture_output=True,
                          text=True, env=env, timeout=timeout)
     if res.returncode != 0:
-        raise UserError(f"benchmark worker {kind} failed: {res.stderr.strip()[-800:]}")
+        raise UserError(f"benchmark worker {kind} ({args.get('backend') or args.get('layers') or args.get('peer')}) "
+                        f"{exit_reason(res.returncode)}: {res.stderr.strip()[-800:] or 'nothing on stderr'}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from edge_xsent.bench import BenchConfig, plot, ratios, run, summarize, to_markdown
+from edge_xsent.bench import BenchConfig, _spawn, exit_reason, plot, ratios, run, summarize, to_markdown
+from edge_xsent.errors import UserError
 
 
 @pytest.mark.slow
@@ -35,6 +36,15 @@ def test_bench_harness_tiny(tmp_path, tiny_model):
     assert ("## Peers" in md) == bool(peers)
     if plot(res, tmp_path / "p.png"):
         assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_a_failed_worker_says_which_backend_and_how_it_ended(tmp_path):
+    """A worker that dies by a signal writes nothing on stderr: the code is then all there is to go on."""
+    assert exit_reason(-11) == "was killed by SIGSEGV" and exit_reason(1) == "exited 1"
+    args = {"bundle": str(tmp_path / "absent"), "backend": "onnx-fp32", "threads": 1, "seq_len": 8, "repeats": 1,
+            "sentences": ["a"]}
+    with pytest.raises(UserError, match=r"(?s)worker infer \(onnx-fp32\) exited 1: .*absent/config.json: missing"):
+        _spawn("infer", args)
 
 
 def test_summarize_flags_wide_spread():
