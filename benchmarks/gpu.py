@@ -62,11 +62,13 @@ def train_paper(steps: int) -> dict:
 
 
 def bench(train_steps: int) -> dict:
+    from edge_xsent.bench import exit_reason
+
     with tempfile.TemporaryDirectory() as tmp:
         res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "bench", "--layers", "1,2,3,4,6", "--device", "cuda",
                               "--train-steps", str(train_steps), "--backends", "torch", "--out", tmp], cwd=ROOT, capture_output=True, text=True)
         if res.returncode:
-            raise RuntimeError(f"edge-xsent bench exited {res.returncode}: {res.stderr[-1500:]}")
+            raise RuntimeError(f"edge-xsent bench {exit_reason(res.returncode)}: {res.stderr[-1500:]}")
         report = next(Path(tmp).glob("bench-*.json"))
         return json.loads(report.read_text())
 
@@ -75,17 +77,11 @@ def padded_batches(ids: list[list[int]], size: int, device: str) -> list:
     """Length-sorted batches (as `encode` makes them), padded once and moved to the device before
     any timing, so the timed loop is the model alone: in the first GPU runs, padding in Python each
     batch moved the figures by half between runs and hid the dtypes' difference."""
-    import torch
+    from edge_xsent.batches import pad
 
     order = sorted(range(len(ids)), key=lambda k: len(ids[k]))
-    out = []
-    for start in range(0, len(order), size):
-        rows = [ids[k] for k in order[start: start + size]]
-        x = torch.zeros(len(rows), max(len(r) for r in rows), dtype=torch.long)
-        for n, r in enumerate(rows):
-            x[n, : len(r)] = torch.tensor(r)
-        out.append((x.to(device), (x != 0).long().to(device)))
-    return out
+    batches = (pad([ids[k] for k in order[start: start + size]]) for start in range(0, len(order), size))
+    return [(x.to(device), mask.to(device)) for x, mask in batches]
 
 
 def inference(repeats: int) -> dict:

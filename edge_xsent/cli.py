@@ -251,13 +251,13 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
       edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
       edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
     """
-    from .bench import BenchConfig, parse_backends, parse_layers, run, save_results
+    from .bench import BACKENDS, BenchConfig, parse_backends, parse_layers, run, save_results
     from .peers import parse_peers
 
     depth, trained = parse_layers(layers, models)
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
                       infer_repeats=repeats, threads=threads, device=device, models=trained,
-                      peers=parse_peers(peers), **({"backends": parse_backends(backends)} if backends else {}))
+                      peers=parse_peers(peers), backends=parse_backends(backends) if backends else list(BACKENDS))
     results = run(cfg, progress=lambda m: click.echo(m, err=True))
     results["command"] = _typed_command()  # the result's record says how it was made
     md, saved = save_results(results, out, device)
