@@ -215,3 +215,18 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     written = (tmp_path / "t.md").read_text()
     assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | passes |" in written
     assert "| fp32 (fp32 P@1) | - | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | fails: no int8 graph |" in written
+
+
+def test_fertility_counts_how_much_finer_the_pruned_pieces_cut_than_e5s(pruned):
+    """studies/pruned-student/fertility.py: a vocabulary pruned to 3,000 of e5's pieces cuts German into more pieces
+    than e5's 250k do, with no bytes, and reads a script the rule never saw (Thai) as bytes."""
+    from conftest import script_module
+    from edge_xsent.e5 import E5Tokenizer, read_e5
+
+    fertility = script_module("studies/pruned-student/fertility.py")
+    _, tok, _, sample = pruned
+    e5_tok = E5Tokenizer(read_e5())
+    seen = fertility.counts(sample["de"][:50], e5_tok, tok)
+    assert seen["sentences"] == 50 and seen["ratio"] > 1.1 and seen["byte_share"] < 0.01
+    unseen = fertility.counts(["ภาษาไทยเป็นภาษาราชการของประเทศไทย"], e5_tok, tok)
+    assert unseen["ratio"] > 3 and unseen["byte_share"] > 0.9
