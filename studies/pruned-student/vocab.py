@@ -10,6 +10,7 @@ figures.py averages it:
               fortunes, glosses), so the pieces of everyday words compete too; N pieces
     RULE-N-rR the table of RULE-N replaced by its best rank-R approximation (SVD): what a factorised
               table (N x R, then R x 384) would keep, before any training
+    RULE-N-tT the rule over T train texts a language instead of 2,000 (all of a language's where it has fewer)
 
     python studies/pruned-student/vocab.py --data ~/edge-xsent-data/corpus-m1 --layers 2 \
         --arms corpus-30000,words-30000,corpus-60000 --out studies/pruned-student/figures/vocab-2.json
@@ -26,12 +27,12 @@ from pathlib import Path
 from edge_xsent.failures import script_errors
 
 @functools.cache
-def rule_texts(data: str, rule: str) -> dict[str, list[str]]:
+def rule_texts(data: str, rule: str, per_lang: int = 2000) -> dict[str, list[str]]:
     """The texts the vocabulary rule reads: the train sample, plus mono.tsv's texts for `words`."""
     from edge_xsent.data.corpus import read_mono, resolve
     from edge_xsent.prune import language_sample
 
-    texts = language_sample(data, per_lang=2000)
+    texts = language_sample(data, per_lang=per_lang)
     if rule == "words":
         for lang, text, _ in read_mono(resolve(data) / "mono.tsv"):
             texts.setdefault(lang, []).append(text)
@@ -74,12 +75,15 @@ def main() -> None:
     pairs = list(read_corpus_split(Path(args.oog) / "test.tsv"))
     results = {}
     for arm in args.arms.split(","):
-        rule, n, *rank = arm.split("-")
-        if rule not in ("corpus", "words") or not n.isdigit() or rank and not rank[0][1:].isdigit():
-            raise SystemExit(f"--arms: {arm!r} is not corpus-N, words-N or RULE-N-rR")
-        model, tok, record = prune_e5(rule_texts(args.data, rule), range(args.layers), int(n), 128)
-        if rank:
-            low_rank(model.tok_emb.weight, int(rank[0][1:]))
+        rule, n, *extra = arm.split("-")
+        opts = {e[0]: e[1:] for e in extra}
+        if rule not in ("corpus", "words") or not n.isdigit() or len(opts) != len(extra) \
+                or not set(opts) <= {"r", "t"} or not all(v.isdigit() for v in opts.values()):
+            raise SystemExit(f"--arms: {arm!r} is not corpus-N or words-N, optionally with -rR and -tT")
+        texts = rule_texts(args.data, rule, int(opts.get("t", 2000)))
+        model, tok, record = prune_e5(texts, range(args.layers), int(n), 128)
+        if "r" in opts:
+            low_rank(model.tok_emb.weight, int(opts["r"]))
         retrieval = out_of_genre(pairs, embedder(model, tok, 128), max_pairs=1000, max_queries=1000)
         results[arm] = {**out_of_genre_means(retrieval), "pieces": record["pieces"]["kept"]}
         print(f"{args.layers} block(s), {arm} ({record['pieces']['kept']} pieces): oog {results[arm]['mean']}", flush=True)
