@@ -187,8 +187,9 @@ class E5Tokenizer:
         self.bos, self.eos = our_id(f.specials["bos"]), our_id(f.specials["eos"])
         self.vocab_size = f.vocab_size
 
-    def normalize(self, text: str) -> str:
-        return _SPACES.sub(" ", (PREFIX + text).translate(self.table))
+    def normalize(self, text: str, prefix: str = PREFIX) -> str:
+        """e5's normalisation of `prefix` + `text`; `prefix=""` reads text bare, as edge-xsent's models do."""
+        return _SPACES.sub(" ", (prefix + text).translate(self.table))
 
     def encode(self, texts: Sequence[str], max_len: int = 512) -> list[list[int]]:
         """Token ids in our order, <s> and </s> included, the content cut to `max_len` - 2."""

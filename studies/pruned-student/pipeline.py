@@ -58,14 +58,14 @@ def embedder(layers: int, variant: str, threads: int):
     """sentences -> unit vectors through e5's first `layers` blocks, reading text as `variant` says."""
     import torch
 
-    from edge_xsent.e5 import _SPACES, PREFIX, load_e5
+    from edge_xsent.e5 import PREFIX, load_e5
 
     torch.set_num_threads(threads)
     model, tok = load_e5(layers=range(layers))
 
     def ids_of(text: str) -> list[int]:
         prefix = PREFIX if variant == "e5" else ""
-        pieces = tok.sp.encode(_SPACES.sub(" ", (prefix + text).translate(tok.table)))[:126]
+        pieces = tok.sp.encode(tok.normalize(text, prefix))[:126]
         return pieces if variant == "bare" else [tok.bos, *pieces, tok.eos]
 
     return torch_embedder(model, lambda sentences: [ids_of(s) for s in sentences])
