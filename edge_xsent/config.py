@@ -161,6 +161,7 @@ class TrainConfig:
     grad_clip: float = 1.0  # gradient norm clipped to this
     eval_every: int = 500  # steps between validations (model/ then holds what keep_model says)
     keep_model: str = "best"  # which weights model/ holds: best (lowest validation loss) | last (the last step's at the end)
+    keep_steps: list[int] = field(default_factory=list)  # e.g. [2500, 5000]: the weights at these steps also kept, as model-step2500/ ...
     checkpoint_every: int = 500  # steps between checkpoints (a resumed run loses at most these)
     log_every: int = 20  # steps between lines of log.jsonl
     valid_pairs: int = 2000  # pairs of the valid split used for validation
@@ -212,6 +213,10 @@ class TrainConfig:
                                 f"{self.init_layers!r}")
             if self.init != "e5-small":
                 raise UserError('config: init_layers chooses blocks of e5-small: set init = "e5-small" too')
+        if not isinstance(self.keep_steps, list) or not all(
+                isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in self.keep_steps):
+            raise UserError(f"config: keep_steps must be a list of steps (whole numbers >= 1), got {self.keep_steps!r}")
+        self.keep_steps = sorted(set(self.keep_steps))
         if not isinstance(self.matryoshka_dims, list) or not all(
                 isinstance(k, int) and not isinstance(k, bool) for k in self.matryoshka_dims):
             raise UserError(f"config: matryoshka_dims must be a list of whole numbers, got {self.matryoshka_dims!r}")

@@ -176,12 +176,12 @@ def trained_config(folder: Path) -> TrainConfig | None:
 
 def _comparable(cfg: TrainConfig) -> dict:
     """The parts of the config a resumed run must share. Not the output path, thread count,
-    logging cadence or which weights model/ keeps; not max_steps either, so a run can be extended or cut short on resume
+    logging cadence or which weights model/ (and keep_steps) keeps; not max_steps either, so a run can be extended or cut short on resume
     (the learning-rate schedule then follows the new length from that step on); not init, which
     only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
     so fields added since take their defaults."""
     d = cfg.to_dict()
     for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "pause_at", "init",
-              "init_sha256", "keep_model"):
+              "init_sha256", "keep_model", "keep_steps"):
         d.pop(k, None)
     return d

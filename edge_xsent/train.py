@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -350,6 +351,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
                 log.step(step, losses)
                 if step % cfg.eval_every == 0 or step == cfg.max_steps:
                     best_val = evaluate_and_keep(cfg, trainer, prep, procs, log, step, best_val, history)
+                if procs.is_main and step in cfg.keep_steps:
+                    keep_step(cfg, trainer, prep, procs, step, history)
                 if procs.is_main and (step % cfg.checkpoint_every == 0 or step == end):
                     _saving(lambda: save_checkpoint(ckpt_file, {"step": step, "best_val": best_val,
                                                                 "config": _comparable(cfg), **trainer.state()}),
@@ -389,10 +392,13 @@ def start_processes(cfg: TrainConfig) -> Processes:
 
 def forget_previous_run(out: Path, procs: Processes) -> None:
     """--fresh: the old run's checkpoint and finished summary go, so that a fresh run killed before
-    its first checkpoint is not later resumed, or reported finished, as the old one."""
+    its first checkpoint is not later resumed, or reported finished, as the old one; so do the
+    old run's keep_steps folders, which would otherwise pass for this run's."""
     if procs.is_main:
         for old in (checkpoint_path(out), out / "summary.json"):
             old.unlink(missing_ok=True)
+        for kept in out.glob("model-step*"):
+            shutil.rmtree(kept)
     procs.barrier()
 
 
@@ -514,9 +520,7 @@ def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs:
                       best_val: float, history: list[dict]) -> float:
     """Validate; the model folder keeps the best validation loss, or the newest weights with keep_model = "last"
     (a split of the training sources may stall while what the model is for still improves), or without a valid split."""
-    info = {"train_config": portable(cfg.to_dict()), "langs": prep.langs, "train_pairs": len(prep.data),
-            "world_size": procs.world, "device": _device_name(procs.device), "step": step,
-            **({"start": prep.start} if prep.start else {})}
+    info = model_info(cfg, prep, procs, step)
     folder = Path(cfg.out) / "model"
     if prep.valid is None:
         if procs.is_main:
@@ -533,6 +537,24 @@ def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs:
         if procs.is_main:
             _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, {**info, **val}), step, folder)
     return best_val
+
+
+def model_info(cfg: TrainConfig, prep: Prepared, procs: Processes, step: int) -> dict:
+    """What a model folder's training.json records about the run that wrote it."""
+    return {"train_config": portable(cfg.to_dict()), "langs": prep.langs, "train_pairs": len(prep.data),
+            "world_size": procs.world, "device": _device_name(procs.device), "step": step,
+            **({"start": prep.start} if prep.start else {})}
+
+
+def keep_step(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs: Processes, step: int,
+              history: list[dict]) -> None:
+    """keep_steps: the weights of this step in their own model folder (model-stepN/), so that a study can measure
+    a run on the way without someone copying model/ at the right minute; with the validation figures of the step
+    when it was also an eval step."""
+    val = history[-1] if history and history[-1]["step"] == step else {}
+    folder = Path(cfg.out) / f"model-step{step}"
+    _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, {**model_info(cfg, prep, procs, step), **val}),
+            step, folder)
 
 
 def _saving(save, step: int, where: Path) -> None:

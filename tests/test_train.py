@@ -438,3 +438,29 @@ def test_keep_model_may_change_on_resume_and_a_bad_value_is_refused(tmp_path):
     assert train(tiny_config(tmp_path / "r", max_steps=12, eval_every=4, keep_model="last"), progress=False)["steps"] == 12
     with pytest.raises(UserError, match="keep_model must be one of best, last"):
         tiny_config(tmp_path / "x", keep_model="newest")
+
+
+def test_keep_steps_keep_those_steps_weights_across_a_resume_and_fresh_forgets_them(tmp_path):
+    """A study measures a run on the way (studies/pruned-student: steps 2,500, 5,000, ...) from model-stepN/,
+    which must hold that step's weights even when the run was killed and resumed between them."""
+    from edge_xsent.bundle import load_model, read_training
+    from edge_xsent.train import TrainConfig
+
+    out = tmp_path / "run"
+    run_until(tiny_config(out, max_steps=12, eval_every=4, checkpoint_every=2, keep_steps=[6, 4]), 8)
+    assert sorted(p.name for p in out.glob("model-step*")) == ["model-step4", "model-step6"]
+    train(tiny_config(out, max_steps=12, eval_every=4, checkpoint_every=2, keep_steps=[4, 6, 10]), progress=False)
+    at6 = tmp_path / "paused"  # the same run stopped at step 6: its checkpoint holds step 6's weights
+    train(tiny_config(at6, max_steps=12, eval_every=4, checkpoint_every=2, pause_at=6), progress=False)
+    kept = load_model(out / "model-step6")[0].state_dict()
+    ckpt = weights(checkpoint_path(at6))
+    shared = [k for k in ckpt if k in kept]
+    assert shared and all(torch.allclose(kept[k], ckpt[k]) for k in shared)
+    assert not same_weights(weights(checkpoint_path(out)), ckpt)  # step 12 moved on from step 6
+    assert [read_training(out / f"model-step{s}")["step"] for s in (4, 6, 10)] == [4, 6, 10]
+    assert "val_total" in read_training(out / "model-step4")  # an eval step: its validation recorded beside
+    assert "val_total" not in read_training(out / "model-step6")
+    train(tiny_config(out, max_steps=3, eval_every=4, keep_steps=[2]), fresh=True, progress=False)
+    assert [p.name for p in out.glob("model-step*")] == ["model-step2"]
+    with pytest.raises(UserError, match="keep_steps must be a list of steps"):
+        TrainConfig.from_dict({**tiny_config(out).to_dict(), "keep_steps": [0, 5]}, "recipe.toml")
