@@ -153,3 +153,32 @@ def test_max_mono_texts_reads_the_labelled_prefix_of_the_monolingual_text(tmp_pa
     assert _mono_texts(cfg, corpus / "mono.tsv", {"de", "fr"}) == [t for t in labelled[:7] if not t.startswith("文")]
     with pytest.raises(UserError, match="set mono_batch_size too"):
         TrainConfig(data=str(corpus), teacher="e5-torch", max_mono_texts=7)
+
+
+def test_label_pairs_takes_a_runs_english_sides_without_the_monolingual_text(tmp_path):
+    """train/label.py --pairs N labels what a run with max_train_pairs = N and no monolingual batch reads, and
+    nothing else, so that labelling for such a run does not spend a fifth of its time on texts it never reads."""
+    import shutil
+
+    from conftest import script_module
+
+    from edge_xsent.data.corpus import resolve
+    from edge_xsent.teacher import label
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(resolve("sample"), corpus)
+    (corpus / "mono.tsv").write_text("lang\ttext\tsource\n" + "".join(f"de\tSatz {i}.\tw\n" for i in range(9)),
+                                     encoding="utf-8")
+
+    class Fake:
+        key, version, dim = "fake", "1", 4
+
+        def encode(self, sentences, batch_size=32):
+            return np.ones((len(sentences), 4), dtype=np.float32) / 2
+
+    lab = script_module("train/label.py")
+    texts = lab.pair_texts(str(corpus), 10, seed=1)
+    full = lab.labelling_order(str(corpus), seed=1)
+    assert texts == [t for t in full if not t.startswith("Satz")][:10]  # the same pairs, in the same order
+    label(texts, Fake(), tmp_path / "cache", progress=False)
+    assert lab.labelled_pairs(str(corpus), tmp_path / "cache" / "fake", seed=1) >= 10

