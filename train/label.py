@@ -27,9 +27,9 @@ def labelling_order(corpus: str, seed: int = 0) -> list[str]:
     `train_order = "balanced"` reads, same seed)."""
     import itertools
 
-    from edge_xsent.data.corpus import balanced_mono, balanced_order, read_mono, read_pairs, resolve
+    from edge_xsent.data.corpus import balanced_mono, read_mono, resolve
 
-    pairs = balanced_order(read_pairs(corpus, split="train"), seed)
+    pairs = balanced_pairs(corpus, seed)
     if not pairs:
         raise UserError(f"{corpus}: no train pairs; build it with `edge-xsent data build`")
     mono_file = resolve(corpus) / "mono.tsv"
@@ -42,23 +42,27 @@ def labelling_order(corpus: str, seed: int = 0) -> list[str]:
     return out + list(extra)
 
 
+def balanced_pairs(corpus: str, seed: int = 0) -> list:
+    """The corpus's train pairs in `balanced_order`: the order every function here labels or counts in."""
+    from edge_xsent.data.corpus import balanced_order, read_pairs
+
+    return balanced_order(read_pairs(corpus, split="train"), seed)
+
+
 def pair_texts(corpus: str, n: int, seed: int = 0) -> list[str]:
     """The English sides of the first n pairs of `balanced_order`: what a run with `max_train_pairs = n`
     and no monolingual batch (`mono_batch_size = 0`) needs labelled, without the monolingual texts."""
-    from edge_xsent.data.corpus import balanced_order, read_pairs
-
-    return [p.a for p in balanced_order(read_pairs(corpus, split="train"), seed)[:n]]
+    return [p.a for p in balanced_pairs(corpus, seed)[:n]]
 
 
 def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
     """How many pairs of `balanced_order` have their English side in the teacher cache `folder`, from
     the first on: the `max_train_pairs` of a run with `train_order = "balanced"` that needs no labelling."""
-    from edge_xsent.data.corpus import balanced_order, read_pairs
     from edge_xsent.teacher import cached_keys, text_key
 
     keys = cached_keys(folder)
     n = 0
-    for p in balanced_order(read_pairs(corpus, split="train"), seed):
+    for p in balanced_pairs(corpus, seed):
         if text_key(p.a) not in keys:
             break
         n += 1
