@@ -2,6 +2,7 @@
 
     python benchmarks/training_cost.py --data corpus-g5            # ~6 minutes on 2 cores, nothing else running
     python benchmarks/training_cost.py --data corpus-g5 --steps 4  # a smoke run
+    python benchmarks/training_cost.py --data sample --threads 1   # 1 thread alone: 6 workers, not 13
 
 Every variant is the training loop's own `Trainer.step` on the same real batches of the recipe's
 corpus (length-bucketed as in training, a sample of 20,000 pairs; monolingual texts too) with the
@@ -224,6 +225,17 @@ def extract_tree(ref: str, dest: Path) -> None:
         t.extractall(dest / "edge_xsent", filter="data")
 
 
+def thread_counts(text: str) -> tuple[int, ...]:
+    """--threads 1,2 -> (1, 2); the FLOPs and the busy table's baseline are measured at 1 thread, so 1 is required."""
+    try:
+        counts = tuple(sorted({int(x) for x in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of thread counts, e.g. 1,2") from None
+    if 1 not in counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must include 1 and no count below 1 (e.g. 1 or 1,2)")
+    return counts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
@@ -232,6 +244,8 @@ def main() -> None:
     ap.add_argument("--before", default=BEFORE, help="commit whose step is the baseline")
     ap.add_argument("--steps", type=int, default=4, help="timed steps per turn")
     ap.add_argument("--rounds", type=int, default=3, help="turns per worker")
+    ap.add_argument("--threads", type=thread_counts, default=(1, 2),
+                    help="comma-separated thread counts to time (default 1,2; must include 1, where FLOPs are counted)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -249,7 +263,7 @@ def main() -> None:
         batches = tmp / "batches.pt"
         info = make_batches(args.recipe, args.init, args.data, batches, n=args.steps * args.rounds + 2, sample=20_000)
         results, flops = [], None
-        for threads in (1, 2):
+        for threads in args.threads:
             workers = [Worker(name, threads, old if name == "before" else ROOT, over, batches, tmp, "PASSIVE", args)
                        for name, over in VARIANTS.items()]
             take_turns(workers, args.rounds, args.steps, warmup=2)
@@ -265,7 +279,7 @@ def main() -> None:
         busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
             workers = [Worker("exact, beside a busy process", threads, ROOT, {}, batches, tmp, wait, args)
-                       for threads, wait in ((1, "PASSIVE"), (2, None), (2, "PASSIVE"))]
+                       for threads, wait in ((1, "PASSIVE"), (2, None), (2, "PASSIVE")) if threads in args.threads]
             take_turns(workers, args.rounds, args.steps, warmup=1)
             busy_rows = [row(w, workers[0]) for w in workers]
             for w in workers:

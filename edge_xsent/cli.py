@@ -65,9 +65,13 @@ def train_cmd(config_path, fresh, quiet, **flags):
       edge-xsent train --config train/paper-2layer.toml --data corpus --out runs/p2
       torchrun --nproc-per-node 4 -m edge_xsent.cli train --config train/paper-2layer.toml
     """
+    from .runfolder import check_run_folder
+
+    cfg = config_from_flags(config_path, flags)
+    check_run_folder(Path(cfg.out))  # a wrong --out fails in a second, before torch loads (train checks again)
     from .train import train
 
-    summary = train(config_from_flags(config_path, flags), fresh=fresh, progress=not quiet)
+    summary = train(cfg, fresh=fresh, progress=not quiet)
     click.echo(json.dumps({k: v for k, v in summary.items() if k != "history"}, indent=2))
 
 

@@ -10,8 +10,6 @@ import os
 import sys
 from pathlib import Path
 
-import torch
-
 from .atomic import atomic_write
 from .bundle import read_training
 from .config import EncoderConfig, TrainConfig
@@ -27,6 +25,8 @@ def save_checkpoint(path: Path, state: dict) -> None:
     """Atomic: if the write fails (disk full, kill), the previous checkpoint stays usable."""
     import io
 
+    import torch  # here, not at the top: the CLI checks --out with this module before torch loads
+
     buf = io.BytesIO()  # serialised first: a full disk then fails as the OSError it is, not torch's RuntimeError
     torch.save(state, buf)
     with atomic_write(path, "wb") as f:
@@ -34,6 +34,8 @@ def save_checkpoint(path: Path, state: dict) -> None:
 
 
 def load_checkpoint(path: Path) -> dict:
+    import torch
+
     try:
         return torch.load(path, map_location="cpu", weights_only=True)  # never unpickle code
     except Exception as e:  # a torn or foreign file: say which and what to do

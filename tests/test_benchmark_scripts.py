@@ -111,10 +111,20 @@ def test_training_cost_on_the_tiny_model(tiny_model, tmp_path, monkeypatch):
                       'd_model = 48\nn_heads = 4\nd_ff = 96\nmax_len = 32\n')
     out = tmp_path / "training-cost.md"
     run_script("training_cost.py", "--data", "sample", "--recipe", str(recipe), "--init", str(tiny_model),
-               "--before", "HEAD", "--steps", "1", "--rounds", "1", "--out", str(out), monkeypatch=monkeypatch)
+               "--before", "HEAD", "--steps", "1", "--rounds", "1", "--threads", "1", "--out", str(out),
+               monkeypatch=monkeypatch)  # 1 thread: 6 workers, not the 13 of 1 and 2 threads
     table = out.read_text()
-    assert "| before | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 2 |" in table
+    assert "| before | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 1 |" in table
+    assert "| 1 | PASSIVE |" in table and "| 2 |" not in table  # beside the busy process: 1 thread only
     assert json.loads(out.with_suffix(".json").read_text())["flops"]["gflop_per_step"] > 0
+
+
+@pytest.mark.parametrize("threads", ["2", "1,x", "0,1"])
+def test_training_cost_refuses_thread_counts_without_1(threads, tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit) as e:  # argparse's usage error, before any worker starts
+        run_script("training_cost.py", "--threads", threads, "--out", str(tmp_path / "t.md"), monkeypatch=monkeypatch)
+    assert e.value.code == 2 and f"{threads!r}" in capsys.readouterr().err
+    assert not (tmp_path / "t.md").exists()
 
 
 def test_oog_by_language_tabulates_each_language_over_its_sources(tmp_path, monkeypatch, capsys):
