@@ -367,3 +367,32 @@ def read_state(files: ModelFiles, config: dict, cfg: "EncoderConfig") -> dict:
         return hf.from_bert(weights, load_tensors(files.read(extra)), cfg)
     except KeyError as e:
         raise UserError(f"{folder / FILES['weights']}: no tensor {e} (not this model's weights)") from e
+
+
+def is_bundle(folder: Path) -> bool:
+    """An edge-xsent bundle: a manifest of this format that lists an exported graph."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    return (manifest.get("format") == FORMAT and isinstance(files, dict)
+            and any(f.startswith(("onnx/", "torchscript/")) for f in files))
+
+
+def check_target(model_dir: Path, out: Path, force: bool) -> None:
+    """What an export may replace: nothing but a previous bundle, and that only with `force`. A
+    folder of the user's, a training run or the model being exported is never overwritten."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise UserError(f"--out {out} is a file; give the name of a new folder")
+    if model_dir.resolve() == out.resolve() or model_dir.resolve().is_relative_to(out.resolve()):
+        raise UserError(f"--out {out} holds the model being exported; choose a new folder")
+    if not any(out.iterdir()):
+        return
+    if not is_bundle(out):
+        raise UserError(f"--out {out} exists and is not an edge-xsent bundle: exporting would delete its files; "
+                        "choose a new folder")
+    if not force:
+        raise UserError(f"--out {out} is a bundle already: pass --force to replace it")

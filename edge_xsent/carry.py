@@ -26,13 +26,11 @@ import json
 import shutil
 from pathlib import Path
 
-from safetensors.torch import load_file, save as safetensors_bytes
-
 from .atomic import atomic_dir
 from .bundle import sha256
 from .errors import UserError
 from .layout import FILES
-from .train import checkpoint_path, load_checkpoint, save_checkpoint
+from .runfolder import checkpoint_path, load_checkpoint, save_checkpoint  # torch loads only once a command is checked
 
 WEIGHTS, META, LOG, SUMMARY, MODEL = "weights.safetensors", "carry.json", "log.jsonl", "summary.json", "model"
 PARTS = ("model", "teacher_proj")  # the checkpoint's tensors that are carried
@@ -55,6 +53,8 @@ def save(run: str | Path, dest: str | Path) -> dict:
         else:
             tensors = {f"{part}.{k}": v.detach().clone().contiguous()  # clone: tied weights share memory
                        for part in PARTS for k, v in ckpt.get(part, {}).items()}
+            from safetensors.torch import save as safetensors_bytes
+
             (tmp / WEIGHTS).write_bytes(safetensors_bytes(tensors))
         for name in (FILES["tokenizer"], LOG, SUMMARY):
             if (run / name).exists() and (finished or name != SUMMARY):
@@ -101,6 +101,8 @@ def restore(src: str | Path, run: str | Path) -> dict:
             (run / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / name, run / name)
     if not meta["finished"]:
+        from safetensors.torch import load_file
+
         tensors = load_file(src / WEIGHTS)
         state = {part: {k[len(part) + 1:]: v for k, v in tensors.items() if k.startswith(part + ".")}
                  for part in meta["parts"]}

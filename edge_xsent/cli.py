@@ -152,13 +152,16 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
       edge-xsent export runs/cpu-hour/model --min-cosine 0.995
       edge-xsent export default --out default-full
     """
+    from .bundle import check_target
     from .data.corpus import read_lines
     from .encoder import DEFAULT_MODEL
-    from .export import export_bundle, format_parity
 
     if str(model_path) == "default" and not model_path.exists():
         model_path, out = DEFAULT_MODEL, out or Path("default-model-bundle")  # never into the installed package
     out = out or model_path.with_name(model_path.name + "-bundle")
+    check_target(model_path, out, force)  # a wrong --out fails in a second, before torch loads (export checks again)
+    from .export import export_bundle, format_parity
+
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
                            parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights,

@@ -32,7 +32,8 @@ import torch.nn as nn
 from . import __version__
 from .atomic import atomic_dir
 from .bundle import load_model, pad_batch, read_training, save_model, write_manifest
-from .layout import CARD, FILES, FORMAT, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
+from .bundle import check_target, is_bundle  # noqa: F401  (re-exported: edge_xsent.export.is_bundle)
+from .layout import CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
 from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, TABLE_BITS
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
@@ -260,35 +261,6 @@ def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -
 def model_files(folder: Path) -> list[Path]:
     """Every file `bundle.save_model` wrote (all but the manifest, which the bundle rewrites)."""
     return [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
-
-
-def is_bundle(folder: Path) -> bool:
-    """An edge-xsent bundle: a manifest of this format that lists an exported graph."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return False
-    files = manifest.get("files") if isinstance(manifest, dict) else None
-    return (manifest.get("format") == FORMAT and isinstance(files, dict)
-            and any(f.startswith(("onnx/", "torchscript/")) for f in files))
-
-
-def check_target(model_dir: Path, out: Path, force: bool) -> None:
-    """What an export may replace: nothing but a previous bundle, and that only with `force`. A
-    folder of the user's, a training run or the model being exported is never overwritten."""
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise UserError(f"--out {out} is a file; give the name of a new folder")
-    if model_dir.resolve() == out.resolve() or model_dir.resolve().is_relative_to(out.resolve()):
-        raise UserError(f"--out {out} holds the model being exported; choose a new folder")
-    if not any(out.iterdir()):
-        return
-    if not is_bundle(out):
-        raise UserError(f"--out {out} exists and is not an edge-xsent bundle: exporting would delete its files; "
-                        "choose a new folder")
-    if not force:
-        raise UserError(f"--out {out} is a bundle already: pass --force to replace it")
 
 
 def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, torchscript: bool = True,
