@@ -14,6 +14,30 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def train_each_tokenizer_once():
+    """Some sixty tests train the same tiny tokenizer (10-15 s each). Tokenizer.train is deterministic
+    (test_tokenizer checks the function this yields, unmemoised, twice), so each pytest worker trains each
+    (texts, settings) once and hands out copies; a training that fails is not remembered."""
+    import hashlib
+
+    from edge_xsent.tokenizer import Tokenizer
+
+    real, trained = Tokenizer.train.__func__, {}
+
+    def train(cls, texts, vocab_size: int, max_sentences: int = 1_000_000, seed: int = 0, byte_fallback: bool = True):
+        texts = list(texts)
+        digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()
+        key = (digest, len(texts), vocab_size, max_sentences, seed, byte_fallback)
+        if key not in trained:
+            trained[key] = real(cls, texts, vocab_size, max_sentences, seed, byte_fallback).proto
+        return cls.from_bytes(trained[key])
+
+    Tokenizer.train = classmethod(train)
+    yield real
+    Tokenizer.train = classmethod(real)
+
+
 def script_module(rel: str):
     """A script of the repository (train/, benchmarks/: not part of the package) imported as a module."""
     import importlib.util

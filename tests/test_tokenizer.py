@@ -18,6 +18,14 @@ def latin_tokenizer() -> Tokenizer:
     return Tokenizer.train(balanced_sample(pairs, per_lang=2000), 1200, seed=0)
 
 
+def test_training_is_deterministic_so_the_suite_trains_each_tokenizer_once(train_each_tokenizer_once):
+    real = train_each_tokenizer_once  # Tokenizer.train itself, not the suite's memo (conftest)
+    texts = [t for p in list(read_pairs("sample", split="train"))[:1500] for t in (p.a, p.b)]
+    first, second = real(Tokenizer, texts, 400, seed=0), real(Tokenizer, texts, 400, seed=0)
+    assert first.proto == second.proto and first.vocab_size == 400
+    assert Tokenizer.train(texts, 400).proto == first.proto  # the memo hands out the same model
+
+
 def test_unseen_scripts_become_bytes_not_unk(latin_tokenizer):
     tok = latin_tokenizer
     assert tok.byte_fallback

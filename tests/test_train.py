@@ -234,9 +234,11 @@ def test_config_file_and_unknown_keys(tmp_path):
 
 
 @pytest.mark.slow
-def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path):
+def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path, tiny_run):
     """A real training subprocess is killed with SIGKILL mid-run, then resumed to the end."""
-    args = ["--data", "sample", "--vocab-size", "1000", "--n-layers", "1", "--d-model", "32",
+    # The tiny run's tokenizer (the same sample, size and seed): three processes need not each train one.
+    args = ["--data", "sample", "--tokenizer", str(tiny_run / "tokenizer.model"), "--vocab-size", "1000",
+            "--n-layers", "1", "--d-model", "32",
             "--n-heads", "2", "--d-ff", "64", "--max-len", "32", "--batch-size", "32", "--max-steps", "60",
             "--warmup-steps", "5", "--eval-every", "1000", "--checkpoint-every", "5", "--threads", "1", "--quiet"]
     cmd = [sys.executable, "-m", "edge_xsent.cli", "train"]
