@@ -31,8 +31,7 @@ import torch.nn as nn
 
 from . import __version__
 from .atomic import atomic_dir
-from .bundle import load_model, pad_batch, read_training, save_model, write_manifest
-from .bundle import check_target, is_bundle  # noqa: F401  (re-exported: edge_xsent.export.is_bundle)
+from .bundle import check_target, load_model, pad_batch, read_training, save_model, write_manifest
 from .layout import CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
 from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, TABLE_BITS
 from .data.corpus import Pair, read_pairs
