@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -103,8 +104,11 @@ def figures_file(path: Path, name: str, model: Path | None = None, claimed_p1: f
 
 
 def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle, tmp_path):
+    """The multilingual rule picks the winner; the card claims by the out-of-genre rule (issue 58), and --recard
+    rewrites a shipped card under it from the figures its manifest names, weights and the rule's table untouched."""
     from edge_xsent import Encoder
-    from edge_xsent.layout import FILES
+    from edge_xsent.bundle import verify
+    from edge_xsent.layout import FILES, ONNX_INT8
 
     shipped = figures_file(tmp_path / "shipped.json", "shipped", n_langs=9)
     weak = figures_file(tmp_path / "weak.json", "weak", tiny_bundle[0], old=78.0)  # old languages lose 2 points
@@ -112,16 +116,18 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     usem, e5 = tmp_path / "peers.json", tmp_path / "e5.json"  # as `eval oog --peers X --json` writes them
     usem.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->de": 0.9, "de->en": 0.8,
                                                                                    "en->l00": 0.2, "l00->en": 0.1}}}}))
+    e5_cells = {f"{a}->{b}": v for l, v in {"de": 0.88, "fr": 0.95, "l00": 0.9}.items() for a, b in (("en", l), (l, "en"))}
     e5.write_text(json.dumps({"edge-xsent onnx-int8": {"retrieval": {"tuxpaint": {"en->de": 0.1, "de->en": 0.1}}},
-                              "multilingual-e5-small": {"retrieval": {"tuxpaint": {"en->de": 0.88, "de->en": 0.88}}}}))
+                              "multilingual-e5-small": {"retrieval": {"tuxpaint": e5_cells}}}))
     small = tmp_path / "small.json"  # `eval oog --min-pairs 50 --below 100`: th has only a small pool
     small.write_text(json.dumps({"USE multilingual v3": {"retrieval": {"tuxpaint": {"en->th": 0.9, "th->en": 0.9}}}}))
     good_fig = json.loads(good.read_text())
+    good_fig["oog_wide"]["by_language"].update(de=86.0, fr=85.0)  # de within 5 of e5-small's 88, fr 10 below its 95
     recipe = tmp_path / "good.toml"
     recipe.write_text('data = "sample"\n')
     good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}, "recipe": str(recipe)}))
     ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem), "--peers", str(e5),
-            "--small-pools", str(small),
+            "--small-pools", str(small), "--e5-oog-m1", str(e5),
             "--decision", str(tmp_path / "decision.md"), "--out", str(tmp_path / "default")]
     kept = subprocess.run(ship + ["--candidate", str(weak)], capture_output=True, text=True)
     assert kept.returncode == 0, kept.stderr
@@ -134,20 +140,38 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     out = tmp_path / "default"
     assert not (out / FILES["weights"]).exists() and (out / FILES["extra_weights"]).exists()
     card = (out / "README.md").read_text()
-    assert "| de | 20,000 | 90.0 | 70.0 | 85.0 | 88.0 | claimed |" in card  # USE-m, then e5-small; not the shipped row
-    assert "| l00 | 20,000 | 90.0 | 70.0 | 15.0* | - | claimed |" in card  # * : not one of USE-m's languages
-    assert "| th | 14 | 95.0 | 40.0† | 90.0† | - | thin: 14 pairs |" in card  # † : a pool of 50-99 pairs
-    assert "| good | 21 |" in card and "**ships**" in card
+    assert "| de | 20,000 | 90.0 | 86.0 | 85.0 | 88.0 | claimed |" in card  # USE-m, then e5-small; not the shipped row
+    assert "| fr | 20,000 | 90.0 | 85.0 | - | 95.0 | not claimed: 10.0 points below e5-small |" in card
+    assert "| l00 | 20,000 | 90.0 | 70.0 | 15.0* | 90.0 | not claimed: under 80 out of genre |" in card  # *: not USE-m's
+    assert "| l01 | 20,000 | 90.0 | 70.0 | - | - | not measured out of genre |" in card  # no e5-small figure to judge by
+    assert "| th | 14 | 95.0 | 40.0† | 90.0† | - | not claimed: pools of 50-99 pairs only |" in card  # †: 50-99 pairs
+    assert "| good | 21 |" in card and "**ships**" in card and "That rule counts a language on its general test" in card
     assert "- Objective: `" in card and "the best validation checkpoint, step" in card
     # the card names the winner's own recipe (figures.py --recipe), not --recipe's default
     assert f"Recipe `{recipe}`" in card and f"Reproduce: `train/ship.sh {recipe}` (train, debias" in card
     assert "studies/shipping-history/default.toml" not in card and "interpolate.py" not in card
-    enc = Encoder.load(out)  # config.json's langs: what the card claims (th is thin); training.json: what it saw
-    assert enc.langs == ["en", "de", "fr", *(f"l{i:02d}" for i in range(19))]
+    enc = Encoder.load(out)  # config.json's langs: what the card claims; training.json: what it saw
+    assert enc.langs == ["en", "de"]
     assert json.loads((out / FILES["training"]).read_text())["langs"] == json.loads(
         (tiny_bundle[0] / FILES["config"]).read_text())["langs"]
     vecs = enc.encode(["Save the file", "Enregistrer le fichier"])
     assert vecs.shape[0] == 2 and abs(float((vecs ** 2).sum(axis=1)[0]) - 1) < 1e-4
+
+    assert json.loads((out / "manifest.json").read_text())["figures"] == str(good)  # outside the repository: absolute
+    good_fig["oog_wide"]["by_language"]["l00"] = 86.0  # measured again: within 5 of e5-small's 90
+    good.write_text(json.dumps({**good_fig, "recipe": str(recipe)}))
+    graph = (out / ONNX_INT8).read_bytes()
+    again = subprocess.run(ship[:2] + ship[4:] + ["--recard"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "claims en and 2 languages: de, l00" in again.stdout and Encoder.load(out).langs == ["en", "de", "l00"]
+    recarded = (out / "README.md").read_text()
+    assert "| l00 | 20,000 | 90.0 | 86.0 | 15.0* | 90.0 | claimed |" in recarded
+    assert card.split("## How it was chosen")[1].split("## Sizes")[0] in recarded  # the decision as recorded
+    assert (out / ONNX_INT8).read_bytes() == graph and verify(out)["figures"] == str(good)
+    bundle = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle[0], bundle)  # a bundle train/ship.py never wrote: no figures to card it from
+    refused = subprocess.run(ship[:2] + ["--recard", "--out", str(bundle)], capture_output=True, text=True)
+    assert refused.returncode == 1 and "names no figures file or recipe" in refused.stderr, refused.stderr
 
 
 def test_ship_refuses_figures_without_a_part_the_rule_needs(tmp_path):
@@ -166,15 +190,15 @@ def test_an_interpolated_winner_says_how_to_rebuild_it():
                 "interpolated": {"alpha": 0.75, "recipe": "train/m1.toml", "start": "git:abc"}}
     lines = "\n".join(ship.training_lines("train/m1.toml", training, 3))
     assert "start + 0.75 x (trained - start)" in lines and "train/interpolate.py train/m1.toml --alpha 0.75" in lines
+    moved = "\n".join(ship.training_lines("train/shipped.toml", training, 3))  # the recipe moved after the run
+    assert "train/interpolate.py train/shipped.toml --alpha 0.75" in moved and "m1.toml" not in moved
     again = ship.reproduce_line("train/m1.toml", training["interpolated"])
     assert "`train/ship.sh train/m1.toml` (train, interpolate to alpha 0.75, debias" in again
-    assert ship.interpolation_lines({"step": 900}) == []  # a plain run: the recipe is enough
+    assert ship.interpolation_lines("train/m1.toml", {"step": 900}) == []  # a plain run: the recipe is enough
 
 
 def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(tiny_model, tmp_path):
     """The card's one command must rebuild what ships: a recipe without the winner's [ship] alpha is refused."""
-    import shutil
-
     from edge_xsent.bundle import refresh_manifest
     from edge_xsent.errors import UserError
     from edge_xsent.layout import FILES
@@ -253,7 +277,7 @@ def test_ship_by_the_pruned_students_rule_claims_out_of_genre_beside_e5(tiny_bun
     card = (tmp_path / "default/README.md").read_text()
     assert "The rule written before the runs: `studies/pruned-student/README.md`." in card
     assert "| l00 | - | - | 86.0 | 90.0 | claimed |" in card  # no general figures; e5-small beside it
-    assert "| xx | - | - | 70.0 | 90.0 | not claimed: 70.0 out of genre, e5-small 90.0 |" in card
+    assert "| xx | - | - | 70.0 | 90.0 | not claimed: under 80 out of genre |" in card
     assert Encoder.load(tmp_path / "default").langs == ["en", *langs]
     no_speed = {**student, "speed": {}}
     files["good"].write_text(json.dumps({"name": "good", **no_speed}))
