@@ -285,9 +285,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "sizes_note": "The int8 graph ships; float weights, where a tool needs them, are derived from it on load "
                       "(studies/float-weights).",
         "sections": [],
-        "limits": "Languages not claimed above are not supported: their out-of-genre figures stand beside them. Short "
-                  "everyday text and prose unlike the training "
-                  "genres (software, games, help) score lowest.",
+        "limits": "Languages not claimed above are not supported: their out-of-genre figures stand beside them. "
+                  "Short everyday text and prose unlike the training genres (software, games, help) score lowest.",
         "footer": [reproduce_line(recipe, read_training(bundle).get("interpolated")), "",
                    *([licence_line, ""] if licence_line else [])]})
 
@@ -387,9 +386,10 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
 
 def chosen_table(card_path: Path) -> list[str]:
     """The rule's table a card recorded under "## How it was chosen"."""
-    section = card_path.read_text().split("\n## How it was chosen\n", 1)[-1].split("\n## ", 1)[0]
+    text = card_path.read_text()
+    section = text.split("\n## How it was chosen\n", 1)[-1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith("|")]
-    if "## How it was chosen" not in card_path.read_text() or not table:
+    if "\n## How it was chosen\n" not in text or not table:
         raise UserError(f"{card_path}: no rule's table under '## How it was chosen'; ship the model with train/ship.py")
     return table
 
