@@ -157,7 +157,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     vecs = enc.encode(["Save the file", "Enregistrer le fichier"])
     assert vecs.shape[0] == 2 and abs(float((vecs ** 2).sum(axis=1)[0]) - 1) < 1e-4
 
-    assert json.loads((out / "manifest.json").read_text())["figures"] == str(good)  # outside the repository: absolute
+    assert json.loads((out / "manifest.json").read_text())["figures"] == str(good.resolve())  # outside the repository: absolute
     good_fig["oog_wide"]["by_language"]["l00"] = 86.0  # measured again: within 5 of e5-small's 90
     good.write_text(json.dumps({**good_fig, "recipe": str(recipe)}))
     graph = (out / ONNX_INT8).read_bytes()
@@ -167,7 +167,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     recarded = (out / "README.md").read_text()
     assert "| l00 | 20,000 | 90.0 | 86.0 | 15.0* | 90.0 | claimed |" in recarded
     assert card.split("## How it was chosen")[1].split("## Sizes")[0] in recarded  # the decision as recorded
-    assert (out / ONNX_INT8).read_bytes() == graph and verify(out)["figures"] == str(good)
+    assert (out / ONNX_INT8).read_bytes() == graph and verify(out)["figures"] == str(good.resolve())
     bundle = tmp_path / "bundle"
     shutil.copytree(tiny_bundle[0], bundle)  # a bundle train/ship.py never wrote: no figures to card it from
     refused = subprocess.run(ship[:2] + ["--recard", "--out", str(bundle)], capture_output=True, text=True)
