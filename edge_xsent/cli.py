@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from .compact import OUTPUT_PRECISIONS
-from .config import CLI_BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, PRECISIONS, TABLE_BITS, portable
+from .config import (CLI_BACKENDS, DEFAULT_INT8_ACTIVATIONS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS,
+                     PRECISIONS, TABLE_BITS, portable)
 from .atomic import check_output
 from .errors import UserError
 from .data.commands import data
@@ -136,12 +137,16 @@ def debias_cmd(model_path, data, out, rank, per_lang):
               callback=lambda ctx, p, v: int(v),
               help="The int8 graph's token table at 8 bits, or 4 (blocks of 32; the MatMuls stay int8): "
                    "a large vocabulary at about half the size, at int8's speed.")
+@click.option("--int8-activations", type=click.Choice(list(INT8_ACTIVATIONS)), default=DEFAULT_INT8_ACTIVATIONS,
+              show_default=True,
+              help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic) or per-row (a "
+                   "text's vector does not depend on the texts batched with it).")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")
 @user_errors
 def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, table_bits,
-               keep_vocab_from, force):
+               int8_activations, keep_vocab_from, force):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
     MODEL_PATH `default` is the shipped model: its full bundle has the float weights that
     sentence-transformers and transformers read.
@@ -165,7 +170,7 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
                            parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights,
-                           force=force, table_bits=table_bits)
+                           force=force, table_bits=table_bits, int8_activations=int8_activations)
     if "pruned" in parity:
         click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(format_parity(parity, out))

@@ -26,6 +26,10 @@ DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (resul
 SHIP_RULES = ("multilingual", "student")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
 # studies/pruned-student/README.md
 TABLE_BITS = (8, 4)  # the int8 graph's token table: int8, or 4-bit blocks (export.quantize_int8)
+# The int8 graph's activation scales: one per MatMul input over the whole batch (quantize_dynamic), or one per row,
+# so a text's vector does not depend on its batch (edge_xsent/rowquant.py).
+INT8_ACTIVATIONS = ("per-tensor", "per-row")
+DEFAULT_INT8_ACTIVATIONS = "per-tensor"
 
 
 # Ranges of numeric settings, (low, high) inclusive; None: unbounded. Sizes are capped where a typo

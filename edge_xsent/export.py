@@ -33,7 +33,7 @@ from . import __version__
 from .atomic import atomic_dir
 from .bundle import check_target, load_model, pad_batch, read_training, save_model, write_manifest
 from .layout import CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
-from .config import DEFAULT_INT8_WEIGHTS, INT8_WEIGHTS, TABLE_BITS
+from .config import DEFAULT_INT8_ACTIVATIONS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS, TABLE_BITS
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
 from .model import DualEncoder, mean_pool
@@ -110,8 +110,9 @@ def strip_stack_traces(path: Path) -> None:
 
 
 def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str = DEFAULT_INT8_WEIGHTS,
-                  table_bits: int = 8) -> dict:
-    """`keep_fp32`: node names left unquantised (`projection_nodes`); `weights`: a key of INT8_WEIGHTS.
+                  table_bits: int = 8, activations: str = DEFAULT_INT8_ACTIVATIONS) -> dict:
+    """`keep_fp32`: node names left unquantised (`projection_nodes`); `weights`: a key of INT8_WEIGHTS;
+    `activations`: "per-row" scales each row of a MatMul's input on its own (rowquant.py).
     `table_bits = 4`: the token table's Gather goes to 4 bits (`quantize_table_int4`) and only the MatMuls
     to int8. A table of 60,000 x 384 is 22 MB at int8 and 11.5 at 4 bits, and the lookup is cheap at
     any precision, where a 4-bit MatMul runs ~2.3x slower than int8 here (studies/pruned-student)."""
@@ -122,6 +123,8 @@ def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str 
         raise UserError(f"unknown int8 weights {weights!r}; choose from {', '.join(INT8_WEIGHTS)}")
     if table_bits not in TABLE_BITS:
         raise UserError(f"table bits must be one of {', '.join(map(str, TABLE_BITS))}, got {table_bits!r}")
+    if activations not in INT8_ACTIVATIONS:
+        raise UserError(f"unknown int8 activations {activations!r}; choose from {', '.join(INT8_ACTIVATIONS)}")
     weight_type, reduce_range = QuantType[INT8_WEIGHTS[weights][0]], INT8_WEIGHTS[weights][1]
     op_types = ["MatMul", "Gather"]  # with table_bits = 4 the token table's Gather is gone before this step
     settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weights": weights,
@@ -137,6 +140,10 @@ def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str 
                          op_types_to_quantize=op_types, nodes_to_exclude=list(keep_fp32),
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     table4.unlink(missing_ok=True)
+    if activations == "per-row":
+        from .rowquant import rewrite_per_row
+
+        settings["activations"] = rewrite_per_row(dst)
     return settings
 
 
@@ -266,17 +273,20 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
                   check_parity: bool = True, fuse: bool = False, int4: bool = False,
                   keep_vocab: list[str] | None = None, int8_weights: str = DEFAULT_INT8_WEIGHTS,
-                  force: bool = False, table_bits: int = 8) -> dict | None:
+                  force: bool = False, table_bits: int = 8,
+                  int8_activations: str = DEFAULT_INT8_ACTIVATIONS) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
     `out` may be new or empty, or a bundle already when `force` (never another folder: see check_target).
     `keep_vocab`: prune the vocabulary to the pieces these texts use (inside the bundle's
     temporary folder, so nothing is left behind). `int8_weights`: a key of INT8_WEIGHTS; `table_bits`: the
-    int8 graph's token table at 8 or 4 bits (quantize_int8). Each quantised graph (int8, int4) must
+    int8 graph's token table at 8 or 4 bits and `int8_activations` its activation scales (quantize_int8). Each quantised graph (int8, int4) must
     reach `min_cosine`.
     `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
     if table_bits != 8 and not int8:
         raise UserError(f"--table-bits {table_bits} shapes the int8 graph; leave out --no-int8")
+    if int8_activations != DEFAULT_INT8_ACTIVATIONS and not int8:
+        raise UserError(f"--int8-activations {int8_activations} shapes the int8 graph; leave out --no-int8")
     check_target(model_dir, out, force)
     t0 = time.time()
     with atomic_dir(out) as tmp:
@@ -296,7 +306,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
         if int8:
             quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8, projection_nodes(tmp / ONNX_FP32, model),
-                                          int8_weights, table_bits)
+                                          int8_weights, table_bits, int8_activations)
         if int4:
             quant["int4"] = quantize_int4(tmp / ONNX_FP32, tmp / ONNX_INT4)
         if torchscript:

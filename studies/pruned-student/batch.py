@@ -2,9 +2,11 @@
 activations per tensor, over the whole batch, so a long text's large activations coarsen a short one's. Measured:
 each text (tests' edge cases + 260 sample sentences) encoded alone and in batches of 64 (Encoder's length-sorted
 batches), the cosine of the two, and against the fp32 graph; then the same for the bundle's fp32 graph requantised
-with some MatMuls left in fp32 (`--keep`) or as MatMulNBits (weights in 8-bit blocks, activations quantised per row).
+with some MatMuls left in fp32 or as MatMulNBits (weights in 8-bit blocks, activations quantised per row)
+(`--variants`); or for its int8 graph rewritten to per-row activation scales (`--per-row`, edge_xsent/rowquant.py),
+timed against the graph as exported (run it with nothing else running).
 
-    python studies/pruned-student/batch.py BUNDLE [--variants]
+    python studies/pruned-student/batch.py BUNDLE [--variants] [--per-row]
 """
 
 from __future__ import annotations
@@ -40,18 +42,34 @@ def agreement(folder: Path, texts: list[str], fp32: np.ndarray | None) -> str:
             + (f" | vs fp32: min {f.min():.4f} mean {f.mean():.5f}" if f is not None else " | no fp32 graph"))
 
 
-def speeds(folders: list[Path], texts: list[str]) -> list[float]:
-    """Seconds for the texts at batch 32, 1 thread: median of 5 runs, the folders taking turns."""
+def speeds(folders: list[Path], texts: list[str], batch_size: int = 32, repeats: int = 5) -> list[float]:
+    """Seconds for the texts at 1 thread: the median of `repeats` runs, the folders taking turns."""
     encs = [Encoder.load(f, backend="onnx", precision="int8", threads=1, verify=False) for f in folders]
     runs: list[list[float]] = [[] for _ in encs]
     for enc in encs:
-        enc.encode(texts[:64], batch_size=32)
-    for _ in range(5):
+        enc.encode(texts[:64], batch_size=batch_size)
+    for _ in range(repeats):
         for enc, times in zip(encs, runs):
             t = time.perf_counter()
-            enc.encode(texts, batch_size=32)
+            enc.encode(texts, batch_size=batch_size)
             times.append(time.perf_counter() - t)
     return [float(np.median(times)) for times in runs]
+
+
+def per_row(bundle: Path, texts: list[str], fp32: np.ndarray | None) -> None:
+    """The int8 graph as exported against the same graph with per-row activation scales."""
+    from edge_xsent.rowquant import rewrite_per_row
+
+    tmp = Path(tempfile.mkdtemp())
+    work = tmp / "b"
+    shutil.copytree(bundle, work)
+    rewrite_per_row(work / ONNX_INT8)
+    print(f"{'per-row activations':22s} {agreement(work, texts, fp32)}", flush=True)
+    for batch_size in (1, 32):
+        tensor, row = speeds([bundle, work], texts, batch_size, repeats=7)
+        print(f"1 thread, batch {batch_size}: per-tensor {len(texts) / tensor:.0f} sentences/s, per-row "
+              f"{len(texts) / row:.0f} ({row / tensor:.3f}x the time; median of 7, taking turns)", flush=True)
+    shutil.rmtree(tmp)
 
 
 def nbits(src: Path, dst: Path, bits: int = 8, block: int = 128) -> None:
@@ -71,12 +89,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", type=Path)
     ap.add_argument("--variants", action="store_true", help="also requantise: groups of MatMuls in fp32, MatMulNBits")
+    ap.add_argument("--per-row", action="store_true", help="also the int8 graph with per-row activation scales, timed")
     args = ap.parse_args()
     logging.disable(logging.INFO)  # the quantisers log every node
     texts = EDGE_CASES + sample_sentences(260)
     has_fp32 = (args.bundle / ONNX_FP32).exists()  # the shipped default carries its int8 graph only
     fp32 = Encoder.load(args.bundle, backend="onnx", precision="fp32").encode(texts, batch_size=1) if has_fp32 else None
     print(f"{'as exported':22s} {agreement(args.bundle, texts, fp32)}")
+    if args.per_row:
+        per_row(args.bundle, texts, fp32)
     if not args.variants or fp32 is None:
         return
     tmp = Path(tempfile.mkdtemp())
