@@ -197,7 +197,7 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     (tmp_path / "e5.json").write_text(json.dumps(e5))
     assert table.e5_figures(tmp_path / "e5.json")["mean"] == 90.0
     good = {"name": "good", "int8_mb": 16.3, "oog": {"mean": 88.0}, "speed": {"ratio": 1.2, "batch1_ms": 3.0,
-            "batch32_ms": 40.0, "peak_rss_mb": 120.0}, "oog_wide": {"mean": 87.0, "by_language": dict.fromkeys(langs, 86.0)}}
+            "batch32_ms": 40.0, "peak_rss_mb": 120.0}, "machine": {"cpu": "AMD EPYC"}, "oog_wide": {"mean": 87.0, "by_language": dict.fromkeys(langs, 86.0)}}
     weak = {**good, "name": "weak", "int8_mb": 21.0, "oog": {"mean": 80.0}, "speed": {"ratio": 0.9},
             "oog_wide": {"mean": 80.0, "by_language": {**dict.fromkeys(langs, 84.0), "l00": 79.0}}}
     wide = table.e5_figures(tmp_path / "e5.json")
@@ -213,8 +213,9 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
                            str(tmp_path / "e5.json"), "--out", str(tmp_path / "t.md")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     written = (tmp_path / "t.md").read_text()
-    assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | passes |" in written
-    assert "| fp32 (fp32 P@1) | - | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | fails: no int8 graph |" in written
+    assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | AMD EPYC | passes |" in written
+    assert "| fp32 (fp32 P@1) | - | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | AMD EPYC | fails: no int8 graph |" in written
+    assert "| weak | 21.0 | 80.0 | 80.0 | 0 | 0.90 | - | - | - | AMD EPYC |" in written  # the CPU that ran the speed
 
 
 def test_fertility_counts_how_much_finer_the_pruned_pieces_cut_than_e5s(pruned):

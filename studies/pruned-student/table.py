@@ -49,9 +49,10 @@ def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
     cell = lambda k, f="{:.1f}": f.format(s[k]) if s.get(k) is not None else "-"  # noqa: E731
     name = fig["name"] + (" (fp32 P@1)" if fig.get("p1_precision") == "fp32" else "")
     size = "-" if fig["int8_mb"] is None else f"{fig['int8_mb']:.1f}"
+    cpu = fig.get("machine", {}).get("cpu", "-") if s else "-"
     return (f"| {name} | {size} | {fig['oog']['mean']:.1f} | {fig['oog_wide']['mean']:.1f} | "
             f"{len(claims(fig, e5_wide))} | {cell('ratio', '{:.2f}')} | {cell('batch1_ms')} | {cell('batch32_ms')} | "
-            f"{cell('peak_rss_mb', '{:.0f}')} | {verdict(fig, e5_oog, e5_wide)} |")
+            f"{cell('peak_rss_mb', '{:.0f}')} | {cpu} | {verdict(fig, e5_oog, e5_wide)} |")
 
 
 @script_errors
@@ -72,11 +73,12 @@ def main() -> None:
              "`python studies/pruned-student/table.py " + " ".join(map(str, args.figures)) + "`, "
              + time.strftime("%Y-%m-%d") + " (studies/pruned-student/"
              "README.md: the budget, and the rule written before the runs). P@1 in %, int8 ONNX as it would ship; speed "
-             "at 1 thread beside USE-m in one run, latency on rows of 32 tokens.", "",
+             "at 1 thread beside USE-m in one run, latency on rows of 32 tokens. The CPU behind the machine changes between "
+             "sittings: speeds compare between rows of the same CPU only.", "",
              "| student | int8 MB | `oog` | `oog-m1` | claimable languages | x USE-m sent/s | batch 1 ms | batch 32 ms | "
-             "peak MB | the rule |", "|---|---|---|---|---|---|---|---|---|---|",
+             "peak MB | CPU | the rule |", "|---|---|---|---|---|---|---|---|---|---|---|",
              *(row(f, e5_oog, e5_wide) for f in figs),
-             f"| {E5} (the teacher, 12 layers; its int8 graph) | 113 | {e5_oog['mean']:.1f} | {e5_wide['mean']:.1f} | | | | | | |", ""]
+             f"| {E5} (the teacher, 12 layers; its int8 graph) | 113 | {e5_oog['mean']:.1f} | {e5_wide['mean']:.1f} | | | | | | | |", ""]
     with atomic_write(args.out) as f:
         f.write("\n".join(lines))
     print("\n".join(lines))
