@@ -312,6 +312,7 @@ class ShipConfig:
 
     alpha: float | None = None  # ship start + alpha x (trained - start), WiSE-FT (train/interpolate.py); None ships the run as trained
     table_bits: int = 8  # the int8 graph's token table: 8, or 4 (`edge-xsent export --table-bits`)
+    int8_activations: str = DEFAULT_INT8_ACTIVATIONS  # `edge-xsent export --int8-activations`: per-row for a student
     rule: str = "multilingual"  # the rule train/ship.py judges by (SHIP_RULES; `ship.py --rule`)
 
     @classmethod
@@ -324,14 +325,17 @@ class ShipConfig:
     def from_dict(cls, raw, where: str = "config") -> "ShipConfig":
         if not isinstance(raw, dict):
             raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {raw!r}")
-        unknown = set(raw) - {"alpha", "table_bits", "rule"}
-        if unknown:
-            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: ['alpha', 'rule', 'table_bits']")
+        keys = {"alpha", "table_bits", "int8_activations", "rule"}
+        if set(raw) - keys:
+            raise UserError(f"{where}: unknown keys {sorted(set(raw) - keys)} in [ship]; valid keys: {sorted(keys)}")
         alpha, bits, rule = raw.get("alpha"), raw.get("table_bits", 8), raw.get("rule", "multilingual")
+        activations = raw.get("int8_activations", DEFAULT_INT8_ACTIVATIONS)
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1):
             raise UserError(f"{where}: [ship] alpha must be a number in (0, 1], got {alpha!r}")
         if isinstance(bits, bool) or bits not in TABLE_BITS:
             raise UserError(f"{where}: [ship] table_bits must be one of {list(TABLE_BITS)}, got {bits!r}")
         if rule not in SHIP_RULES:
             raise UserError(f"{where}: [ship] rule must be one of {list(SHIP_RULES)}, got {rule!r}")
-        return cls(alpha=None if alpha is None else float(alpha), table_bits=bits, rule=rule)
+        if activations not in INT8_ACTIVATIONS:
+            raise UserError(f"{where}: [ship] int8_activations must be one of {list(INT8_ACTIVATIONS)}, got {activations!r}")
+        return cls(alpha=None if alpha is None else float(alpha), table_bits=bits, int8_activations=activations, rule=rule)

@@ -131,9 +131,12 @@ def test_recipe_py_answers_the_shell_scripts_from_a_recipe_or_a_run_folder(tiny_
     assert done.returncode == 0, done.stderr
     home = os.path.expanduser("~")
     assert done.stdout.split("\n") == [f"{home}/runs/r", "", f"{home}/corpus", "8", ""]
-    recipe.write_text('data = "~/corpus"\n\n[ship]\ntable_bits = 4\nrule = "student"\n')
-    assert subprocess.run([*ask, str(recipe), "ship.table_bits", "ship.rule"], capture_output=True,
-                          text=True).stdout == "4\nstudent\n"
+    recipe.write_text('data = "~/corpus"\n\n[ship]\ntable_bits = 4\nint8_activations = "per-row"\nrule = "student"\n')
+    assert subprocess.run([*ask, str(recipe), "ship.table_bits", "ship.int8_activations", "ship.rule"], capture_output=True,
+                          text=True).stdout == "4\nper-row\nstudent\n"
+    recipe.write_text('data = "~/corpus"\n\n[ship]\nint8_activations = "per-token"\n')
+    bad_acts = subprocess.run([*ask, str(recipe), "ship.int8_activations"], capture_output=True, text=True)
+    assert bad_acts.returncode == 1 and "[ship] int8_activations must be one of ['per-tensor', 'per-row']" in bad_acts.stderr
     recipe.write_text('data = "~/corpus"\n\n[ship]\ntable_bits = 2\n')
     bad_bits = subprocess.run([*ask, str(recipe), "ship.table_bits"], capture_output=True, text=True)
     assert bad_bits.returncode == 1 and "[ship] table_bits must be one of [8, 4], got 2" in bad_bits.stderr

@@ -7,6 +7,8 @@
 # Usage: train/finish.sh RECIPE|RUN [...]      e.g. train/finish.sh studies/shipping-history/m1-extend.toml ~/edge-xsent-runs/m1-extend-a50
 #        DATA=... OOG=... OOG_WIDE=... CORPUS_G=... change the benchmarks (defaults: figures.py's);
 #        TABLE_BITS=4 exports the token table at 4 bits (default: the recipe's [ship] table_bits, else 8);
+#        INT8_ACTIVATIONS=per-row scales the int8 graph's activations per row (default: the recipe's [ship]
+#        int8_activations, else per-tensor);
 #        RULE=student judges by the pruned student's rule (default: the last recipe's [ship] rule, else multilingual);
 #        PARTS=general,oog measures only those parts; RESULTS=DIR keeps the figures and the table there
 #        (default benchmarks/results/candidates, which holds shipped.json, the model shipped now)
@@ -24,6 +26,7 @@ candidates=()
 for recipe in "$@"; do  # a recipe, or a run folder
   run=$(cfg "$recipe" out); data=$(cfg "$recipe" data); name=$(basename "$run")
   bits=${TABLE_BITS:-$(cfg "$recipe" ship.table_bits)}; bits=${bits:-8}  # a run folder records no [ship]
+  acts=${INT8_ACTIVATIONS:-$(cfg "$recipe" ship.int8_activations)}; acts=${acts:-per-tensor}
   rule=${RULE:-$(cfg "$recipe" ship.rule)}; rule=${rule:-multilingual}
   [ -f "$run/model/manifest.json" ] || { echo "$recipe: no trained model in $run/model; train it first" >&2; exit 1; }
   # Project out the language-identity directions the shared encoder learns (edge_xsent/debias.py), as
@@ -31,7 +34,7 @@ for recipe in "$@"; do  # a recipe, or a run folder
   fresh "$run/model-debiased/manifest.json" "$run/model/manifest.json" ||
     $x debias "$run/model" --data "$data" --out "$run/model-debiased" --rank auto
   fresh "$run/bundle/manifest.json" "$run/model-debiased/manifest.json" ||
-    $x export "$run/model-debiased" --int8 --table-bits "$bits" --out "$run/bundle"
+    $x export "$run/model-debiased" --int8 --table-bits "$bits" --int8-activations "$acts" --out "$run/bundle"
   # int8 vector ranges on every language of the training corpus (export's own come from the sample);
   # calibrate refreshes the manifest, so its own record says whether it ran on this corpus
   python -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["source"] != sys.argv[2])' \

@@ -18,7 +18,8 @@ from edge_xsent.failures import script_errors
 
 
 def setting(source: Path, key: str) -> str:
-    """One setting: a TrainConfig field, or a [ship] one (`ship.alpha`, `ship.table_bits`, `ship.rule`)."""
+    """One setting: a TrainConfig field, or a [ship] one (`ship.alpha`, `ship.table_bits`, `ship.int8_activations`,
+    `ship.rule`)."""
     if source.is_dir():
         if key == "out":
             return str(source)
@@ -35,7 +36,8 @@ def setting(source: Path, key: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source", type=Path, help="a recipe (.toml) or a run folder")
-    ap.add_argument("keys", nargs="+", help="TrainConfig fields (out, data, ...) or ship.alpha, ship.table_bits, ship.rule")
+    ap.add_argument("keys", nargs="+", help="TrainConfig fields (out, data, ...) or ship.alpha, ship.table_bits, "
+                                           "ship.int8_activations, ship.rule")
     args = ap.parse_args()
     for key in args.keys:
         print(setting(args.source, key))

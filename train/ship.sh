@@ -15,9 +15,9 @@ if [ $# -gt 0 ] && [ "${STOP_AFTER:-}" != train ]; then
 fi
 $x train --config "$recipe" --quiet "$@"
 [ "${STOP_AFTER:-}" = train ] && exit 0
-settings=$(python train/recipe.py "$recipe" out ship.alpha ship.table_bits ship.rule)  # fails, with the recipe's error, on a bad recipe
-{ read -r run; read -r alpha; read -r table_bits; read -r rule; } <<< "$settings"
-export TABLE_BITS=$table_bits RULE=$rule  # for finish.sh: an interpolated run folder no longer names the recipe
+settings=$(python train/recipe.py "$recipe" out ship.alpha ship.table_bits ship.int8_activations ship.rule)  # fails, with the recipe's error, on a bad recipe
+{ read -r run; read -r alpha; read -r table_bits; read -r activations; read -r rule; } <<< "$settings"
+export TABLE_BITS=$table_bits INT8_ACTIVATIONS=$activations RULE=$rule  # for finish.sh: an interpolated run folder no longer names the recipe
 target=$recipe
 if [ -n "$alpha" ]; then  # the run's weights moved back toward its start (WiSE-FT)
   target="$run-a$alpha"
