@@ -68,6 +68,7 @@ def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
     assert set(fig["oog"]["by_language"]) == {"de", "es", "fr"} and 0 < fig["oog"]["mean"] <= 100
     assert set(fig["oog_small"]["by_language"]) == {"it"}  # only the pool the usual run leaves out
     assert fig["corpus_g"]["test_english_in_training"] == 3  # the leak is counted, not hidden
+    assert fig["provenance"]["oog"]["cpu"] == fig["machine"]["cpu"]  # each part names the CPU that measured it
     # A second call measures only what is missing: the parts already there are kept as they were.
     before = out.read_text()
     again = subprocess.run(cmd + ["--parts", "general,oog", "--recipe", "train/tiny.toml"], capture_output=True, text=True)

@@ -206,16 +206,18 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
                                                "oog 10.0 below e5-small (> 3)")  # 84 is not within 5 of 90
     fp32 = {**good, "name": "fp32", "int8_mb": None, "p1_precision": "fp32"}  # its int8 graph missed the parity gate
     assert table.verdict(fp32, wide, wide) == "fails: no int8 graph"
-    for fig in (good, weak, fp32):
+    timed = {**good, "name": "timed", "provenance": {"speed": {"cpu": "Intel Xeon"}}}  # its last run measured P@1 elsewhere
+    for fig in (good, weak, fp32, timed):
         (tmp_path / f"{fig['name']}.json").write_text(json.dumps(fig))
     done = subprocess.run([sys.executable, str(ROOT / "studies/pruned-student/table.py"), str(tmp_path / "good.json"),
-                           str(tmp_path / "weak.json"), str(tmp_path / "fp32.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
+                           str(tmp_path / "weak.json"), str(tmp_path / "fp32.json"), str(tmp_path / "timed.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
                            str(tmp_path / "e5.json"), "--out", str(tmp_path / "t.md")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     written = (tmp_path / "t.md").read_text()
     assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | AMD EPYC | passes |" in written
     assert "| fp32 (fp32 P@1) | - | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | AMD EPYC | fails: no int8 graph |" in written
     assert "| weak | 21.0 | 80.0 | 80.0 | 0 | 0.90 | - | - | - | AMD EPYC |" in written  # the CPU that ran the speed
+    assert "| timed | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | Intel Xeon | passes |" in written
 
 
 def test_fertility_counts_how_much_finer_the_pruned_pieces_cut_than_e5s(pruned):

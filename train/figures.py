@@ -171,7 +171,8 @@ def measure(args: argparse.Namespace) -> dict:
         print(f"{args.name}: {part} ...", file=sys.stderr)
         figures[part] = jobs[part]()
         figures.setdefault("provenance", {})[part] = {"command": command, "date": time.strftime("%Y-%m-%d %H:%M"),
-                                                      "load_average_1min": round(os.getloadavg()[0], 2)}
+                                                      "load_average_1min": round(os.getloadavg()[0], 2),
+                                                      "cpu": figures["machine"]["cpu"]}  # `machine` is the last run's
         write(out, figures)
     write(out, figures)  # what was measured is named as it is now (its manifest's SHA-256)
     return figures
