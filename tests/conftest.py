@@ -126,6 +126,17 @@ def tiny_bundle_table4(tiny_model, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_bundle_per_row(tiny_model, tmp_path_factory) -> Path:
+    """The tiny model exported as a pruned student must ship (studies/pruned-student): the token table in
+    4-bit blocks and int8 activations scaled per row (`--table-bits 4 --int8-activations per-row`)."""
+    from edge_xsent.export import export_bundle
+
+    out = tmp_path_factory.mktemp("bundle-per-row") / "bundle"
+    export_bundle(tiny_model, out, parity_pairs=80, torchscript=False, table_bits=4, int8_activations="per-row")
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_debiased(tiny_model, tmp_path_factory) -> Path:
     """The tiny model with its language subspace removed (rank 1): the projection is not identity."""
     from edge_xsent.debias import debias_model

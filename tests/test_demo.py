@@ -19,6 +19,12 @@ MAVEN = shutil.which("mvn") and shutil.which("java")
 READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (DEMO / "node_modules" / "playwright-core").exists()
 
 
+def bundle_of(fixture: Path | tuple) -> Path:
+    """The export fixtures give (bundle, parity report) or the bundle alone."""
+    return fixture[0] if isinstance(fixture, tuple) else fixture
+
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
 def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
@@ -43,14 +49,15 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
-@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4"])
+@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row"])
 def test_page_embeddings_for_benchmarks(which, request, tmp_path):
     """android_demo/test/embed.mjs returns the page's own vectors, in input order, zeros for a text
     without tokens; they agree with Python's onnxruntime on the same int8 file, also where its token
-    table is in 4-bit blocks (`export --table-bits 4`: onnxruntime-web's GatherBlockQuantized)."""
+    table is in 4-bit blocks (`export --table-bits 4`: onnxruntime-web's GatherBlockQuantized) and where
+    its activations are scaled per row as well (`--int8-activations per-row`, a pruned student's form)."""
     from edge_xsent import Encoder
 
-    bundle, _ = request.getfixturevalue(which)
+    bundle = bundle_of(request.getfixturevalue(which))
     web = tmp_path / "web"
     sys.path.insert(0, str(DEMO))
     from prepare import prepare_copy
@@ -71,9 +78,11 @@ def test_page_embeddings_for_benchmarks(which, request, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not MAVEN and not os.environ.get("CI"), reason="needs Java 17 and Maven (offline local repository)")
-def test_jvm_tokenizer_and_vectors_match_python(tiny_bundle, tmp_path):
-    """The Android app's shared JVM code (android_demo/jvm) against the same test vectors."""
-    bundle, _ = tiny_bundle
+@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_per_row"])
+def test_jvm_tokenizer_and_vectors_match_python(which, request, tmp_path):
+    """The Android app's shared JVM code (android_demo/jvm) against the same test vectors, also on a
+    pruned student's form (4-bit token table, per-row int8 activations)."""
+    bundle = bundle_of(request.getfixturevalue(which))
     sys.path.insert(0, str(DEMO))
     from prepare import CASES, prepare
 

@@ -36,7 +36,13 @@ OPTIMUM_PYTHON = Path(os.environ.get("EDGE_XSENT_OPTIMUM_PYTHON", ROOT / ".venv-
 TRANSFORMERS_JS = ROOT / "interop/node_modules/@huggingface/transformers"
 FP32_MIN, INT8_MIN = 0.99999, 0.9995  # issue 19's parity bars
 DEFAULT = ROOT / "edge_xsent/resources/default-model"
-CASES = [("tiny", "fp32"), ("tiny", "int8"), ("default", "int8")]  # the package ships the default's int8 graph only
+CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8")]  # the package ships the default's int8 graph only
+# "per-row": the form a pruned student ships in (4-bit token table, int8 activations scaled per row).
+FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row"}
+
+
+def folder_of(which: str, request: pytest.FixtureRequest) -> Path:
+    return DEFAULT if which == "default" else request.getfixturevalue(FIXTURES[which])
 
 
 def texts() -> list[str]:
@@ -107,8 +113,8 @@ def write_texts(tmp_path: Path) -> Path:
 @pytest.mark.skipif(not OPTIMUM_PYTHON.exists() and not os.environ.get("CI"),
                     reason="needs the `optimum` extra in .venv-optimum (see .ci/run)")
 @pytest.mark.parametrize("which,precision", CASES)
-def test_optimum_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which, precision):
-    folder = tiny_debiased_bundle if which == "tiny" else DEFAULT
+def test_optimum_gives_the_encoder_vectors(request, tmp_path, which, precision):
+    folder = folder_of(which, request)
     res = subprocess.run([str(OPTIMUM_PYTHON), "interop/optimum_vectors.py", str(folder),
                           str(write_texts(tmp_path)), precision], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -129,9 +135,9 @@ def fastembed_ready() -> bool:
 @pytest.mark.skipif(not os.environ.get("CI") and not fastembed_ready(),
                     reason="needs the `fastembed` extra in .venv-optimum (see .ci/run)")
 @pytest.mark.parametrize("which,precision", CASES)
-def test_fastembed_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which, precision):
+def test_fastembed_gives_the_encoder_vectors(request, tmp_path, which, precision):
     """fastembed's TextEmbedding on a local folder, pooling DISABLED (the graph's output is pooled already)."""
-    folder = tiny_debiased_bundle if which == "tiny" else DEFAULT
+    folder = folder_of(which, request)
     res = subprocess.run([str(OPTIMUM_PYTHON), "interop/fastembed_vectors.py", str(folder), str(write_texts(tmp_path)),
                           precision], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
@@ -147,8 +153,8 @@ def test_fastembed_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, whi
 @pytest.mark.skipif(not (shutil.which("node") and TRANSFORMERS_JS.exists()) and not os.environ.get("CI"),
                     reason="needs node and `npm ci` in interop/")
 @pytest.mark.parametrize("which,precision", CASES)
-def test_transformers_js_gives_the_encoder_vectors(tiny_debiased_bundle, tmp_path, which, precision):
-    folder = tiny_debiased_bundle if which == "tiny" else DEFAULT
+def test_transformers_js_gives_the_encoder_vectors(request, tmp_path, which, precision):
+    folder = folder_of(which, request)
     res = subprocess.run(["node", "interop/transformers_js.mjs", str(folder), str(write_texts(tmp_path)), precision],
                          cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
