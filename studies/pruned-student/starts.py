@@ -27,6 +27,8 @@ def main() -> None:
     ap.add_argument("--int4", action="store_true", help="also a 4-bit graph (MatMul and the table's Gather)")
     ap.add_argument("--d-ff", type=int, default=1536, help="feed-forward width: under 1536 keeps the most important units")
     ap.add_argument("--table-bits", type=int, choices=(8, 4), default=8, help="the int8 graph's token table (export)")
+    ap.add_argument("--int8-activations", choices=("per-tensor", "per-row"), default="per-tensor",
+                    help="the int8 graph's activation scales (export); per-row lets the 6-block start pass the gate")
     ap.add_argument("--out", type=Path, required=True, help="bundle-K folders go here")
     args = ap.parse_args()
     from edge_xsent.config import EncoderConfig, TrainConfig
@@ -40,11 +42,13 @@ def main() -> None:
                               max_len=args.max_len, dropout=0.0)
         cfg = TrainConfig(model=model, data=args.data, init="e5-small", init_layers=list(range(k)))
         start = start_folder(cfg)
-        parity = export_bundle(start, out, torchscript=False, parity_pairs=200, int4=args.int4, table_bits=args.table_bits)
+        parity = export_bundle(start, out, torchscript=False, parity_pairs=200, int4=args.int4, table_bits=args.table_bits,
+                               int8_activations=args.int8_activations)
         for precision in ("int8", "int4") if args.int4 else ("int8",):
             mb = (out / "onnx" / f"model_{precision}.onnx").stat().st_size / 2**20
-            print(f"{k} layer(s): {start} -> {out}: {precision} {mb:.1f} MB, parity (cosine mean) "
-                  f"{parity['formats'][f'onnx-{precision}']['cosine_mean']:.4f}")
+            cos = parity["formats"][f"onnx-{precision}"]
+            print(f"{k} layer(s): {start} -> {out}: {precision} {mb:.1f} MB, parity (cosine) mean "
+                  f"{cos['cosine_mean']:.4f}, min {cos['cosine_min']:.4f}")
 
 
 if __name__ == "__main__":
