@@ -24,7 +24,6 @@ def bundle_of(fixture: Path | tuple) -> Path:
     return fixture[0] if isinstance(fixture, tuple) else fixture
 
 
-
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
 def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):

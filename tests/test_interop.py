@@ -36,8 +36,9 @@ OPTIMUM_PYTHON = Path(os.environ.get("EDGE_XSENT_OPTIMUM_PYTHON", ROOT / ".venv-
 TRANSFORMERS_JS = ROOT / "interop/node_modules/@huggingface/transformers"
 FP32_MIN, INT8_MIN = 0.99999, 0.9995  # issue 19's parity bars
 DEFAULT = ROOT / "edge_xsent/resources/default-model"
-CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8")]  # the package ships the default's int8 graph only
-# "per-row": the form a pruned student ships in (4-bit token table, int8 activations scaled per row).
+# The package ships the default's int8 graph only. "per-row": the form a pruned student ships in (4-bit token
+# table, int8 activations scaled per row).
+CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8")]
 FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row"}
 
 
