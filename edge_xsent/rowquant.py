@@ -20,7 +20,7 @@ import numpy as np
 PREFIX = "per_row"  # the names of the constants and nodes this module adds
 
 
-def rewrite_per_row(path: Path, form: str = "divide") -> dict:
+def rewrite_per_row(path: Path) -> dict:
     """In place. Returns the settings the manifest records."""
     import onnx
     from onnx import numpy_helper
@@ -36,7 +36,7 @@ def rewrite_per_row(path: Path, form: str = "divide") -> dict:
     replace: dict[int, list] = {}
     for node in graph.node:
         if node.op_type == "DynamicQuantizeLinear":
-            replace[id(node)] = FORMS[form](node, opset)
+            replace[id(node)] = _row_scales(node, opset)
             for matmul in consumers[node.output[0]]:
                 replace.update(_scale_output(matmul, node.output[1], consumers, producer))
     if not replace:
@@ -46,7 +46,7 @@ def rewrite_per_row(path: Path, form: str = "divide") -> dict:
     graph.node.extend(nodes)
     graph.initializer.extend([numpy_helper.from_array(np.array(v, dtype), f"{PREFIX}_{k}") for k, v, dtype in (
         ("tiny", 1e-12, np.float32), ("qmax", 127.0, np.float32), ("shift", 128.5, np.float32),
-        ("zero_point", 128, np.uint8), ("last_axis", [-1], np.int64), ("flat", [-1], np.int64))])
+        ("zero_point", 128, np.uint8), ("last_axis", [-1], np.int64))])
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     return {"activations": "per-row", "scale": "max |x| / 127 per row", "zero_point": 128,
@@ -71,46 +71,6 @@ def _row_scales(node, opset: int) -> list:
             helper.make_node("Identity", [f"{PREFIX}_zero_point"], [zero_point])]
 
 
-def _row_max(x: str, p: str, opset: int) -> list:
-    from onnx import helper
-
-    reduce = (helper.make_node("ReduceMax", [p + "/abs", f"{PREFIX}_last_axis"], [p + "/max"], keepdims=1)
-              if opset >= 18 else helper.make_node("ReduceMax", [p + "/abs"], [p + "/max"], axes=[-1], keepdims=1))
-    return [helper.make_node("Abs", [x], [p + "/abs"]), reduce,
-            helper.make_node("Max", [p + "/max", f"{PREFIX}_tiny"], [p + "/max_nonzero"])]
-
-
-def _row_scales_reciprocal(node, opset: int) -> list:
-    from onnx import TensorProto, helper
-
-    x, (q, scale, zero_point) = node.input[0], node.output
-    p = f"{PREFIX}/{x}"
-    return [*_row_max(x, p, opset),
-            helper.make_node("Div", [p + "/max_nonzero", f"{PREFIX}_qmax"], [scale]),
-            helper.make_node("Div", [f"{PREFIX}_qmax", p + "/max_nonzero"], [p + "/inverse"]),
-            helper.make_node("Mul", [x, p + "/inverse"], [p + "/scaled"]),
-            helper.make_node("Add", [p + "/scaled", f"{PREFIX}_shift"], [p + "/shifted"]),
-            helper.make_node("Cast", [p + "/shifted"], [q], to=TensorProto.UINT8),
-            helper.make_node("Identity", [f"{PREFIX}_zero_point"], [zero_point])]
-
-
-def _row_scales_quantize_linear(node, opset: int) -> list:
-    from onnx import helper
-
-    x, (q, scale, zero_point) = node.input[0], node.output
-    p = f"{PREFIX}/{x}"
-    return [*_row_max(x, p, opset),
-            helper.make_node("Div", [p + "/max_nonzero", f"{PREFIX}_qmax"], [scale]),
-            helper.make_node("Flatten", [x], [p + "/rows"], axis=-1),
-            helper.make_node("Reshape", [scale, f"{PREFIX}_flat"], [p + "/row_scale"]),
-            helper.make_node("Shape", [p + "/row_scale"], [p + "/n"]),
-            helper.make_node("Expand", [f"{PREFIX}_zero_point", p + "/n"], [p + "/row_zero"]),
-            helper.make_node("QuantizeLinear", [p + "/rows", p + "/row_scale", p + "/row_zero"], [p + "/q_rows"], axis=0),
-            helper.make_node("Shape", [x], [p + "/shape"]),
-            helper.make_node("Reshape", [p + "/q_rows", p + "/shape"], [q]),
-            helper.make_node("Identity", [f"{PREFIX}_zero_point"], [zero_point])]
-
-
 def _scale_output(matmul, scale: str, consumers: dict, producer: dict) -> dict[int, list]:
     """quantize_dynamic's MatMulInteger -> Cast -> Mul(y, Mul(a_scale, b_scale)) becomes
     Mul(Mul(y, b_scale), a_scale); the Mul of the two scales goes."""
@@ -126,6 +86,3 @@ def _scale_output(matmul, scale: str, consumers: dict, producer: dict) -> dict[i
     return {id(both): [],
             id(final): [helper.make_node("Mul", [cast.output[0], weight_scale], [weighted]),
                         helper.make_node("Mul", [weighted, scale], list(final.output))]}
-
-
-FORMS = {"divide": _row_scales, "reciprocal": _row_scales_reciprocal, "quantize-linear": _row_scales_quantize_linear}
