@@ -326,8 +326,9 @@ class ShipConfig:
         if not isinstance(raw, dict):
             raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {raw!r}")
         keys = {"alpha", "table_bits", "int8_activations", "rule"}
-        if set(raw) - keys:
-            raise UserError(f"{where}: unknown keys {sorted(set(raw) - keys)} in [ship]; valid keys: {sorted(keys)}")
+        unknown = set(raw) - keys
+        if unknown:
+            raise UserError(f"{where}: unknown keys {sorted(unknown)} in [ship]; valid keys: {sorted(keys)}")
         alpha, bits, rule = raw.get("alpha"), raw.get("table_bits", 8), raw.get("rule", "multilingual")
         activations = raw.get("int8_activations", DEFAULT_INT8_ACTIVATIONS)
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1):

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from edge_xsent.atomic import check_output
+from edge_xsent.config import DEFAULT_INT8_ACTIVATIONS, INT8_ACTIVATIONS
 from edge_xsent.failures import script_errors
 
 
@@ -27,7 +28,7 @@ def main() -> None:
     ap.add_argument("--int4", action="store_true", help="also a 4-bit graph (MatMul and the table's Gather)")
     ap.add_argument("--d-ff", type=int, default=1536, help="feed-forward width: under 1536 keeps the most important units")
     ap.add_argument("--table-bits", type=int, choices=(8, 4), default=8, help="the int8 graph's token table (export)")
-    ap.add_argument("--int8-activations", choices=("per-tensor", "per-row"), default="per-tensor",
+    ap.add_argument("--int8-activations", choices=INT8_ACTIVATIONS, default=DEFAULT_INT8_ACTIVATIONS,
                     help="the int8 graph's activation scales (export); per-row lets the 6-block start pass the gate")
     ap.add_argument("--out", type=Path, required=True, help="bundle-K folders go here")
     args = ap.parse_args()

@@ -50,7 +50,7 @@ def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
     name = fig["name"] + (" (fp32 P@1)" if fig.get("p1_precision") == "fp32" else "")
     size = "-" if fig["int8_mb"] is None else f"{fig['int8_mb']:.1f}"
     # The CPU that timed it: `machine` names the figures file's last run, which may have measured another part.
-    cpu = fig.get("provenance", {}).get("speed", {}).get("cpu") or fig.get("machine", {}).get("cpu", "-") if s else "-"
+    cpu = (fig.get("provenance", {}).get("speed", {}).get("cpu") or fig.get("machine", {}).get("cpu", "-")) if s else "-"
     return (f"| {name} | {size} | {fig['oog']['mean']:.1f} | {fig['oog_wide']['mean']:.1f} | "
             f"{len(claims(fig, e5_wide))} | {cell('ratio', '{:.2f}')} | {cell('batch1_ms')} | {cell('batch32_ms')} | "
             f"{cell('peak_rss_mb', '{:.0f}')} | {cpu} | {verdict(fig, e5_oog, e5_wide)} |")
