@@ -33,6 +33,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 
 from edge_xsent.atomic import check_outputs
+from edge_xsent.threads import thread_count
 from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best
 from edge_xsent.failures import script_errors
 
@@ -95,7 +96,7 @@ def main() -> None:
     ap.add_argument("--points", default=",".join(POINTS), help="Comma-separated subset of: " + ", ".join(POINTS))
     ap.add_argument("--config", default=str(ROOT / "train/cpu-hour.toml"))
     ap.add_argument("--runs", default=str(ROOT / "runs/sweep-default"))
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=thread_count, default=2)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--note", default="", help="What the record should say about how the runs went.")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/default_sweep.md"))

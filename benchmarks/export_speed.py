@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.atomic import check_outputs
+from edge_xsent.threads import thread_count
 from edge_xsent.failures import script_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +29,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--rounds", type=int, default=40)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=thread_count, default=1)
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/export_speed.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[args.model])

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.atomic import check_outputs
+from edge_xsent.threads import thread_count
 from edge_xsent.bench import write_report
 from edge_xsent.failures import script_errors
 
@@ -94,7 +95,8 @@ def main() -> None:
     ap.add_argument("--data", default="sample", help="a corpus whose test pairs give the sentences")
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--threads", type=lambda t: ",".join(str(thread_count(x)) for x in t.split(",")), default="1,2",
+                    help="thread counts, comma-separated (each 1 to this machine's cores)")
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--graph", default="~/.cache/edge-xsent/e5/model_int8.onnx",
                     help="the int8 ONNX teacher (built there on first use)")

@@ -233,6 +233,10 @@ def thread_counts(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of thread counts, e.g. 1,2") from None
     if 1 not in counts or min(counts) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must include 1 and no count below 1 (e.g. 1 or 1,2)")
+    from edge_xsent.threads import thread_count
+
+    for n in counts:  # the one bound of every --threads (edge_xsent.threads)
+        thread_count(str(n))
     return counts
 
 

@@ -6,11 +6,13 @@ import contextlib
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 from .errors import UserError
+from .inputs import as_path
 
 
 def _umask() -> int:
@@ -22,8 +24,14 @@ def _umask() -> int:
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Write to a temporary file beside `path`, fsync, then rename over it. The temporary's
-    name carries the writer's pid, so a later writer removes what a killed one left."""
-    path = Path(path)
+    name carries the writer's pid, so a later writer removes what a killed one left. /dev/null is
+    written through (a user's way to discard); a link or another special file is refused, never replaced."""
+    path = as_path(path, "output")
+    refuse_special(path, folder=False)
+    if is_devnull(path):
+        with open(path, mode, encoding=None if "b" in mode else encoding) as f:
+            yield f
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
@@ -100,7 +108,8 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     `path` missing (the swap is one exchange where the system offers it); two writers at once
     each succeed, the last one's folder staying; temporaries of killed writers are removed.
     """
-    path = Path(path)
+    path = as_path(path, "output")
+    refuse_special(path, folder=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
@@ -155,14 +164,40 @@ def _swap_in(tmp: Path, path: Path) -> None:
 
 def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLike | None] = (),
                  folder: bool = False, replaces: tuple[str, str] = ("manifest.json", "model folder")) -> None:
-    """Refuse, before any work, an output that would destroy what a command reads or a user keeps:
-    the path of an input, a file inside an input folder (a model's config.json), and for a folder
-    output, a folder holding an input or an existing folder that is not of the kind it writes
-    (`replaces`: the file that marks it, and its name; a training run with its checkpoints, a
-    folder of the user's files). The error names the fix."""
+    """One rule for every output (issue 74), checked before any work: a command replaces only what it
+    wrote itself. Refused: the path of an input, a file inside an input folder (a model's config.json),
+    a link (its target is not ours to replace), a special file (a FIFO, a device: /dev/null alone is
+    written through, never replaced), a part of a model folder or a training run's own files, and for a
+    folder output, a folder holding an input or an existing folder without the marker its writer
+    leaves (`replaces`: the marker file and the folder's kind; a web app's manifest.json is no marker).
+    The error names the fix."""
     if out is None or str(out) == "-":
         return
-    o = Path(out).expanduser().resolve()
+    given = as_path(out, "output")
+    o = _resolved(given)
+    _refuse_inputs(out, o, inputs, folder)
+    refuse_special(given, folder)
+    if not folder and o.is_dir():
+        raise UserError(f"{out} is a folder; give a file name")
+    _refuse_kept(out, o)
+    marker, kind = replaces  # a folder output replaces only a folder of its own kind (a model, a corpus)
+    if folder and o.exists() and (not o.is_dir() or (any(o.iterdir()) and not has_marker(o, marker))):
+        raise UserError(f"{out} exists and is not a {kind} edge-xsent wrote (no {marker} of ours): it would be "
+                        "replaced whole; choose a new folder (or remove it yourself)")
+    probe_writable(given.expanduser().parent)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.expanduser().resolve()
+    except RuntimeError:  # Python 3.11: a link loop
+        raise UserError(f"{path}: a link that leads back to itself (a loop); give another output") from None
+    except OSError as e:
+        from .inputs import os_error
+        raise os_error(e, path) from None
+
+
+def _refuse_inputs(out, o: Path, inputs, folder: bool) -> None:
     for given in inputs:
         if given is None or str(given) == "-" or not Path(given).expanduser().exists():
             continue
@@ -171,18 +206,94 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
             what = "is" if o == i else "is inside" if o.is_relative_to(i) else "holds"
             raise UserError(f"{out} {what} an input of this command ({given}): writing it would destroy the input; "
                             "choose another output")
-    if not folder and o.is_dir():
-        raise UserError(f"{out} is a folder; give a file name")
+
+
+def refuse_special(path: Path, folder: bool) -> None:
+    """A link or a special file is never replaced; /dev/null (a file output) is written through."""
+    try:
+        mode = path.expanduser().lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        from .inputs import os_error
+        raise os_error(e, path) from None
+    if stat.S_ISLNK(mode):
+        raise UserError(f"{path} is a link: an output replaces only a file of its own, never a link or what it "
+                        "points to; give the real path or a new name (- for standard output where offered)")
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or (not folder and is_devnull(path)):
+        return
+    from .inputs import kind_of
+    raise UserError(f"{path} is {kind_of(mode)}: an output is written to a new or regular file (or /dev/null), "
+                    "never a special file; give a file name")
+
+
+def is_devnull(path: Path) -> bool:
+    """`path` is the null device (by its device number, under any name): written to, never replaced."""
+    try:
+        st = os.stat(path)
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
+
+
+def _refuse_kept(out, o: Path) -> None:
+    """Nothing inside a model folder, nor a training run's own files (its model/, checkpoints, log)."""
     keeper = kept_folder(o)
-    if keeper is not None and (o.is_file() or keeper[1] == "model folder"  # a new file too: the folder is its manifest
-                               or o.is_relative_to(keeper[0] / "checkpoints")):
+    if keeper is None:
+        return
+    run_own = keeper[1] == "training run" and o.relative_to(keeper[0]).parts[0] in RUN_OWN and o.exists()
+    if o.is_file() or keeper[1] == "model folder" or run_own or o.is_relative_to(keeper[0] / "checkpoints"):
         raise UserError(f"{out} is part of a {keeper[1]} ({keeper[0]}): writing it would break that; choose an "
                         "output outside it")
-    marker, kind = replaces  # a folder output replaces only a folder of its own kind (a model, a corpus)
-    if folder and o.exists() and (not o.is_dir() or (any(o.iterdir()) and not (o / marker).is_file())):
-        raise UserError(f"{out} exists and is not a {kind}: it would be replaced whole; choose a new folder "
-                        "(or remove it yourself)")
-    probe_writable(Path(out).expanduser().parent)
+
+
+# A training run's own entries (edge_xsent/runfolder.py writes them): no other command replaces one.
+RUN_OWN = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model"}
+
+
+def has_marker(folder: Path, marker: str) -> bool:
+    """`folder` holds the marker its edge-xsent writer left: a manifest.json of an edge-xsent model, a
+    corpus's stats.json, the reserved benchmark's notice; a file of the same name by anyone else is no marker."""
+    from .inputs import read_bytes, parse_json
+
+    path = folder / marker
+    try:
+        data = read_bytes(path, 16 * 2**20, "marker")
+    except (UserError, OSError):
+        return False
+    if path.name == "manifest.json":
+        from .layout import FORMAT
+        doc = _json_or_none(data, path, parse_json)
+        return isinstance(doc, dict) and doc.get("format") == FORMAT
+    if path.name == "stats.json":
+        doc = _json_or_none(data, path, parse_json)
+        return isinstance(doc, dict) and isinstance(doc.get("pairs"), dict) and "total" in doc
+    return b"edge-xsent" in data  # the reserved benchmark's notice names the command that refuses it
+
+
+def _json_or_none(data: bytes, path: Path, parse_json):
+    try:
+        return parse_json(data, path)
+    except UserError:
+        return None
+
+
+def check_into(folder: str | os.PathLike, what: str) -> Path:
+    """A folder a command writes files into (a cache, a benchmark's results): never a model folder, a
+    training run or a checkpoint folder, nor inside one; writable, checked before any work."""
+    given = as_path(folder, what)
+    f = _resolved(given)
+    refuse_special(given, folder=True)
+    if f.exists() and not f.is_dir():
+        raise UserError(f"{what} {folder} is a file; give a folder")
+    keeper = kept_folder(f / "x")
+    if keeper is not None and (keeper[1] == "model folder" or f == keeper[0]
+                               or f.relative_to(keeper[0]).parts[0] in RUN_OWN):
+        raise UserError(f"{what} {folder} is or lies inside a {keeper[1]} ({keeper[0]}): writing there would break "
+                        "it; choose a folder of its own")
+    probe_writable(given.expanduser())
+    return given.expanduser()
 
 
 def check_outputs(outs: Iterable[str | os.PathLike | None], inputs: Iterable[str | os.PathLike | None] = ()) -> None:
@@ -204,7 +315,7 @@ def kept_folder(path: Path) -> tuple[Path, str] | None:
     """The model folder or training run that `path` lies inside, if any: their files are not
     outputs (a new file beside them, like a run's model-debiased/, is)."""
     for folder in path.parents:
-        if (folder / "manifest.json").is_file() or ((folder / "config.json").is_file()
+        if has_marker(folder, "manifest.json") or ((folder / "config.json").is_file()
                                                      and (folder / "tokenizer.model").is_file()):
             return folder, "model folder"
         if (folder / "checkpoints").is_dir() or (folder / "log.jsonl").is_file():

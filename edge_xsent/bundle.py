@@ -16,6 +16,7 @@ from . import __version__
 from .atomic import atomic_dir
 from .config import portable
 from .errors import UserError
+from .inputs import read_bytes
 from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32,  # noqa: F401  (re-exported)
                      ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE)
 
@@ -39,8 +40,13 @@ def pad_batch(batch: list[list[int]], pad_id: int = 0) -> tuple["np.ndarray", "n
 
 
 def sha256(path: Path) -> str:
+    """A regular file's SHA-256, streamed (a FIFO or device is refused, never read: inputs.open_regular)."""
+    import os
+
+    from .inputs import open_regular
+
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with os.fdopen(open_regular(path), "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -85,16 +91,18 @@ def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()
 def check_manifest(folder: Path, expected: list[str] | None = None, skip: list[str] = ()) -> dict:
     """Everything `verify` checks but the files' checksums: the manifest itself, the files a loader
     needs listed, nothing unlisted, every listed file a regular file inside the folder."""
+    from .inputs import CAPS, parse_json, read_bytes
+
     if not folder.is_dir():
         raise UserError(f"{folder}: no such model folder")
     mpath = folder / MANIFEST
-    if not mpath.exists():
+    if not mpath.exists() and not mpath.is_symlink():
         raise UserError(f"{folder} is not an edge-xsent model folder: {MANIFEST} is missing "
                         f"(expected {', '.join(FILES.values())}, found {', '.join(sorted(p.name for p in folder.iterdir())) or 'nothing'})")
     try:
-        manifest = json.loads(mpath.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{mpath}: corrupt manifest ({e})") from e
+        manifest = parse_json(read_bytes(mpath, CAPS["json"], "manifest"), mpath)
+    except UserError as e:
+        raise UserError(str(e).replace("corrupt JSON", "corrupt manifest")) from None
     if not isinstance(manifest, dict):
         raise UserError(f"{mpath}: corrupt manifest (a JSON object expected, found {type(manifest).__name__})")
     check_version(manifest, mpath)
@@ -106,6 +114,8 @@ def check_manifest(folder: Path, expected: list[str] | None = None, skip: list[s
     for name, info in files.items():
         if name in skip:
             continue
+        if not isinstance(name, str) or "\0" in name or name.startswith("/"):
+            raise UserError(f"{mpath}: corrupt manifest (file name {name!r} is not a relative path)")
         path = folder / name
         if not isinstance(info, dict) or not isinstance(info.get("bytes"), int) or not isinstance(info.get("sha256"), str):
             raise UserError(f"{mpath}: corrupt manifest (file {name!r} needs 'bytes' and 'sha256')")
@@ -146,7 +156,7 @@ class ModelFiles:
             if self.manifest is not None:
                 require_listed(self.manifest, [name], self.folder)
             try:
-                data = path.read_bytes()
+                data = read_bytes(path, what="file of the model folder")
             except FileNotFoundError:
                 raise UserError(f"{path}: missing; the model folder is incomplete (re-export or re-download it)") from None
             if self.manifest is not None:
@@ -182,15 +192,31 @@ def refuse_unlisted(folder: Path, listed: set[str]) -> None:
             path = Path(parent) / name
             rel = path.relative_to(folder).as_posix()
             mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) and not path.resolve().is_relative_to(root):
-                raise UserError(f"{path}: a link that leads out of the model folder; a model folder holds its own files")
-            if stat.S_ISDIR(mode):
+            if stat.S_ISLNK(mode) and not _inside(path, root):
+                raise UserError(f"{path}: a link that leads out of the model folder (or loops); a model folder holds "
+                                "its own files")
+            if stat.S_ISDIR(mode) or (rel not in listed and is_temporary(name)):
                 continue
             if not stat.S_ISREG(path.stat().st_mode if path.exists() else mode):
                 raise UserError(f"{path}: not a regular file; a model folder holds only files")
             if rel not in listed:
                 raise UserError(f"{path}: not listed in {MANIFEST}, so it cannot be checked; remove it, or re-export "
                                 "the model if it belongs there")
+
+
+def _inside(link: Path, root: Path) -> bool:
+    try:
+        return link.resolve(strict=True).is_relative_to(root)
+    except (OSError, RuntimeError):  # a loop, or a link to nothing
+        return False
+
+
+def is_temporary(name: str) -> bool:
+    """A writer's temporary (atomic.atomic_write: `.NAME.PID.RANDOM.tmp`), such as a killed
+    `calibrate` leaves: never read, so it does not make the folder unloadable."""
+    import re
+
+    return re.fullmatch(r"\..+\.\d+\.[A-Za-z0-9_]+\.tmp", name) is not None
 
 
 def require_listed(manifest: dict, names: list[str], folder: Path) -> None:
@@ -346,45 +372,54 @@ def check_derived(model: "DualEncoder", graph: Path, data: bytes | None = None, 
 def read_state(files: ModelFiles, config: dict, cfg: "EncoderConfig") -> dict:
     """DualEncoder's state dict from either format (1: our names; 2: BERT's + edge_xsent.safetensors),
     or from the int8 graph where the folder ships no float weights."""
-    from safetensors.torch import load as load_tensors
-
     from . import hf
+    from .inputs import load_safetensors
 
     folder = files.folder
+
+    def load_tensors(name: str) -> dict:
+        return load_safetensors(files.read(name), folder / name)
+
     extra = FILES["extra_weights"]
     if not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists():  # one artifact: the int8 graph
         from .int8_weights import state_from_int8
 
         derived = state_from_int8(folder / ONNX_INT8, cfg, files.read(ONNX_INT8))
-        head = load_tensors(files.read(extra)) if (folder / extra).exists() else {}
+        head = load_tensors(extra) if (folder / extra).exists() else {}
         return {**{k: v for k, v in head.items() if k not in derived}, **derived}  # the graph's weights win
-    weights = load_tensors(files.read(FILES["weights"]))
+    weights = load_tensors(FILES["weights"])
     if config["format_version"] == 1:
         return weights
     if not (folder / extra).exists():
         raise UserError(f"{folder / extra}: missing; the model folder is incomplete (re-export or re-download it)")
     try:
-        return hf.from_bert(weights, load_tensors(files.read(extra)), cfg)
+        return hf.from_bert(weights, load_tensors(extra), cfg)
     except KeyError as e:
         raise UserError(f"{folder / FILES['weights']}: no tensor {e} (not this model's weights)") from e
 
 
 def is_bundle(folder: Path) -> bool:
     """An edge-xsent bundle: a manifest of this format that lists an exported graph."""
+    from .inputs import read_json
+
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest = read_json(folder / MANIFEST, what="manifest")
     except (OSError, ValueError):
         return False
     files = manifest.get("files") if isinstance(manifest, dict) else None
-    return (manifest.get("format") == FORMAT and isinstance(files, dict)
+    return (isinstance(files, dict) and manifest.get("format") == FORMAT
             and any(f.startswith(("onnx/", "torchscript/")) for f in files))
 
 
 def check_target(model_dir: Path, out: Path, force: bool) -> None:
     """What an export may replace: nothing but a previous bundle, and that only with `force`. A
-    folder of the user's, a training run or the model being exported is never overwritten."""
+    folder of the user's, a training run or the model being exported is never overwritten, nor a
+    link or special file (atomic.check_output's rule, checked last: the messages above say more)."""
+    from .atomic import refuse_special, check_output
+
+    refuse_special(out, folder=True)
     if not out.exists():
-        return
+        return check_output(out, [model_dir], folder=True)
     if not out.is_dir():
         raise UserError(f"--out {out} is a file; give the name of a new folder")
     if model_dir.resolve() == out.resolve() or model_dir.resolve().is_relative_to(out.resolve()):
@@ -396,3 +431,4 @@ def check_target(model_dir: Path, out: Path, force: bool) -> None:
                         "choose a new folder")
     if not force:
         raise UserError(f"--out {out} is a bundle already: pass --force to replace it")
+    check_output(out, [model_dir], folder=True)

@@ -30,7 +30,7 @@ from .atomic import atomic_dir
 from .bundle import sha256
 from .errors import UserError
 from .layout import FILES
-from .runfolder import checkpoint_path, load_checkpoint, save_checkpoint  # torch loads only once a command is checked
+from .runfolder import checkpoint_path, load_checkpoint, lock_run, save_checkpoint  # torch loads only once a command is checked
 
 WEIGHTS, META, LOG, SUMMARY, MODEL = "weights.safetensors", "carry.json", "log.jsonl", "summary.json", "model"
 PARTS = ("model", "teacher_proj")  # the checkpoint's tensors that are carried
@@ -87,6 +87,14 @@ def restore(src: str | Path, run: str | Path) -> dict:
     replace a checkpoint that is as far or further, and a carry whose files do not match their checksums."""
     src, run = Path(src).expanduser(), Path(run).expanduser()
     meta = _read_meta(src)
+    lock = lock_run(run)  # the run's own lock: a live run is not overwritten under it, nor it under a live run
+    try:
+        return _restore(src, run, meta)
+    finally:
+        lock.close()
+
+
+def _restore(src: Path, run: Path, meta: dict) -> dict:
     ckpt_file = checkpoint_path(run)
     if ckpt_file.exists():
         have = load_checkpoint(ckpt_file)["step"]
@@ -99,11 +107,12 @@ def restore(src: str | Path, run: str | Path) -> dict:
     for name in meta["sha256"]:
         if name != WEIGHTS:
             (run / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src / name, run / name)
+            shutil.copyfile(src / name, run / name)  # each a regular file: _read_meta hashed it through inputs
     if not meta["finished"]:
-        from safetensors.torch import load_file
+        from .inputs import read_bytes
+        from .inputs import load_safetensors
 
-        tensors = load_file(src / WEIGHTS)
+        tensors = load_safetensors(read_bytes(src / WEIGHTS, what="carried weights"), src / WEIGHTS)
         state = {part: {k[len(part) + 1:]: v for k, v in tensors.items() if k.startswith(part + ".")}
                  for part in meta["parts"]}
         # best_val starts over: the model folder saved before the carry did not travel with it
@@ -112,8 +121,10 @@ def restore(src: str | Path, run: str | Path) -> dict:
 
 
 def _read_meta(src: Path) -> dict:
+    from .inputs import read_json
+
     try:
-        meta = json.loads((src / META).read_text())
+        meta = read_json(src / META, what="carry.json")
     except (OSError, ValueError) as e:
         raise UserError(f"{src}: not a carried run ({e}); write one with `python scripts/carry.py save RUN {src}`") from e
     if not isinstance(meta, dict) or meta.get("format") != CARRY_FORMAT:

@@ -66,10 +66,10 @@ def train_cmd(config_path, fresh, quiet, **flags):
       edge-xsent train --config train/paper-2layer.toml --data corpus --out runs/p2
       torchrun --nproc-per-node 4 -m edge_xsent.cli train --config train/paper-2layer.toml
     """
-    from .runfolder import check_run_folder
+    from .runfolder import check_run
 
     cfg = config_from_flags(config_path, flags)
-    check_run_folder(Path(cfg.out))  # a wrong --out fails in a second, before torch loads (train checks again)
+    check_run(cfg)  # a wrong --out, --threads or teacher_cache fails in a second, before torch loads (train checks again)
     from .train import train
 
     summary = train(cfg, fresh=fresh, progress=not quiet)
@@ -263,8 +263,13 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
       edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
       edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
     """
+    from .atomic import check_into
     from .bench import BACKENDS, BenchConfig, parse_backends, parse_layers, run, save_results
     from .peers import parse_peers
+    from .threads import check_threads
+
+    check_threads(threads)
+    check_into(out, "--out")  # never a model folder or a run's; a place it cannot write fails now, not after the work
 
     depth, trained = parse_layers(layers, models)
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,

@@ -41,7 +41,7 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "batch_size": (2, 1_000_000), "lr": (1e-12, 10.0), "min_lr_ratio": (0.0, 1.0),
                 "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "pause_at": (1, None), "grad_clip": (1e-12, None),
                 "eval_every": (1, None), "checkpoint_every": (1, None), "log_every": (1, None), "valid_pairs": (0, None),
-                "max_train_pairs": (1, None), "max_mono_texts": (1, None), "seed": (0, None), "threads": (1, 1024), "distance_weight": (0.0, None),
+                "max_train_pairs": (1, None), "max_mono_texts": (1, None), "seed": (0, 2**32 - 1), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
                 "anchor_weight": (0.0, None), "token_weight": (0.0, None)}
@@ -84,6 +84,8 @@ def check_fields(cfg, ranges: dict[str, tuple], where: str) -> None:
         if not ok:
             raise UserError(f"{where}: {f.name} must be {wanted}{bounds}{' (or left out)' if optional else ''}, "
                             f"got {value!r}")
+        if kind == "str" and "\0" in value:  # every string setting may become a path (init, out, teacher_cache)
+            raise UserError(f"{where}: {f.name} {value!r} holds a NUL byte, which no path or name can; remove it")
         if kind == "float":
             setattr(cfg, f.name, float(value))
 
@@ -130,17 +132,17 @@ OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
 def read_recipe(path: str | Path) -> dict:
     """A recipe file as a dict, its failures named with the fix; read once by every reader of a recipe."""
-    path = Path(path)
+    from .inputs import CAPS, as_path, read_text
+
+    path = as_path(path, "config")
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_text(path, CAPS["toml"], "recipe"))
     except FileNotFoundError as e:
         raise UserError(f"{path}: no such config file") from e
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the recipe as UTF-8") from e
-    except IsADirectoryError as e:
-        raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)") from e
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: invalid TOML ({e})") from e
+    except (tomllib.TOMLDecodeError, RecursionError) as e:
+        raise UserError(f"{path}: invalid TOML ({str(e)[:200]})") from None
 
 
 @dataclass

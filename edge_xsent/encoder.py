@@ -233,9 +233,10 @@ class Encoder:
         if items:
             ids = self.tokenize(items)
             order = np.argsort([-len(x) for x in ids], kind="stable")
-            for start in tqdm(range(0, len(order), batch_size), disable=not show_progress, desc="encode", unit="batch"):
-                idx = order[start: start + batch_size]
-                out[idx] = self._embed([ids[i] for i in idx])
+            with tqdm(total=len(order), disable=not show_progress, desc="encode", unit="sentence") as bar:
+                for idx in batches(order, [len(x) for x in ids], batch_size):
+                    out[idx] = self._embed([ids[i] for i in idx])
+                    bar.update(len(idx))
             if normalize:
                 norms = np.linalg.norm(out, axis=1, keepdims=True)
                 out = out / np.maximum(norms, 1e-12)
@@ -254,6 +255,21 @@ class Encoder:
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
         ids, mask = bundle.pad_batch(batch)
         return self._run(ids, mask)
+
+
+MAX_BATCH_TOKENS = 32_768  # padded tokens per onnxruntime call: 256 sentences of 128 (about 1 GB at e5-small's size)
+
+
+def batches(order: np.ndarray, lengths: list[int], batch_size: int) -> Iterator[np.ndarray]:
+    """`order` (longest first) in runs of `batch_size`, each cut further to MAX_BATCH_TOKENS padded
+    tokens: the memory guard, so batch_size=100000 encodes in bounded memory instead of failing inside
+    onnxruntime (with per-tensor int8 activations a vector depends a little on its batch, as for any batch_size)."""
+    start = 0
+    while start < len(order):
+        longest = max(1, lengths[order[start]])
+        rows = max(1, min(batch_size, MAX_BATCH_TOKENS // longest))
+        yield order[start: start + rows]
+        start += rows
 
 
 def _check_load_args(path, backend, precision, threads, verify, session_options, disabled_optimizers,
@@ -288,7 +304,9 @@ def _check_load_args(path, backend, precision, threads, verify, session_options,
             or not all(isinstance(o, str) for o in disabled_optimizers):
         raise UserError(f"disabled_optimizers: a list of optimiser names (str) is needed, got {disabled_optimizers!r}; "
                         "pass () to turn every optimiser on")
-    return bundle.resolve_model_dir(path)
+    from .inputs import as_path
+
+    return bundle.resolve_model_dir(as_path(path, "Encoder.load(path)"))  # a PathLike of bytes, decoded; no NUL
 
 
 def _backend_files(path: Path, backend: str, weights: str) -> list[str]:

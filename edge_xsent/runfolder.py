@@ -34,10 +34,15 @@ def save_checkpoint(path: Path, state: dict) -> None:
 
 
 def load_checkpoint(path: Path) -> dict:
+    import io
+
     import torch
 
+    from .inputs import read_bytes
+
+    data = read_bytes(path, what="checkpoint")  # a FIFO or device in its place is refused, not waited on
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)  # never unpickle code
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)  # never unpickle code
     except Exception as e:  # a torn or foreign file: say which and what to do
         raise UserError(f"{path}: unreadable checkpoint ({e}); delete it to start over") from e
 
@@ -78,8 +83,10 @@ def finished_summary(cfg: TrainConfig, out: Path) -> dict:
 def read_summary(out: Path) -> dict:
     """A finished run's summary.json; a torn or hand-edited one is an error naming the way out."""
     path = out / "summary.json"
+    from .inputs import read_json
+
     try:
-        summary = json.loads(path.read_text())
+        summary = read_json(path, what="summary")
         ok = isinstance(summary, dict) and isinstance(summary.get("steps"), int) and not isinstance(summary["steps"], bool)
     except (OSError, ValueError):
         ok = False
@@ -90,6 +97,18 @@ def read_summary(out: Path) -> dict:
 
 
 RUN_FILES = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
+
+
+def check_run(cfg: TrainConfig) -> None:
+    """Everything a run writes or spins up, checked before it reads any data (issue 74): its folder,
+    its threads (at most this machine's cores) and its teacher cache (never a model folder or a run's)."""
+    from .atomic import check_into
+    from .threads import check_threads
+
+    check_run_folder(Path(cfg.out))
+    check_threads(cfg.threads)
+    if cfg.teacher:
+        check_into(cfg.teacher_cache, "teacher_cache")
 
 
 def check_run_folder(out: Path) -> None:
@@ -132,8 +151,10 @@ def check_fits_memory(m: EncoderConfig) -> None:
 def open_log(path: Path):
     """log.jsonl for appending; a torn last line (a run killed while writing it) is cut off first, so the
     next record starts a line of its own."""
-    if path.exists():
-        data = path.read_bytes()
+    from .inputs import CAPS, read_bytes
+
+    if path.exists() or path.is_symlink():
+        data = read_bytes(path, CAPS["log"], "run log")
         if data and not data.endswith(b"\n"):
             print(f"warning: {path}: its last line was torn (a run stopped while writing it); dropped", file=sys.stderr)
             with open(path, "r+b") as f:
@@ -143,8 +164,11 @@ def open_log(path: Path):
 
 def read_log(path: Path) -> list[dict]:
     """The records of a run's log.jsonl; a torn line (a run killed mid-write) is skipped with a warning."""
+    from .inputs import CAPS, read_bytes
+
     records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    text = read_bytes(path, CAPS["log"], "run log").decode("utf-8", errors="replace")
+    for n, line in enumerate(text.splitlines(), 1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:

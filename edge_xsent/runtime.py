@@ -17,6 +17,9 @@ def onnx_session(file: Path, threads: int | None, session_options=None, disabled
     import onnxruntime as ort
 
     opts = session_options or ort.SessionOptions()
+    if data is not None:  # a graph's external data is read beside `file`, inside its folder, never from the
+        # working directory (onnxruntime's default for a graph given as bytes); the folder's manifest lists it
+        opts.add_session_config_entry("session.model_external_initializers_file_folder_path", str(Path(file).parent))
     if threads:
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1

@@ -29,7 +29,8 @@ from typing import Protocol, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from .atomic import atomic_write
+from .atomic import atomic_write, check_into
+from .errors import UserError
 from .text import normalize
 
 FORMAT = "edge-xsent-teacher-cache"
@@ -69,7 +70,7 @@ def label(texts: Sequence[str], teacher: Teacher, root: str | Path, chunk_rows: 
           progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, rows): the cache's read-only (N, dim) memory map and, for each text, its row.
     Texts the cache lacks are labelled (normalised, deduplicated) and appended first."""
-    folder = cache_folder(root, teacher.key)
+    folder = cache_folder(check_into(root, "teacher cache"), teacher.key)  # never a model folder or a run's
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(folder):
         keys = _open(folder, teacher)
@@ -169,14 +170,18 @@ def cached_keys(folder: Path) -> set[bytes]:
 
 
 def _read_keys(folder: Path) -> list[bytes]:
-    data = (folder / "keys.bin").read_bytes()
+    from .inputs import read_bytes
+
+    data = read_bytes(folder / "keys.bin", what="teacher cache")
     return [data[i: i + KEY_BYTES] for i in range(0, len(data), KEY_BYTES)]
 
 
 def _read_meta(folder: Path) -> dict:
+    from .inputs import read_json
+
     try:
-        return json.loads((folder / "meta.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        return read_json(folder / "meta.json", what="teacher cache's meta.json")
+    except (FileNotFoundError, UserError):  # none yet, or torn: the cache is rebuilt, as for a missing one
         return {}
 
 

@@ -34,9 +34,18 @@ def spinning_warning(threads: int) -> str | None:
     return None
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity, where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def max_threads() -> int:
-    """The most threads a run may ask for: 4x the cores (more only thrash; a million grew to 21.8 GB)."""
-    return 4 * (os.cpu_count() or 1)
+    """The one bound on threads, for every command and script (issue 74): this machine's cores. More
+    only thrash, and crash: 100,000 made onnxruntime and torch segfault, 1,024 a MemoryError under 4 GB."""
+    return cores()
 
 
 def check_threads(threads) -> int | None:
@@ -47,6 +56,17 @@ def check_threads(threads) -> int | None:
         return None
     cap = max_threads()
     if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or not 1 <= threads <= cap:
-        raise UserError(f"threads={threads!r}: a whole number from 1 to {cap} (4x this machine's "
-                        f"{os.cpu_count()} cores) is needed")
+        raise UserError(f"threads={threads!r}: a whole number from 1 to {cap} (this machine's cores) is needed")
     return int(threads)
+
+
+def thread_count(text: str) -> int:
+    """argparse's `type` for a script's --threads: the same bound as the library's."""
+    import argparse
+
+    try:
+        return check_threads(int(text))
+    except (ValueError, UserError):
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number from 1 to {max_threads()} (this machine's "
+                                         "cores)") from None
+

@@ -38,10 +38,12 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> "Tokenizer":
-        path = Path(path)
-        if not path.exists():
+        from .inputs import CAPS, as_path, read_bytes
+
+        path = as_path(path, "tokenizer")
+        if not path.exists() and not path.is_symlink():
             raise UserError(f"{path}: tokenizer file missing")
-        return cls.from_bytes(path.read_bytes(), path)
+        return cls.from_bytes(read_bytes(path, CAPS["tokenizer"], "tokenizer"), path)
 
     @classmethod
     def from_bytes(cls, data: bytes, path: str | Path = "tokenizer.model") -> "Tokenizer":

@@ -40,7 +40,7 @@ from .objectives import Objective, punctuation_pieces
 from .optim import LazyAdam, adam, clip_grad_norm
 from .threads import spinning_warning
 from .tokenizer import Tokenizer
-from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run_folder,  # noqa: F401  (re-exported)
+from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run, check_run_folder,  # noqa: F401  (re-exported)
                         checkpoint_path, finished_summary, load_checkpoint, lock_run, open_log, read_log,
                         read_summary, save_checkpoint, trained_config, training_bytes, training_minutes)
 from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
@@ -304,7 +304,7 @@ class Prepared:
 
 def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
-    check_run_folder(Path(cfg.out))
+    check_run(cfg)
     procs = start_processes(cfg)
     lock = None
     try:
@@ -476,7 +476,9 @@ def start_anchor(cfg: TrainConfig, model: DualEncoder, run_langs: list[str], res
         start = DualEncoder(model.cfg)
         start.load_state_dict(resume["anchor"]["start"])
         return Anchor.build(start, resume["anchor"]["langs"], run_langs)
-    langs = json.loads((start_dir(cfg) / FILES["config"]).read_text()).get("langs") or []
+    from .inputs import read_json
+
+    langs = read_json(start_dir(cfg) / FILES["config"], what="config.json").get("langs") or []
     if not set(langs) & set(run_langs):
         raise UserError(f"anchor_weight: init {cfg.init} records no language of this run's data ({', '.join(run_langs)}) "
                         "to keep; set anchor_weight = 0")

@@ -130,9 +130,7 @@ def model_from_git(spec: str, repo: Path | None = None, cache: Path = INIT_CACHE
     A recipe is shared like data, so REF and PATH are data too: REF is resolved to a commit id and
     PATH to a tree id (every git call ends its options with --end-of-options, no shell), and the cache
     is keyed by that tree id, never by the name given, so a moved branch never reuses an old start."""
-    import io
-    import tarfile
-    import tempfile
+    import fcntl
 
     _, ref, *rest = spec.split(":", 2)
     path = _git_model_path(spec, rest[0] if rest else GIT_MODEL_PATH)
@@ -142,7 +140,22 @@ def model_from_git(spec: str, repo: Path | None = None, cache: Path = INIT_CACHE
     if _git(repo, "cat-file", "-t", tree).stdout.strip() != b"tree":
         raise UserError(f"init {spec}: {path} at commit {commit[:12]} is a file, not a model folder")
     root = Path(cache).expanduser()
-    dest = root / tree
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # two runs starting at once: one extracts, the other waits, then finds it (the lock leaves no file)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return _extract_tree(repo, spec, commit, path, tree, root / tree)
+    finally:
+        os.close(fd)
+
+
+def _extract_tree(repo: Path, spec: str, commit: str, path: str, tree: str, dest: Path) -> Path:
+    """`tree` as a model folder at `dest`, whole or not at all; the caller holds the cache's lock."""
+    import io
+    import tarfile
+    import tempfile
+
+    root = dest.parent
     if (dest / "manifest.json").is_file():
         return dest
     if dest.exists() or dest.is_symlink():
@@ -150,7 +163,6 @@ def model_from_git(spec: str, repo: Path | None = None, cache: Path = INIT_CACHE
     archive = _git(repo, "archive", "--format=tar", "--end-of-options", tree)
     if archive.returncode != 0:
         raise UserError(f"init {spec}: git archive failed ({_last_line(archive.stderr)})")
-    root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root, prefix=".extract.") as tmp:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(tmp, filter="data")

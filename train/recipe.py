@@ -15,6 +15,7 @@ from pathlib import Path
 
 from edge_xsent.config import ShipConfig, TrainConfig
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 
 
 def setting(source: Path, key: str) -> str:
@@ -23,7 +24,7 @@ def setting(source: Path, key: str) -> str:
     if source.is_dir():
         if key == "out":
             return str(source)
-        record = json.loads((source / "model/training.json").read_text(encoding="utf-8"))["train_config"]
+        record = read_json(source / "model/training.json", what="training.json")["train_config"]
         value = record.get(key)
     elif key.startswith("ship."):
         value = getattr(ShipConfig.from_toml(source), key.removeprefix("ship."))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from edge_xsent import decisions as rule
 from edge_xsent.atomic import check_output
+from edge_xsent.inputs import read_json, read_text
 from edge_xsent.config import SHIP_RULES
 from edge_xsent.card import start_lines
 from edge_xsent.errors import UserError
@@ -40,7 +41,7 @@ NEEDS = {"candidate": ("general", "oog", "oog_wide", "corpus_g", "speed"), "ship
 def load(path: Path, role: str, needs: dict[str, tuple[str, ...]] = NEEDS) -> dict:
     """A figures file, refused (naming the parts and the command) when the rule needs a part it lacks."""
     try:
-        fig = json.loads(Path(path).read_text())
+        fig = read_json(Path(path))
     except FileNotFoundError:
         raise UserError(f"{path}: no such figures file; make it with python train/figures.py MODEL --name NAME") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -151,7 +152,7 @@ class StudentRule:
     def row(self, fig: dict) -> dict:
         config = ROOT / Path(fig["model"]).expanduser() / FILES["config"]
         return {"claimed": self.claims.claimed(fig), "int8_mb": fig.get("int8_mb") or 0.0,
-                "n_layers": json.loads(config.read_text())["model"]["n_layers"],
+                "n_layers": read_json(config)["model"]["n_layers"],
                 "speed_ratio": fig.get("speed", {}).get("ratio"), "oog_mean": fig["oog"]["mean"],
                 "oog_wide_mean": fig["oog_wide"].get("mean", 0.0)}
 
@@ -181,7 +182,7 @@ def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     for path in peer_files:
         if not Path(path).exists():
             continue
-        for label, result in json.loads(Path(path).read_text()).items():
+        for label, result in read_json(Path(path)).items():
             if label not in labels:
                 continue
             cells: dict[str, list[float]] = {}
@@ -260,7 +261,7 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
     from edge_xsent.card import data_licence
     from edge_xsent.data.sources import corpus_licences
 
-    cfg = json.loads((bundle / FILES["config"]).read_text())
+    cfg = read_json(bundle / FILES["config"])
     tc = read_training(bundle).get("train_config", {})
     licences = (corpus_licences(tc["data"]) if tc.get("data") else None) or {}
     licence, licence_line = data_licence(licences) if licences else (None, "")
@@ -319,7 +320,7 @@ def reproduce_line(recipe: str, mixed: dict | None) -> str:
 def supported(config: Path, claimed: list[str]) -> None:
     """config.json's `langs` says what a user may rely on (`Encoder.langs`, the card's languages): English and
     the claimed languages. The run trained on more; training.json keeps that list under `langs`."""
-    cfg = json.loads(config.read_text())
+    cfg = read_json(config)
     config.write_text(json.dumps({**cfg, "langs": ["en", *claimed]}, indent=2) + "\n")
 
 
@@ -330,7 +331,7 @@ def no_home_paths(folder: Path) -> None:
 
     for name, indent in ((FILES["training"], 2), (CALIBRATION, None)):
         if (folder / name).exists():
-            record = portable(json.loads((folder / name).read_text()))
+            record = portable(read_json(folder / name))
             (folder / name).write_text(json.dumps(record, indent=indent) + "\n")
 
 
@@ -387,7 +388,7 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
 
 def chosen_table(card_path: Path) -> list[str]:
     """The rule's table a card recorded under "## How it was chosen"."""
-    text = card_path.read_text()
+    text = read_text(card_path)
     section = text.split("\n## How it was chosen\n", 1)[-1].split("\n## ", 1)[0]
     table = [line for line in section.splitlines() if line.startswith("|")]
     if "\n## How it was chosen\n" not in text or not table:

@@ -1,0 +1,142 @@
+"""One rule for every file a command reads (issue 74): a regular file only (a FIFO would hang the
+reader, /dev/zero feed it forever, a link loop or a folder trace back), no more bytes than its
+format can need, JSON of bounded depth, and no NUL byte in a path. Every failure is a UserError
+naming the file and the fix. Torch-free: the encoder's loader reads through it.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+
+MiB = 2**20
+# The most a file of each kind may hold: far above any real one (e5-small's tokenizer.json is 17 MB,
+# a manifest of a bundle 4 KB), far below what would exhaust memory.
+CAPS = {"json": 128 * MiB, "toml": 4 * MiB, "tokenizer": 64 * MiB, "log": 1024 * MiB}
+JSON_DEPTH = 200  # nesting a reader accepts; Python's parser recurses and would overflow at about 1,000
+
+
+def as_path(path: str | os.PathLike, what: str = "path") -> Path:
+    """A path from a str or PathLike (one that returns bytes too), refused with a UserError if it
+    holds a NUL byte, which no file name can."""
+    try:
+        raw = os.fspath(path)
+    except TypeError:
+        raise UserError(f"{what} {path!r}: a file path (str or os.PathLike) is needed") from None
+    text = os.fsdecode(raw)
+    if "\0" in text:
+        raise UserError(f"{what} {text!r}: a path cannot hold a NUL byte; check how it was written")
+    return Path(text)
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words for an error line."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a link")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def os_error(e: OSError, path: Path) -> Exception:
+    """The OSErrors of a path that are the user's to fix (a link loop, a name too long) as UserErrors;
+    the rest (missing, no permission, a full disk) stay OSErrors for the CLI's one line."""
+    if e.errno == errno.ELOOP:
+        return UserError(f"{path}: a link that leads back to itself (a loop); replace it with the real file")
+    if e.errno == errno.ENAMETOOLONG:
+        return UserError(f"{str(path)[:80]}...: the path is too long for this system; use a shorter one")
+    return OSError(e.errno, e.strerror, str(path))
+
+
+def open_regular(path: str | os.PathLike, what: str = "file") -> int:
+    """A file descriptor of `path` if it is a regular file (links followed); a FIFO is opened without
+    waiting for a writer, then refused, so nothing hangs."""
+    p = as_path(path, what)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a socket, or a device that is not there
+            raise UserError(f"{p}: {what} is not a regular file; give a file") from None
+        raise os_error(e, p) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UserError(f"{p}: {what} is {kind_of(mode)}, not a regular file; give a file")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "file") -> bytes:
+    """The bytes of a regular file, refused (named) if it holds more than `cap`."""
+    p = as_path(path, what)
+    fd = open_regular(p, what)
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(fd).st_size
+        if cap is not None and size > cap:
+            raise UserError(f"{p}: {size / MiB:.0f} MiB, more than a {what} can be ({cap // MiB} MiB); is it the "
+                            "right file?")
+        data = f.read() if cap is None else f.read(cap + 1)
+    if cap is not None and len(data) > cap:  # grew while we read it
+        raise UserError(f"{p}: more than a {what} can be ({cap // MiB} MiB); is it the right file?")
+    return data
+
+
+def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file") -> str:
+    p = as_path(path, what)
+    data = read_bytes(p, cap, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8") from None
+
+
+def parse_json(data: bytes | str, where: str | os.PathLike) -> Any:
+    """JSON from bytes, its failures (corrupt, not UTF-8, nested past JSON_DEPTH) a UserError naming `where`."""
+    if _depth(data) > JSON_DEPTH:
+        raise UserError(f"{where}: JSON nested more than {JSON_DEPTH} deep; the file is corrupt or hostile")
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise UserError(f"{where}: corrupt JSON ({str(e)[:200]})") from None
+
+
+def read_json(path: str | os.PathLike, cap: int = CAPS["json"], what: str = "JSON file") -> Any:
+    p = as_path(path, what)
+    return parse_json(read_bytes(p, cap, what), p)
+
+
+def _depth(data: bytes | str) -> int:
+    """The deepest nesting of brackets outside strings, found before parsing, so a hostile file never
+    reaches the parser's recursion (100,000 levels overflow it)."""
+    import numpy as np
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    code = np.frombuffer(_STRING.sub(b"", raw), dtype=np.uint8)
+    steps = (np.isin(code, (0x5B, 0x7B)).astype(np.int32) - np.isin(code, (0x5D, 0x7D)))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def load_safetensors(data: bytes, where: str | os.PathLike) -> dict:
+    """safetensors' bytes -> tensors (torch), the header checked first: its length must fit the file
+    (a length of 2**62 would ask for exabytes) and a corrupt file is a UserError naming `where`."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    header = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
+    if not 0 < header <= len(data) - 8:
+        raise UserError(f"{where}: not a safetensors file (header of {header} bytes in a file of {len(data)}); "
+                        "the file is corrupt: re-export or re-download it")
+    try:
+        return load(data)
+    except (SafetensorError, ValueError) as e:
+        raise UserError(f"{where}: corrupt safetensors file ({str(e)[:200]}); re-export or re-download it") from None
