@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import importlib.metadata
 import os
+import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,9 @@ class FolderModel:
         st = (self.folder / "modules.json").exists()  # a sentence-transformers folder: its own pooling and heads
         try:
             self._embed = self._sentence_transformers() if st else self._transformers()
+        except pickle.UnpicklingError:  # torch's weights-only loader refused a pickle that would run code
+            raise UserError(f"{self.folder}: its weights are a pickle that would run code on load; "
+                            "refused: save the model as safetensors (model.save_pretrained(..., safe_serialization=True))") from None
         except (OSError, ValueError) as e:
             raise UserError(f"{self.folder} is not a loadable {'sentence-transformers' if st else 'Hugging Face'} "
                             f"model folder ({e}); save it with model.save_pretrained / SentenceTransformer.save") from None

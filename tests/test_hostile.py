@@ -8,7 +8,9 @@ from __future__ import annotations
 import hashlib
 import os
 import resource
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -132,7 +134,6 @@ def world(tmp_path_factory, tiny_bundle):
     (root / "a.txt").write_text(SENTENCES)
     (root / "b.txt").write_text("Ouvrir le fichier\nEnregistrer le document\nFermer la fenêtre\n")
     (root / "pairs.en-fr.tsv").write_text("Open the file\tOuvrir le fichier\nClose the window\tFermer la fenêtre\n")
-    import shutil
     shutil.copytree(tiny_bundle[0], root / "model")
     (root / "run" / "checkpoints").mkdir(parents=True)
     (root / "run" / "checkpoints" / "last.pt").write_bytes(b"checkpoint")
@@ -140,6 +141,13 @@ def world(tmp_path_factory, tiny_bundle):
     (root / "mine" / "notes.txt").write_text("my notes")
     (root / "link-to-model").symlink_to(root / "model")
     (root / "tiny.toml").write_text((ROOT / "train" / "tiny-cpu.toml").read_text())
+    shutil.copytree(tiny_bundle[0], root / "run" / "model")  # a finished run's own model folder
+    (root / "app").mkdir()  # a web app: its manifest.json is not an edge-xsent marker
+    (root / "app" / "manifest.json").write_text('{"name": "My notes", "start_url": "index.html"}')
+    (root / "app" / "index.html").write_text("<h1>mine</h1>")
+    os.mkfifo(root / "fifo")
+    if os.geteuid() == 0:
+        os.mknod(root / "device", stat.S_IFCHR | 0o666, os.makedev(1, 5))  # /dev/zero's numbers under another name
     return root
 
 
@@ -159,6 +167,8 @@ TARGETS = {
     "a training run": "{run}", "a checkpoint": "{run}/checkpoints/last.pt", "a folder of user files": "{root}/mine",
     "inside a file": "{a}/x", "a read-only place": "/proc/edge-xsent-x/out",
     "a full disk": "{root}/full/{command}-out",  # run with a 100-byte file size limit
+    "a web app's folder": "{root}/app", "a run's own model": "{run}/model", "a FIFO": "{root}/fifo",
+    "a device": "{root}/device",  # made only as root: elsewhere a missing path, written or refused like any
 }
 
 
@@ -173,10 +183,12 @@ def test_fuzz_hostile_output_targets(world, command):
     link = world / f"link-to-{paths[key].name}"
     if not link.is_symlink():
         link.symlink_to(paths[key])
-    watched = [world / n for n in ("a.txt", "b.txt", "pairs.en-fr.tsv", "tiny.toml", "model", "run", "mine")]
+    watched = [world / n for n in ("a.txt", "b.txt", "pairs.en-fr.tsv", "tiny.toml", "model", "run", "mine", "app")]
     before = {p: digest(p) for p in watched}
     failures = []
     for name, target in TARGETS.items():
+        if name == "a device" and not (world / "device").exists():
+            continue
         args = [a.format(**paths) if a != "OUT" else target.format(**paths, command=command) for a in command_args]
         res = run(*args, limit_bytes=100 if name == "a full disk" else None)
         err = res.stderr.decode()
@@ -192,6 +204,7 @@ def test_fuzz_hostile_output_targets(world, command):
         left = [p for p in left if p.is_file()]
     assert not left, left  # no half output, no temporary
     assert {p: digest(p) for p in watched} == before  # nothing a command read or a user keeps was changed
+    assert stat.S_ISFIFO((world / "fifo").lstat().st_mode)  # a special file is never replaced
 
 
 def test_a_torn_corpus_stats_json_is_a_warning_not_a_traceback(tmp_path):
