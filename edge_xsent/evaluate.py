@@ -12,7 +12,6 @@ Similarities are computed in blocks of queries, so 200k candidates fit in a few 
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,9 +329,11 @@ def out_of_genre_means(retrieval: dict[str, dict[str, float]]) -> dict:
 def peer_oog(path: str | Path, label: str) -> dict:
     """One peer's record in an `eval oog --peers ... --json` file, as out_of_genre_means: the figures the
     pruned student's rule (decisions.student_*) reads for multilingual-e5-small."""
+    from .inputs import read_json
+
     try:
-        retrieval = json.loads(Path(path).read_text())[label]["retrieval"]
-    except (FileNotFoundError, KeyError, TypeError, json.JSONDecodeError) as e:
+        retrieval = read_json(path, what="figures file")[label]["retrieval"]
+    except (FileNotFoundError, KeyError, TypeError, UserError) as e:
         raise UserError(f"{path}: no {label} record ({type(e).__name__}: {e}); make it with `edge-xsent eval oog "
                         "--data DATA --peers e5-small --no-agreement --json`") from None
     return out_of_genre_means(retrieval)

@@ -94,7 +94,7 @@ def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8") from None
+        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start}); save the {what} as UTF-8") from None
 
 
 def parse_json(data: bytes | str, where: str | os.PathLike) -> Any:

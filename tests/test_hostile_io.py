@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, script_module, tiny_config
+from conftest import ROOT, script_module
 from edge_xsent import Encoder
 from edge_xsent.bundle import write_manifest
 from edge_xsent.cli import main
@@ -291,15 +291,17 @@ def test_a_hostile_manifest_is_one_error_for_every_reader(kind, model, tmp_path,
     assert code == 1
 
 
-@pytest.mark.parametrize("name", ["checkpoints/last.pt", "log.jsonl", "tokenizer.model"])
+@pytest.mark.parametrize("name", ["checkpoints/last.pt", "tokenizer.model"])
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
 def test_a_hostile_file_in_a_run_folder_is_one_error_on_resume(name, kind, tmp_path):
     recipe = tmp_path / "r.toml"
     recipe.write_text((ROOT / "train" / "tiny-cpu.toml").read_text())
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
-    cfg = tiny_config(run)
+    from edge_xsent.config import TrainConfig
     from edge_xsent.runfolder import save_checkpoint
+    cfg = TrainConfig.from_toml(recipe)
+    cfg.out = str(run)
     save_checkpoint(run / "checkpoints" / "last.pt", {"step": 1, "best_val": 1.0, "config": cfg.to_dict()})
     (run / "log.jsonl").write_text('{"step": 1}\n')
     (run / "tokenizer.model").write_bytes(b"x")
@@ -308,7 +310,22 @@ def test_a_hostile_file_in_a_run_folder_is_one_error_on_resume(name, kind, tmp_p
         os.mkfifo(run / name)
     else:
         (run / name).symlink_to("/dev/zero")
-    refused(cli("train", "--config", recipe, "--out", run, "--max-steps", "2", "--quiet"))
+    refused(cli("train", "--config", recipe, "--out", run, "--max-steps", "2", "--quiet"), "not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
+def test_a_hostile_run_log_is_one_error_for_its_readers(kind, tmp_path):
+    """log.jsonl is read after the checkpoint and tokenizer on resume: its readers, each called as resume calls them."""
+    from edge_xsent.runfolder import open_log, read_log, training_minutes
+
+    log = tmp_path / "log.jsonl"
+    if kind == "fifo":
+        os.mkfifo(log)
+    else:
+        log.symlink_to("/dev/zero")
+    for reader in (open_log, read_log, lambda p: training_minutes(p.parent)):
+        with pytest.raises(UserError, match="not a regular file"):
+            reader(log)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
@@ -323,6 +340,17 @@ def test_a_hostile_carry_is_one_error(kind, tmp_path):
         (carry / "carry.json").symlink_to("/dev/zero")
     with pytest.raises(UserError, match="not a carried run"):
         restore(carry, tmp_path / "run")
+
+
+def test_restoring_into_a_run_whose_checkpoint_is_a_fifo_is_one_error(run_copy, tmp_path):
+    from edge_xsent.carry import restore, save
+
+    save(run_copy, tmp_path / "carry")
+    target = tmp_path / "target"
+    (target / "checkpoints").mkdir(parents=True)
+    os.mkfifo(target / "checkpoints" / "last.pt")
+    with pytest.raises(UserError, match="FIFO"):
+        restore(tmp_path / "carry", target)
 
 
 @pytest.mark.parametrize("what", ["--config /dev/zero", "tokenizer = /dev/zero", "--config FIFO"])

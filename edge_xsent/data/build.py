@@ -301,7 +301,9 @@ def corpus_stats(folder: Path, with_build_report: bool = False) -> dict:
 
 def _saved_build_report(saved: Path) -> dict | None:
     try:
-        build_info = json.loads(saved.read_text(encoding="utf-8")).get("build")
+        from ..inputs import read_json
+
+        build_info = read_json(saved, what="stats.json").get("build")
     except (ValueError, AttributeError):  # torn, hand-edited, not an object
         build_info = None
         warnings.warn(f"{saved} is torn or not a JSON object: its build report is left out; rebuild the corpus "

@@ -124,11 +124,11 @@ def select(names: Iterable[str] | None) -> list[Source]:
 def corpus_licences(folder: str | Path) -> dict[str, str] | None:
     """The licence text of every source a built corpus holds (its stats.json), or None when the
     training data was not a corpus folder (a TSV, Moses files): then nothing can be said."""
-    import json
-
     stats = Path(folder).expanduser() / "stats.json"
     try:
-        recorded = json.loads(stats.read_text(encoding="utf-8"))
+        from ..inputs import read_json
+
+        recorded = read_json(stats, what="stats.json")
         names = list(recorded.get("sources", {}))  # parallel sources; then the monolingual ones, per language
         names += [n for per_lang in recorded.get("mono", {}).values() for n in per_lang if n not in names]
     except (OSError, ValueError, AttributeError):
