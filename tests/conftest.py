@@ -48,6 +48,23 @@ def script_module(rel: str):
     return mod
 
 
+def externalise_largest(graph: Path, location: str, data_file: Path) -> int:
+    """Move an ONNX graph's largest initializer to external data named `location` (relative to the
+    graph), its bytes written to `data_file`; returns their length."""
+    import onnx
+
+    proto = onnx.load(str(graph))
+    t = max(proto.graph.initializer, key=lambda t: len(t.raw_data))
+    data_file.write_bytes(t.raw_data)
+    n = len(t.raw_data)
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", str(n))):
+        t.external_data.add(key=k, value=v)
+    graph.write_bytes(proto.SerializeToString())
+    return n
+
+
 def tiny_config(out: Path, **overrides):
     from edge_xsent.model import EncoderConfig
     from edge_xsent.train import TrainConfig

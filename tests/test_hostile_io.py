@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, script_module
+from conftest import ROOT, externalise_largest, script_module
 from edge_xsent import Encoder
 from edge_xsent.bundle import write_manifest
 from edge_xsent.cli import main
@@ -201,19 +201,8 @@ def test_a_folder_output_refuses_dev_null(model):
 # ----------------------------------------------------------------------------- integrity
 
 def test_a_graphs_external_data_is_read_inside_the_model_folder_only(model, tmp_path, monkeypatch):
-    import onnx
-
     want = Encoder.load(model).encode(["Open the file", "Close the window"])
-    graph = model / "onnx" / "model_int8.onnx"
-    proto = onnx.load(str(graph))
-    t = max(proto.graph.initializer, key=lambda t: len(t.raw_data))
-    (model / "onnx" / "weights.bin").write_bytes(t.raw_data)
-    n = len(t.raw_data)
-    t.ClearField("raw_data")
-    t.data_location = onnx.TensorProto.EXTERNAL
-    for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", str(n))):
-        t.external_data.add(key=k, value=v)
-    graph.write_bytes(proto.SerializeToString())
+    n = externalise_largest(model / "onnx" / "model_int8.onnx", "weights.bin", model / "onnx" / "weights.bin")
     write_manifest(model)
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()

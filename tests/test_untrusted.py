@@ -505,19 +505,10 @@ def test_a_carry_that_claims_a_finished_run_without_its_model_is_refused(tmp_pat
 
 
 def test_external_data_outside_the_folder_is_one_error(tiny_bundle, tmp_path):
-    import onnx
+    from conftest import externalise_largest
 
     b = copy_of(tiny_bundle[0], tmp_path)
-    graph = b / "onnx" / "model_int8.onnx"
-    model = onnx.load(str(graph))
-    t = max(model.graph.initializer, key=lambda t: len(t.raw_data))
-    (tmp_path / "outside.bin").write_bytes(t.raw_data)
-    n = len(t.raw_data)
-    t.ClearField("raw_data")
-    t.data_location = onnx.TensorProto.EXTERNAL
-    for k, v in (("location", "../../outside.bin"), ("offset", "0"), ("length", str(n))):
-        t.external_data.add(key=k, value=v)
-    graph.write_bytes(model.SerializeToString())
+    externalise_largest(b / "onnx" / "model_int8.onnx", "../../outside.bin", tmp_path / "outside.bin")
     write_manifest(b)
     with pytest.raises(UserError, match="onnxruntime cannot load this graph"):
         Encoder.load(b)
