@@ -425,7 +425,7 @@ def check_target(model_dir: Path, out: Path, force: bool) -> None:
     if model_dir.resolve() == out.resolve() or model_dir.resolve().is_relative_to(out.resolve()):
         raise UserError(f"--out {out} holds the model being exported; choose a new folder")
     if not any(out.iterdir()):
-        return
+        return check_output(out, [model_dir], folder=True)  # empty, but maybe a run's checkpoints/
     if not is_bundle(out):
         raise UserError(f"--out {out} exists and is not an edge-xsent bundle: exporting would delete its files; "
                         "choose a new folder")
