@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.atomic import check_outputs
-from edge_xsent.threads import thread_count
+from edge_xsent.threads import thread_counts
 from edge_xsent.bench import write_report
 from edge_xsent.failures import script_errors
 
@@ -95,8 +95,8 @@ def main() -> None:
     ap.add_argument("--data", default="sample", help="a corpus whose test pairs give the sentences")
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=lambda t: ",".join(str(thread_count(x)) for x in t.split(",")), default="1,2",
-                    help="thread counts, comma-separated (each 1 to this machine's cores)")
+    ap.add_argument("--threads", type=thread_counts, default=(1, 2), help="thread counts, comma-separated (each 1 to "
+                    "this machine's cores)")
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--graph", default="~/.cache/edge-xsent/e5/model_int8.onnx",
                     help="the int8 ONNX teacher (built there on first use)")
@@ -118,7 +118,7 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "texts.json").write_text(json.dumps(texts, ensure_ascii=False))
-        for threads in (int(t) for t in args.threads.split(",")):
+        for threads in args.threads:
             for path in paths:
                 vec_file = str(Path(tmp) / f"{path}-{threads}.npy")
                 runs.append({**spawn({"path": path, "threads": threads, "texts": str(Path(tmp) / "texts.json"),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 from .errors import UserError
-from .inputs import as_path
+from .inputs import CAPS, as_path, kind_of, os_error, parse_json, read_bytes
 
 
 def _umask() -> int:
@@ -193,7 +193,6 @@ def _resolved(path: Path) -> Path:
     except RuntimeError:  # Python 3.11: a link loop
         raise UserError(f"{path}: a link that leads back to itself (a loop); give another output") from None
     except OSError as e:
-        from .inputs import os_error
         raise os_error(e, path) from None
 
 
@@ -215,14 +214,12 @@ def refuse_special(path: Path, folder: bool) -> None:
     except FileNotFoundError:
         return
     except OSError as e:
-        from .inputs import os_error
         raise os_error(e, path) from None
     if stat.S_ISLNK(mode):
         raise UserError(f"{path} is a link: an output replaces only a file of its own, never a link or what it "
                         "points to; give the real path or a new name (- for standard output where offered)")
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or (not folder and is_devnull(path)):
         return
-    from .inputs import kind_of
     raise UserError(f"{path} is {kind_of(mode)}: an output is written to a new or regular file (or /dev/null), "
                     "never a special file; give a file name")
 
@@ -242,8 +239,8 @@ def _refuse_kept(out, o: Path) -> None:
     keeper = kept_folder(o)
     if keeper is None:
         return
-    run_own = keeper[1] == "training run" and o.relative_to(keeper[0]).parts[0] in RUN_OWN and o.exists()
-    if o.is_file() or keeper[1] == "model folder" or run_own or o.is_relative_to(keeper[0] / "checkpoints"):
+    if o.is_file() or keeper[1] == "model folder" or (o.exists() and _runs_own(keeper, o)) \
+            or o.is_relative_to(keeper[0] / "checkpoints"):
         raise UserError(f"{out} is part of a {keeper[1]} ({keeper[0]}): writing it would break that; choose an "
                         "output outside it")
 
@@ -252,31 +249,28 @@ def _refuse_kept(out, o: Path) -> None:
 RUN_OWN = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model"}
 
 
+def _runs_own(keeper: tuple[Path, str], path: Path) -> bool:
+    """`path` is, or lies inside, one of RUN_OWN in the training run `keeper` (kept_folder's answer)."""
+    folder, kind = keeper
+    return kind == "training run" and (path == folder or path.relative_to(folder).parts[0] in RUN_OWN)
+
+
 def has_marker(folder: Path, marker: str) -> bool:
     """`folder` holds the marker its edge-xsent writer left: a manifest.json of an edge-xsent model, a
     corpus's stats.json, the reserved benchmark's notice; a file of the same name by anyone else is no marker."""
-    from .inputs import read_bytes, parse_json
+    from .layout import FORMAT
 
     path = folder / marker
     try:
-        data = read_bytes(path, 16 * 2**20, "marker")
+        data = read_bytes(path, CAPS["json"], "marker")
+        if path.name not in ("manifest.json", "stats.json"):
+            return b"edge-xsent" in data  # the reserved benchmark's notice names the command that refuses it
+        doc = parse_json(data, path)
     except (UserError, OSError):
         return False
     if path.name == "manifest.json":
-        from .layout import FORMAT
-        doc = _json_or_none(data, path, parse_json)
         return isinstance(doc, dict) and doc.get("format") == FORMAT
-    if path.name == "stats.json":
-        doc = _json_or_none(data, path, parse_json)
-        return isinstance(doc, dict) and isinstance(doc.get("pairs"), dict) and "total" in doc
-    return b"edge-xsent" in data  # the reserved benchmark's notice names the command that refuses it
-
-
-def _json_or_none(data: bytes, path: Path, parse_json):
-    try:
-        return parse_json(data, path)
-    except UserError:
-        return None
+    return isinstance(doc, dict) and isinstance(doc.get("pairs"), dict) and "total" in doc
 
 
 def check_into(folder: str | os.PathLike, what: str) -> Path:
@@ -288,8 +282,7 @@ def check_into(folder: str | os.PathLike, what: str) -> Path:
     if f.exists() and not f.is_dir():
         raise UserError(f"{what} {folder} is a file; give a folder")
     keeper = kept_folder(f / "x")
-    if keeper is not None and (keeper[1] == "model folder" or f == keeper[0]
-                               or f.relative_to(keeper[0]).parts[0] in RUN_OWN):
+    if keeper is not None and (keeper[1] == "model folder" or _runs_own(keeper, f)):
         raise UserError(f"{what} {folder} is or lies inside a {keeper[1]} ({keeper[0]}): writing there would break "
                         "it; choose a folder of its own")
     probe_writable(given.expanduser())

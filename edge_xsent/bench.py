@@ -25,6 +25,7 @@ import numpy as np
 
 from .errors import UserError
 from .layout import FILES, ONNX_FP32, ONNX_INT8
+from .threads import check_threads
 
 BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "torchscript")  # what `bench` times by default
 
@@ -53,6 +54,9 @@ class BenchConfig:
     models: dict[int, str] = field(default_factory=dict)  # depth -> trained model folder (quality)
     backends: list[str] = field(default_factory=lambda: list(BACKENDS))
     peers: list[str] = field(default_factory=list)  # peer encoders (edge_xsent.peers), same sentences and threads
+
+    def __post_init__(self) -> None:
+        check_threads(self.threads)  # 100,000 threads crashed torch and onnxruntime (SIGSEGV)
 
 
 def machine_info() -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from . import __version__
 from .atomic import atomic_dir
 from .config import portable
 from .errors import UserError
-from .inputs import read_bytes
+from .inputs import CAPS, load_safetensors, open_regular, parse_json, read_bytes, read_json
 from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32,  # noqa: F401  (re-exported)
                      ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE)
 
@@ -41,10 +42,6 @@ def pad_batch(batch: list[list[int]], pad_id: int = 0) -> tuple["np.ndarray", "n
 
 def sha256(path: Path) -> str:
     """A regular file's SHA-256, streamed (a FIFO or device is refused, never read: inputs.open_regular)."""
-    import os
-
-    from .inputs import open_regular
-
     h = hashlib.sha256()
     with os.fdopen(open_regular(path), "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -91,18 +88,13 @@ def verify(folder: Path, expected: list[str] | None = None, skip: list[str] = ()
 def check_manifest(folder: Path, expected: list[str] | None = None, skip: list[str] = ()) -> dict:
     """Everything `verify` checks but the files' checksums: the manifest itself, the files a loader
     needs listed, nothing unlisted, every listed file a regular file inside the folder."""
-    from .inputs import CAPS, parse_json, read_bytes
-
     if not folder.is_dir():
         raise UserError(f"{folder}: no such model folder")
     mpath = folder / MANIFEST
     if not mpath.exists() and not mpath.is_symlink():
         raise UserError(f"{folder} is not an edge-xsent model folder: {MANIFEST} is missing "
                         f"(expected {', '.join(FILES.values())}, found {', '.join(sorted(p.name for p in folder.iterdir())) or 'nothing'})")
-    try:
-        manifest = parse_json(read_bytes(mpath, CAPS["json"], "manifest"), mpath)
-    except UserError as e:
-        raise UserError(str(e).replace("corrupt JSON", "corrupt manifest")) from None
+    manifest = parse_json(read_bytes(mpath, CAPS["json"], "manifest"), mpath, "manifest")
     if not isinstance(manifest, dict):
         raise UserError(f"{mpath}: corrupt manifest (a JSON object expected, found {type(manifest).__name__})")
     check_version(manifest, mpath)
@@ -373,7 +365,6 @@ def read_state(files: ModelFiles, config: dict, cfg: "EncoderConfig") -> dict:
     """DualEncoder's state dict from either format (1: our names; 2: BERT's + edge_xsent.safetensors),
     or from the int8 graph where the folder ships no float weights."""
     from . import hf
-    from .inputs import load_safetensors
 
     folder = files.folder
 
@@ -400,8 +391,6 @@ def read_state(files: ModelFiles, config: dict, cfg: "EncoderConfig") -> dict:
 
 def is_bundle(folder: Path) -> bool:
     """An edge-xsent bundle: a manifest of this format that lists an exported graph."""
-    from .inputs import read_json
-
     try:
         manifest = read_json(folder / MANIFEST, what="manifest")
     except (OSError, ValueError):
@@ -414,21 +403,24 @@ def is_bundle(folder: Path) -> bool:
 def check_target(model_dir: Path, out: Path, force: bool) -> None:
     """What an export may replace: nothing but a previous bundle, and that only with `force`. A
     folder of the user's, a training run or the model being exported is never overwritten, nor a
-    link or special file (atomic.check_output's rule, checked last: the messages above say more)."""
-    from .atomic import refuse_special, check_output
+    link or special file: atomic.check_output's rule, run last (the messages before it say more)."""
+    from .atomic import check_output, refuse_special
 
     refuse_special(out, folder=True)
-    if not out.exists():
-        return check_output(out, [model_dir], folder=True)
+    if out.exists():
+        _refuse_existing_target(model_dir, out, force)
+    check_output(out, [model_dir], folder=True)
+
+
+def _refuse_existing_target(model_dir: Path, out: Path, force: bool) -> None:
     if not out.is_dir():
         raise UserError(f"--out {out} is a file; give the name of a new folder")
     if model_dir.resolve() == out.resolve() or model_dir.resolve().is_relative_to(out.resolve()):
         raise UserError(f"--out {out} holds the model being exported; choose a new folder")
     if not any(out.iterdir()):
-        return check_output(out, [model_dir], folder=True)  # empty, but maybe a run's checkpoints/
+        return
     if not is_bundle(out):
         raise UserError(f"--out {out} exists and is not an edge-xsent bundle: exporting would delete its files; "
                         "choose a new folder")
     if not force:
         raise UserError(f"--out {out} is a bundle already: pass --force to replace it")
-    check_output(out, [model_dir], folder=True)

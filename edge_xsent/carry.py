@@ -29,6 +29,7 @@ from pathlib import Path
 from .atomic import atomic_dir
 from .bundle import sha256
 from .errors import UserError
+from .inputs import load_safetensors, read_bytes, read_json
 from .layout import FILES
 from .runfolder import checkpoint_path, load_checkpoint, lock_run, save_checkpoint  # torch loads only once a command is checked
 
@@ -109,9 +110,6 @@ def _restore(src: Path, run: Path, meta: dict) -> dict:
             (run / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / name, run / name)  # each a regular file: _read_meta hashed it through inputs
     if not meta["finished"]:
-        from .inputs import read_bytes
-        from .inputs import load_safetensors
-
         tensors = load_safetensors(read_bytes(src / WEIGHTS, what="carried weights"), src / WEIGHTS)
         state = {part: {k[len(part) + 1:]: v for k, v in tensors.items() if k.startswith(part + ".")}
                  for part in meta["parts"]}
@@ -121,8 +119,6 @@ def _restore(src: Path, run: Path, meta: dict) -> dict:
 
 
 def _read_meta(src: Path) -> dict:
-    from .inputs import read_json
-
     try:
         meta = read_json(src / META, what="carry.json")
     except (OSError, ValueError) as e:

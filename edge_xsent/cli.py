@@ -12,7 +12,7 @@ import click
 from .compact import OUTPUT_PRECISIONS
 from .config import (CLI_BACKENDS, DEFAULT_INT8_ACTIVATIONS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS,
                      PRECISIONS, TABLE_BITS, portable)
-from .atomic import check_output
+from .atomic import check_into, check_output
 from .errors import UserError
 from .data.commands import data
 from .failures import open_closed_streams, user_errors
@@ -263,18 +263,14 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
       edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
       edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
     """
-    from .atomic import check_into
     from .bench import BACKENDS, BenchConfig, parse_backends, parse_layers, run, save_results
     from .peers import parse_peers
-    from .threads import check_threads
-
-    check_threads(threads)
-    check_into(out, "--out")  # never a model folder or a run's; a place it cannot write fails now, not after the work
 
     depth, trained = parse_layers(layers, models)
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
                       infer_repeats=repeats, threads=threads, device=device, models=trained,
                       peers=parse_peers(peers), backends=parse_backends(backends) if backends else list(BACKENDS))
+    check_into(out, "--out")  # never a model folder or a run's; a place it cannot write fails now, not after the work
     results = run(cfg, progress=lambda m: click.echo(m, err=True))
     results["command"] = _typed_command()  # the result's record says how it was made
     md, saved = save_results(results, out, device)

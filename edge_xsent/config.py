@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .errors import UserError
+from .inputs import CAPS, as_path, read_text
 
 PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.tokenizer)
 SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
@@ -132,8 +133,6 @@ OBJECTIVES = ("ugt", "xtr", "smlm", "mlm", "mlm-xtr", "none")
 
 def read_recipe(path: str | Path) -> dict:
     """A recipe file as a dict, its failures named with the fix; read once by every reader of a recipe."""
-    from .inputs import CAPS, as_path, read_text
-
     path = as_path(path, "config")
     if path.is_dir():
         raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)")

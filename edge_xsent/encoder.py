@@ -23,6 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from . import bundle, compact, layout
+from .inputs import as_path
 from .runtime import onnx_session
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
@@ -232,9 +233,10 @@ class Encoder:
         out = np.zeros((len(items), self.dim), dtype=np.float32)
         if items:
             ids = self.tokenize(items)
-            order = np.argsort([-len(x) for x in ids], kind="stable")
+            lengths = [len(x) for x in ids]
+            order = np.argsort([-n for n in lengths], kind="stable")
             with tqdm(total=len(order), disable=not show_progress, desc="encode", unit="sentence") as bar:
-                for idx in batches(order, [len(x) for x in ids], batch_size):
+                for idx in batches(order, lengths, batch_size):
                     out[idx] = self._embed([ids[i] for i in idx])
                     bar.update(len(idx))
             if normalize:
@@ -304,8 +306,6 @@ def _check_load_args(path, backend, precision, threads, verify, session_options,
             or not all(isinstance(o, str) for o in disabled_optimizers):
         raise UserError(f"disabled_optimizers: a list of optimiser names (str) is needed, got {disabled_optimizers!r}; "
                         "pass () to turn every optimiser on")
-    from .inputs import as_path
-
     return bundle.resolve_model_dir(as_path(path, "Encoder.load(path)"))  # a PathLike of bytes, decoded; no NUL
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from .data.corpus import Pair
 from .errors import UserError
+from .inputs import read_json
 from .text import normalize
 
 Embed = Callable[[Sequence[str]], np.ndarray]  # list of str -> (n, dim) L2-normalised float32
@@ -329,8 +330,6 @@ def out_of_genre_means(retrieval: dict[str, dict[str, float]]) -> dict:
 def peer_oog(path: str | Path, label: str) -> dict:
     """One peer's record in an `eval oog --peers ... --json` file, as out_of_genre_means: the figures the
     pruned student's rule (decisions.student_*) reads for multilingual-e5-small."""
-    from .inputs import read_json
-
     try:
         retrieval = read_json(path, what="figures file")[label]["retrieval"]
     except (FileNotFoundError, KeyError, TypeError, UserError) as e:

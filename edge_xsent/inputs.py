@@ -97,14 +97,15 @@ def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file
         raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start}); save the {what} as UTF-8") from None
 
 
-def parse_json(data: bytes | str, where: str | os.PathLike) -> Any:
-    """JSON from bytes, its failures (corrupt, not UTF-8, nested past JSON_DEPTH) a UserError naming `where`."""
+def parse_json(data: bytes | str, where: str | os.PathLike, what: str = "JSON") -> Any:
+    """JSON from bytes, its failures (corrupt, not UTF-8, nested past JSON_DEPTH) a UserError naming `where`
+    and calling the file `what` ("corrupt manifest")."""
     if _depth(data) > JSON_DEPTH:
         raise UserError(f"{where}: JSON nested more than {JSON_DEPTH} deep; the file is corrupt or hostile")
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise UserError(f"{where}: corrupt JSON ({str(e)[:200]})") from None
+        raise UserError(f"{where}: corrupt {what} ({str(e)[:200]})") from None
 
 
 def read_json(path: str | os.PathLike, cap: int = CAPS["json"], what: str = "JSON file") -> Any:

@@ -10,10 +10,11 @@ import os
 import sys
 from pathlib import Path
 
-from .atomic import atomic_write
+from .atomic import RUN_OWN, atomic_write
 from .bundle import read_training
 from .config import EncoderConfig, TrainConfig
 from .errors import UserError
+from .inputs import CAPS, open_regular, read_bytes, read_json
 from .layout import FILES
 
 
@@ -34,17 +35,13 @@ def save_checkpoint(path: Path, state: dict) -> None:
 
 
 def load_checkpoint(path: Path) -> dict:
-    import io
-
     import torch
 
-    from .inputs import read_bytes
-
-    data = read_bytes(path, what="checkpoint")  # a FIFO or device in its place is refused, not waited on
-    try:
-        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)  # never unpickle code
-    except Exception as e:  # a torn or foreign file: say which and what to do
-        raise UserError(f"{path}: unreadable checkpoint ({e}); delete it to start over") from e
+    with os.fdopen(open_regular(path, "checkpoint"), "rb") as f:  # a FIFO or device is refused, never waited on
+        try:
+            return torch.load(f, map_location="cpu", weights_only=True)  # never unpickle code
+        except Exception as e:  # a torn or foreign file: say which and what to do
+            raise UserError(f"{path}: unreadable checkpoint ({e}); delete it to start over") from e
 
 
 LOCK = ".lock"  # held (fcntl) by the run writing the folder
@@ -83,8 +80,6 @@ def finished_summary(cfg: TrainConfig, out: Path) -> dict:
 def read_summary(out: Path) -> dict:
     """A finished run's summary.json; a torn or hand-edited one is an error naming the way out."""
     path = out / "summary.json"
-    from .inputs import read_json
-
     try:
         summary = read_json(path, what="summary")
         ok = isinstance(summary, dict) and isinstance(summary.get("steps"), int) and not isinstance(summary["steps"], bool)
@@ -96,7 +91,7 @@ def read_summary(out: Path) -> dict:
     return summary
 
 
-RUN_FILES = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model", "model-debiased", "bundle"}
+RUN_FILES = RUN_OWN | {"model-debiased", "bundle"}  # what a run folder may hold: its own and what debias, export put beside
 
 
 def check_run(cfg: TrainConfig) -> None:
@@ -151,8 +146,6 @@ def check_fits_memory(m: EncoderConfig) -> None:
 def open_log(path: Path):
     """log.jsonl for appending; a torn last line (a run killed while writing it) is cut off first, so the
     next record starts a line of its own."""
-    from .inputs import CAPS, read_bytes
-
     if path.exists() or path.is_symlink():
         data = read_bytes(path, CAPS["log"], "run log")
         if data and not data.endswith(b"\n"):
@@ -164,8 +157,6 @@ def open_log(path: Path):
 
 def read_log(path: Path) -> list[dict]:
     """The records of a run's log.jsonl; a torn line (a run killed mid-write) is skipped with a warning."""
-    from .inputs import CAPS, read_bytes
-
     records = []
     text = read_bytes(path, CAPS["log"], "run log").decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), 1):

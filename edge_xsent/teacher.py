@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from .atomic import atomic_write, check_into
 from .errors import UserError
+from .inputs import read_bytes, read_json
 from .text import normalize
 
 FORMAT = "edge-xsent-teacher-cache"
@@ -170,15 +171,11 @@ def cached_keys(folder: Path) -> set[bytes]:
 
 
 def _read_keys(folder: Path) -> list[bytes]:
-    from .inputs import read_bytes
-
     data = read_bytes(folder / "keys.bin", what="teacher cache")
     return [data[i: i + KEY_BYTES] for i in range(0, len(data), KEY_BYTES)]
 
 
 def _read_meta(folder: Path) -> dict:
-    from .inputs import read_json
-
     try:
         return read_json(folder / "meta.json", what="teacher cache's meta.json")
     except (FileNotFoundError, UserError):  # none yet, or torn: the cache is rebuilt, as for a missing one

@@ -66,7 +66,18 @@ def thread_count(text: str) -> int:
 
     try:
         return check_threads(int(text))
-    except (ValueError, UserError):
+    except ValueError:  # UserError is one
         raise argparse.ArgumentTypeError(f"{text!r}: a whole number from 1 to {max_threads()} (this machine's "
                                          "cores)") from None
+
+
+def thread_counts(text: str) -> tuple[int, ...]:
+    """argparse's `type` for a script that measures several counts (--threads 1,2), each within the same bound."""
+    import argparse
+
+    try:
+        return tuple(sorted({check_threads(int(x)) for x in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated whole numbers from 1 to {max_threads()} (this "
+                                         "machine's cores), e.g. 1,2") from None
 

@@ -23,6 +23,7 @@ from typing import Iterable, Iterator, Sequence
 import sentencepiece as spm
 
 from .errors import UserError
+from .inputs import CAPS, as_path, read_bytes
 from .text import normalize
 
 from .config import MASK_ID, PAD_ID, SPECIAL_IDS, UNK_ID  # noqa: F401  (re-exported)
@@ -38,8 +39,6 @@ class Tokenizer:
 
     @classmethod
     def load(cls, path: str | Path) -> "Tokenizer":
-        from .inputs import CAPS, as_path, read_bytes
-
         path = as_path(path, "tokenizer")
         if not path.exists() and not path.is_symlink():
             raise UserError(f"{path}: tokenizer file missing")

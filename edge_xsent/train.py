@@ -34,13 +34,14 @@ from .bundle import read_training, save_model
 from .data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
 from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig, portable  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
 from .errors import UserError
+from .inputs import read_json
 from .layout import FILES
 from .model import DualEncoder
 from .objectives import Objective, punctuation_pieces
 from .optim import LazyAdam, adam, clip_grad_norm
 from .threads import spinning_warning
 from .tokenizer import Tokenizer
-from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run, check_run_folder,  # noqa: F401  (re-exported)
+from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run,  # noqa: F401  (re-exported)
                         checkpoint_path, finished_summary, load_checkpoint, lock_run, open_log, read_log,
                         read_summary, save_checkpoint, trained_config, training_bytes, training_minutes)
 from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
@@ -476,8 +477,6 @@ def start_anchor(cfg: TrainConfig, model: DualEncoder, run_langs: list[str], res
         start = DualEncoder(model.cfg)
         start.load_state_dict(resume["anchor"]["start"])
         return Anchor.build(start, resume["anchor"]["langs"], run_langs)
-    from .inputs import read_json
-
     langs = read_json(start_dir(cfg) / FILES["config"], what="config.json").get("langs") or []
     if not set(langs) & set(run_langs):
         raise UserError(f"anchor_weight: init {cfg.init} records no language of this run's data ({', '.join(run_langs)}) "

@@ -41,7 +41,7 @@ NEEDS = {"candidate": ("general", "oog", "oog_wide", "corpus_g", "speed"), "ship
 def load(path: Path, role: str, needs: dict[str, tuple[str, ...]] = NEEDS) -> dict:
     """A figures file, refused (naming the parts and the command) when the rule needs a part it lacks."""
     try:
-        fig = read_json(Path(path))
+        fig = read_json(path)
     except FileNotFoundError:
         raise UserError(f"{path}: no such figures file; make it with python train/figures.py MODEL --name NAME") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -182,7 +182,7 @@ def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     for path in peer_files:
         if not Path(path).exists():
             continue
-        for label, result in read_json(Path(path)).items():
+        for label, result in read_json(path).items():
             if label not in labels:
                 continue
             cells: dict[str, list[float]] = {}

@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from ..atomic import atomic_dir
 from ..errors import UserError
+from ..inputs import read_json
 from ..text import normalize
 from . import debian, reserved
 from . import sources as sources_
@@ -301,8 +302,6 @@ def corpus_stats(folder: Path, with_build_report: bool = False) -> dict:
 
 def _saved_build_report(saved: Path) -> dict | None:
     try:
-        from ..inputs import read_json
-
         build_info = read_json(saved, what="stats.json").get("build")
     except (ValueError, AttributeError):  # torn, hand-edited, not an object
         build_info = None

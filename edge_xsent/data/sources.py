@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 from . import debian, dictionaries, games, genres, mono
 from .debian import _hyphen, _underscore
+from ..inputs import read_json
 
 SOFTWARE, GENERAL = "software", "general"
 DOMAINS = (SOFTWARE, GENERAL)
@@ -126,8 +127,6 @@ def corpus_licences(folder: str | Path) -> dict[str, str] | None:
     training data was not a corpus folder (a TSV, Moses files): then nothing can be said."""
     stats = Path(folder).expanduser() / "stats.json"
     try:
-        from ..inputs import read_json
-
         recorded = read_json(stats, what="stats.json")
         names = list(recorded.get("sources", {}))  # parallel sources; then the monolingual ones, per language
         names += [n for per_lang in recorded.get("mono", {}).values() for n in per_lang if n not in names]
