@@ -303,7 +303,6 @@ def load_model(folder: str | Path, verify_checksums: bool = True,
     """The folder's DualEncoder (eval mode), tokenizer and config; through `files` when the caller
     has the folder open already (Encoder.load), so nothing is read twice."""
     from .model import DualEncoder
-    from .tokenizer import Tokenizer
 
     folder = Path(folder)
     derived = not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists()
@@ -327,12 +326,20 @@ def load_model(folder: str | Path, verify_checksums: bool = True,
     model.eval()
     if derived:
         check_derived(model, folder / ONNX_INT8, files.read(ONNX_INT8))
-    tokenizer = Tokenizer.from_bytes(files.read(FILES["tokenizer"]), folder / FILES["tokenizer"])
+    tokenizer = read_tokenizer(files)
     if tokenizer.vocab_size != model.cfg.vocab_size:
         raise UserError(f"{folder}: tokenizer has {tokenizer.vocab_size} pieces but the model expects {model.cfg.vocab_size}")
     if own:
         files.finish()
     return model, tokenizer, config
+
+
+def read_tokenizer(files: ModelFiles) -> "Tokenizer":
+    """tokenizer.model, with the folder's tokenizer_rules.json where it has one (a student's)."""
+    from .tokenizer import RULES_FILE, Tokenizer
+
+    rules = files.read(RULES_FILE) if (files.folder / RULES_FILE).exists() else None
+    return Tokenizer.from_bytes(files.read(FILES["tokenizer"]), files.folder / FILES["tokenizer"], rules)
 
 
 def check_derived(model: "DualEncoder", graph: Path, data: bytes | None = None, min_cosine: float = 0.999) -> None:

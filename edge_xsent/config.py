@@ -37,7 +37,8 @@ DEFAULT_INT8_ACTIVATIONS = "per-tensor"
 # would allocate tens of GB before any output (max_len 1e9 made a 16 GB position table).
 ENCODER_RANGES = {"vocab_size": (1, 1_000_000), "n_layers": (1, 24), "d_model": (1, 8192), "n_heads": (1, 256),
                   "d_ff": (1, 65_536), "max_len": (1, 8192), "dropout": (0.0, 0.99), "n_langs": (0, 10_000),
-                  "lang_dim": (1, 8192), "lang_subspace": (0, 8192), "pad_id": (0, None), "mask_id": (0, None)}
+                  "lang_dim": (1, 8192), "lang_subspace": (0, 8192), "pad_id": (0, None), "mask_id": (0, None),
+                  "table_rows": (0, 1_000_000)}
 TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_weight": (0.0, None),
                 "batch_size": (2, 1_000_000), "lr": (1e-12, 10.0), "min_lr_ratio": (0.0, 1.0),
                 "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "pause_at": (1, None), "grad_clip": (1e-12, None),
@@ -105,9 +106,12 @@ class EncoderConfig:
     lang_subspace: int = 0  # > 0: rank of the language-identity subspace removed from sentence vectors (debias.py)
     pad_id: int = PAD_ID
     mask_id: int = MASK_ID
+    table_rows: int = 0  # > 0: the token table has this many rows and `id_map` sends each piece to one (student.py)
 
     def __post_init__(self) -> None:
         check_fields(self, ENCODER_RANGES, "model config")
+        if self.table_rows > self.vocab_size:
+            raise UserError(f"table_rows ({self.table_rows}) must not exceed vocab_size ({self.vocab_size})")
         if self.d_model % self.n_heads:
             raise UserError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
 

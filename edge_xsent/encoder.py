@@ -170,7 +170,7 @@ class Encoder:
                                 trust_code)
         files = bundle.ModelFiles(path, verify, expected=[layout.FILES["config"], layout.FILES["tokenizer"]])
         config, cfg = files.config()
-        tok = Tokenizer.from_bytes(files.read(layout.FILES["tokenizer"]), path / layout.FILES["tokenizer"])
+        tok = bundle.read_tokenizer(files)
         if backend == "auto":
             backend, precision = _auto_backend(path, precision)
         elif backend != "onnx" and precision not in (None, "fp32"):
@@ -207,7 +207,7 @@ class Encoder:
         long = sum(len(x) > self.max_len for x in ids)
         if long:
             warnings.warn(f"{long} sentence(s) longer than {self.max_len} tokens were truncated", stacklevel=3)
-        return [x[: self.max_len] for x in ids]
+        return [self.tokenizer.truncate(x, self.max_len) for x in ids]
 
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32, normalize: bool = True,
                show_progress: bool = False, precision: str = "float32", dimensions: int | None = None,

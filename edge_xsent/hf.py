@@ -22,6 +22,7 @@ alone (zero length; transformers.js pools it to NaN inside a batch).
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from . import layout
 from .layout import DENSE_CONFIG, DENSE_WEIGHTS
-from .config import PAD_ID, UNK_ID, EncoderConfig
+from .config import MASK_ID, PAD_ID, UNK_ID, EncoderConfig
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def bert_config(cfg: EncoderConfig) -> dict:
     """transformers' BertConfig fields for this encoder (merged into config.json)."""
     return {
         "architectures": ["BertModel"], "model_type": "bert",
-        "vocab_size": cfg.vocab_size, "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
+        "vocab_size": cfg.table_rows or cfg.vocab_size, "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layers,
         "num_attention_heads": cfg.n_heads, "intermediate_size": cfg.d_ff, "hidden_act": "gelu",
         "max_position_embeddings": cfg.max_len, "type_vocab_size": TYPE_VOCAB_SIZE, "layer_norm_eps": 1e-12,
         "hidden_dropout_prob": cfg.dropout, "attention_probs_dropout_prob": cfg.dropout,
@@ -134,20 +135,62 @@ def tokenizer_json(tok: "Tokenizer") -> dict:
     vocab = [[sp.id_to_piece(i), BYTE_SCORE if sp.is_byte(i) else sp.get_score(i)] for i in range(tok.vocab_size)]
     vocab[PAD_ID][0], vocab[UNK_ID][0] = HF_PAD, HF_UNK
     replace = lambda pattern, content: {"type": "Replace", "pattern": pattern, "content": content}  # noqa: E731
+    text = [{"type": "NFKC"}, replace({"Regex": CONTROL}, ""), replace({"Regex": WHITESPACE}, " "),
+            replace({"Regex": "^ +| +$"}, "")]
+    post = None
+    if tok.rules:  # a student's: e5's map (exact in `tokenizers`; transformers.js approximates it by NFKC)
+        text = [{"type": "Prepend", "prepend": tok.rules.prefix}, {"type": "Precompiled", "precompiled_charsmap":
+                base64.b64encode(charsmap(tok.rules.char_map)).decode()}, replace({"Regex": " {2,}"}, " ")]
+        post, vocab = rules_template(tok, vocab)
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
         "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "NFKC"},
-            replace({"Regex": CONTROL}, ""),
-            replace({"Regex": WHITESPACE}, " "),
-            replace({"Regex": "^ +| +$"}, ""),
+            *text,
             replace({"String": " "}, SPACE),
             replace({"Regex": "^(?=.)"}, SPACE),
         ]},
-        "pre_tokenizer": None, "post_processor": None,
+        "pre_tokenizer": None, "post_processor": post,
         "decoder": {"type": "Metaspace", "replacement": SPACE, "prepend_scheme": "always", "split": True},
         "model": {"type": "Unigram", "unk_id": UNK_ID, "vocab": vocab, "byte_fallback": tok.byte_fallback},
     }
+
+
+def charsmap(char_map: dict[int, str]) -> bytes:
+    """A per-character map compiled into SentencePiece's precompiled charsmap (its own compiler, through
+    a throwaway training run), which `tokenizers`' Precompiled normaliser reads."""
+    import io
+    import tempfile
+
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    rows = "".join(f"{cp:X}\t{' '.join(f'{ord(c):X}' for c in out)}\n" for cp, out in sorted(char_map.items()))
+    with tempfile.NamedTemporaryFile("w", suffix=".tsv", encoding="utf-8") as tsv:
+        tsv.write(rows)
+        tsv.flush()
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(["a b c d e f g h"] * 8), model_writer=model, vocab_size=12,
+                                       model_type="char", normalization_rule_tsv=tsv.name, minloglevel=2,
+                                       add_dummy_prefix=False, remove_extra_whitespaces=False)
+    proto = pb.ModelProto()
+    proto.ParseFromString(model.getvalue())
+    return proto.normalizer_spec.precompiled_charsmap
+
+
+def rules_template(tok: "Tokenizer", vocab: list) -> tuple[dict, list]:
+    """The rules' <s> ... </s> as a TemplateProcessing post-processor; their pieces (and <mask>) renamed
+    with a NUL, as pad and unk are, so that typed text never spells them."""
+    specials = {}
+    for name, i in (("bos", tok.rules.bos_id), ("eos", tok.rules.eos_id)):
+        if i is not None:
+            vocab[i][0] = vocab[i][0] + "\u0000"
+            specials[name] = {"id": vocab[i][0], "ids": [i], "tokens": [vocab[i][0]]}
+    vocab[MASK_ID][0] = vocab[MASK_ID][0] + "\u0000"
+    seq = [*([{"SpecialToken": {"id": specials["bos"]["id"], "type_id": 0}}] if "bos" in specials else []),
+           {"Sequence": {"id": "A", "type_id": 0}},
+           *([{"SpecialToken": {"id": specials["eos"]["id"], "type_id": 0}}] if "eos" in specials else [])]
+    return {"type": "TemplateProcessing", "single": seq, "pair": seq + [{"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {s["id"]: s for s in specials.values()}}, vocab
 
 
 def tokenizer_config(max_len: int) -> dict:

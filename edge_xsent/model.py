@@ -54,7 +54,10 @@ class DualEncoder(nn.Module):
     def __init__(self, cfg: EncoderConfig):
         super().__init__()
         self.cfg = cfg
-        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        rows = cfg.table_rows or cfg.vocab_size
+        self.tok_emb = nn.Embedding(rows, cfg.d_model, padding_idx=cfg.pad_id)
+        if cfg.table_rows:  # a cut table: each piece reads the row id_map names (student.cut_table)
+            self.register_buffer("id_map", torch.zeros(cfg.vocab_size, dtype=torch.int32))
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
         self.emb_ln = nn.LayerNorm(cfg.d_model, eps=1e-12)
         self.drop = nn.Dropout(cfg.dropout)
@@ -64,7 +67,7 @@ class DualEncoder(nn.Module):
         self.lang_emb = nn.Embedding(cfg.n_langs, cfg.lang_dim) if cfg.n_langs else None
         self.head_dense = nn.Linear(head_in, cfg.d_model)
         self.head_ln = nn.LayerNorm(cfg.d_model, eps=1e-12)
-        self.head_bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        self.head_bias = nn.Parameter(torch.zeros(rows))
         if cfg.lang_subspace:  # orthonormal rows, set by debias.py after training
             self.register_buffer("lang_basis", torch.zeros(cfg.lang_subspace, cfg.d_model))
         self.apply(self._init)
@@ -85,7 +88,7 @@ class DualEncoder(nn.Module):
         distillation reads the inner ones)."""
         T = ids.shape[1]
         pos = torch.arange(T, device=ids.device)
-        x = self.drop(self.emb_ln(self.tok_emb(ids) + self.pos_emb(pos)))
+        x = self.drop(self.emb_ln(self.tok_emb(self.rows(ids)) + self.pos_emb(pos)))
         # Additive bias (B, 1, 1, T): padded keys get -inf-like scores. Float, not bool, so a
         # row of only padding (an empty sentence) stays finite instead of becoming NaN.
         attn_bias = (1.0 - mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
@@ -94,6 +97,10 @@ class DualEncoder(nn.Module):
             x = block(x, attn_bias)
             states.append(x)
         return states
+
+    def rows(self, ids: torch.Tensor) -> torch.Tensor:
+        """Token ids -> rows of the token table (the same unless the table was cut)."""
+        return self.id_map[ids] if self.cfg.table_rows else ids
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Sentence vectors (B, C): masked mean of the last layer over real tokens, minus their

@@ -14,9 +14,11 @@ model as something it can learn. Older tokenizers (no byte pieces) keep working 
 from __future__ import annotations
 
 import io
+import json
 import random
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -29,13 +31,55 @@ from .text import normalize
 from .config import MASK_ID, PAD_ID, SPECIAL_IDS, UNK_ID  # noqa: F401  (re-exported)
 
 
+@dataclass(frozen=True)
+class TextRules:
+    """How a tokenizer inherited from another model reads text (a student of multilingual-e5-small,
+    student.py): that model's own per-character map instead of NFKC, runs of spaces collapsed, a
+    prefix, and ids around the pieces. Saved beside tokenizer.model as `tokenizer_rules.json`, which
+    the web, JVM and Hugging Face tokenizers read too."""
+    char_map: dict[int, str] = field(repr=False)
+    prefix: str = ""
+    bos_id: int | None = None
+    eos_id: int | None = None
+    source: str = ""
+
+    def normalize(self, text: str) -> str:
+        return _SPACES.sub(" ", (self.prefix + text).translate(self.char_map))  # {code point: replacement}
+
+    def to_json(self) -> dict:
+        return {"char_map": {str(k): v for k, v in sorted(self.char_map.items())}, "collapse_spaces": True,
+                "prefix": self.prefix, "bos_id": self.bos_id, "eos_id": self.eos_id, "source": self.source}
+
+    @classmethod
+    def from_json(cls, d: object, where: str | Path) -> "TextRules":
+        try:
+            if not isinstance(d, dict) or d.get("collapse_spaces") is not True:
+                raise ValueError("expected an object with collapse_spaces = true")
+            char_map = {int(k): v for k, v in d["char_map"].items()}
+            ids = [d.get("bos_id"), d.get("eos_id")]
+            if not all(isinstance(v, str) for v in [*char_map.values(), d["prefix"], d.get("source", "")]) or \
+                    not all(i is None or (isinstance(i, int) and not isinstance(i, bool) and i >= 0) for i in ids):
+                raise ValueError("char_map values, prefix and source are strings; bos_id and eos_id ids or null")
+            return cls(char_map, d["prefix"], *ids, d.get("source", ""))
+        except (KeyError, ValueError, TypeError, AttributeError) as e:
+            raise UserError(f"{where}: corrupt tokenizer rules ({e}); re-export or re-download the model") from None
+
+
+_SPACES = re.compile(" {2,}")
+RULES_FILE = "tokenizer_rules.json"
+
+
 class Tokenizer:
-    def __init__(self, model_proto: bytes):
+    def __init__(self, model_proto: bytes, rules: TextRules | None = None):
         self.proto = model_proto
+        self.rules = rules
         self.sp = spm.SentencePieceProcessor(model_proto=model_proto)
         if (self.sp.pad_id(), self.sp.unk_id(), self.sp.piece_to_id("<mask>")) != (PAD_ID, UNK_ID, MASK_ID):
             raise UserError("tokenizer.model does not use edge-xsent's fixed ids (pad 0, unk 1, <mask> 2); "
                             "train it with edge_xsent.tokenizer.Tokenizer.train")
+        n = self.sp.get_piece_size()
+        if rules and any(i is not None and not 0 <= i < n for i in (rules.bos_id, rules.eos_id)):
+            raise UserError(f"tokenizer rules: bos_id {rules.bos_id} / eos_id {rules.eos_id} outside the {n} pieces")
 
     @classmethod
     def load(cls, path: str | Path) -> "Tokenizer":
@@ -45,10 +89,15 @@ class Tokenizer:
         return cls.from_bytes(read_bytes(path, CAPS["tokenizer"], "tokenizer"), path)
 
     @classmethod
-    def from_bytes(cls, data: bytes, path: str | Path = "tokenizer.model") -> "Tokenizer":
-        """A tokenizer from a model file's bytes (a loader that read them already); `path` names it in errors."""
+    def from_bytes(cls, data: bytes, path: str | Path = "tokenizer.model", rules: bytes | None = None) -> "Tokenizer":
+        """A tokenizer from a model file's bytes (a loader that read them already); `path` names it in
+        errors; `rules`: the bytes of the folder's tokenizer_rules.json, where it has one."""
+        from .inputs import parse_json
+
+        where = Path(path).with_name(RULES_FILE)
+        text_rules = TextRules.from_json(parse_json(rules, where), where) if rules is not None else None
         try:
-            return cls(data)
+            return cls(data, text_rules)
         except RuntimeError as e:
             raise UserError(f"{path}: not a valid SentencePiece model ({e})") from e
 
@@ -91,18 +140,41 @@ class Tokenizer:
     def vocab_size(self) -> int:
         return self.sp.get_piece_size()
 
+    def normalize(self, text: str) -> str:
+        return self.rules.normalize(text) if self.rules else normalize(text)
+
     def encode(self, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
-        """Token ids of each text (normalised first), cut to `max_len`. Empty text -> []."""
+        """Token ids of each text (normalised first), cut to `max_len` (the rules' bos and eos
+        included). Empty text -> [] (with rules: the prefix's pieces)."""
         if max_len:
             texts = [readable_prefix(t, max_len) for t in texts]
-        ids = self.sp.encode([normalize(t) for t in texts])
-        return [x[:max_len] for x in ids] if max_len else ids
+        ids = self.sp.encode([self.normalize(t) for t in texts])
+        if self.rules:
+            ids = [[*self._head, *x, *self._tail] for x in ids]
+        return [self.truncate(x, max_len) for x in ids] if max_len else ids
+
+    def truncate(self, ids: list[int], max_len: int) -> list[int]:
+        """The first `max_len` ids, the rules' closing id kept last."""
+        if len(ids) <= max_len or not self.rules or not self._tail:
+            return ids[:max_len]
+        return ids[: max_len - 1] + self._tail
+
+    @property
+    def _head(self) -> list[int]:
+        return [] if self.rules is None or self.rules.bos_id is None else [self.rules.bos_id]
+
+    @property
+    def _tail(self) -> list[int]:
+        return [] if self.rules is None or self.rules.eos_id is None else [self.rules.eos_id]
 
     def pieces(self, text: str) -> list[str]:
-        return self.sp.encode(normalize(text), out_type=str)
+        return self.sp.encode(self.normalize(text), out_type=str)
 
     def save(self, path: str | Path) -> None:
+        """tokenizer.model, and tokenizer_rules.json beside it when the tokenizer has rules."""
         Path(path).write_bytes(self.proto)
+        if self.rules:
+            Path(path).with_name(RULES_FILE).write_text(json.dumps(self.rules.to_json(), ensure_ascii=False) + "\n")
 
 
 # A piece spans at most 16 characters of normalised text (SentencePiece's max_piece_length), so

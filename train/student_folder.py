@@ -1,0 +1,41 @@
+"""A GPU-distilled student of multilingual-e5-small as a bundle every stack loads (edge_xsent/student.py).
+
+    python train/student_folder.py ../shared/students/student-4block.safetensors --out models/student-4
+    python train/student_folder.py STUDENT --out DIR --rows 48000        # a table size of one's own
+
+The table's size follows the rule in student.rows_for_budget (the most rows within --max-bytes);
+the build record (rule, rows, graph bytes, parity) is printed as JSON and kept in training.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from edge_xsent.errors import UserError  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small)")
+    ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
+    ap.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's size limit")
+    ap.add_argument("--rows", type=int, help="table rows (default: the rule's, from --max-bytes)")
+    args = ap.parse_args(argv)
+    from edge_xsent.student import build_folder
+
+    try:
+        record = build_folder(args.student, args.out, args.max_bytes, args.rows)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
