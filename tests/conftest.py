@@ -171,3 +171,41 @@ def tiny_debiased_bundle(tiny_debiased, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("debb") / "bundle"
     export_bundle(tiny_debiased, out, torchscript=False, parity_pairs=80)
     return out
+
+
+@pytest.fixture(scope="session")
+def student_file(tmp_path_factory):
+    """e5-small's embeddings and block 0 under the students' names, in fp16 as the GPU run saved them."""
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    from edge_xsent.e5 import dequantize_q4, read_e5
+
+    e5 = read_e5()
+    t, H, FF = e5.tensors, e5.d_model, e5.d_ff
+    shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (FF, H), "fo": (H, FF)}
+    out = {"pos.weight": t["emb.pos"].reshape(-1, H), "ttype": t["emb.type"][:H],
+           "eln.weight": t["emb.ln.w"], "eln.bias": t["emb.ln.b"]}
+    for name, (rows, cols) in shapes.items():
+        out[f"layers.0.{name}.weight"] = dequantize_q4(t[f"l0.{name}.w"], rows, cols)
+        out[f"layers.0.{name}.bias"] = t[f"l0.{name}.b"]
+    for name in ("aln", "oln"):
+        out[f"layers.0.{name}.weight"], out[f"layers.0.{name}.bias"] = t[f"l0.{name}.w"], t[f"l0.{name}.b"]
+    path = tmp_path_factory.mktemp("student") / "student-1block.safetensors"
+    save_file({k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()}, str(path))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_student_bundle(student_file, tmp_path_factory) -> Path:
+    """That student as it ships: a table of 3,000 rows (4-bit) and an id map, per-row int8 activations."""
+    from edge_xsent.bundle import save_model
+    from edge_xsent.export import export_bundle
+    from edge_xsent.student import cut_table, load_student, table_rows_rule
+
+    model, tok, record = load_student(student_file)
+    root = tmp_path_factory.mktemp("student")
+    save_model(root / "folder", cut_table(model, table_rows_rule(tok, 3000)), tok, [], {"student": record})
+    export_bundle(root / "folder", root / "bundle", torchscript=False, table_bits=4, int8_activations="per-row",
+                  parity_pairs=80)
+    return root / "bundle"

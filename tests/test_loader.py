@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edge_xsent import Encoder
@@ -70,3 +71,18 @@ def test_a_file_changed_after_the_manifest_is_still_caught(tiny_bundle, tmp_path
     (copy / "tokenizer.json").write_text((copy / "tokenizer.json").read_text().replace("NFKC", "NFKD", 1))
     with pytest.raises(UserError, match="tokenizer.json: checksum mismatch"):
         Encoder.load(copy)  # a file no backend reads, checked after the others
+
+
+def test_shipped_models_load_by_name_and_a_folder_of_that_name_wins(tmp_path, monkeypatch, tiny_bundle):
+    import shutil
+
+    from edge_xsent.encoder import NAMED_MODELS, named_model
+
+    assert set(NAMED_MODELS) == {"default", "fast"} and named_model("fast") == NAMED_MODELS["fast"]
+    texts = ["Open the file.", "Ouvrir le fichier."]
+    assert np.array_equal(Encoder.load("fast").encode(texts), Encoder.load(NAMED_MODELS["fast"]).encode(texts))
+    assert named_model(DEFAULT_MODEL) is None and named_model("quick") is None
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(tiny_bundle[0], tmp_path / "fast")
+    assert named_model("fast") is None
+    assert Encoder.load("fast").path == Path("fast")

@@ -8,6 +8,7 @@ shared GPU students are not in the repository, and the pipeline is the same for 
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -31,27 +32,6 @@ def e5():
     from edge_xsent.e5 import read_e5
 
     return read_e5()
-
-
-@pytest.fixture(scope="module")
-def student_file(e5, tmp_path_factory):
-    """e5-small's embeddings and block 0 under the students' names, in fp16 as the GPU run saved them."""
-    from safetensors.numpy import save_file
-
-    from edge_xsent.e5 import dequantize_q4
-
-    t, H, FF = e5.tensors, e5.d_model, e5.d_ff
-    shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (FF, H), "fo": (H, FF)}
-    out = {"pos.weight": t["emb.pos"].reshape(-1, H), "ttype": t["emb.type"][:H],
-           "eln.weight": t["emb.ln.w"], "eln.bias": t["emb.ln.b"]}
-    for name, (rows, cols) in shapes.items():
-        out[f"layers.0.{name}.weight"] = dequantize_q4(t[f"l0.{name}.w"], rows, cols)
-        out[f"layers.0.{name}.bias"] = t[f"l0.{name}.b"]
-    for name in ("aln", "oln"):
-        out[f"layers.0.{name}.weight"], out[f"layers.0.{name}.bias"] = t[f"l0.{name}.w"], t[f"l0.{name}.b"]
-    path = tmp_path_factory.mktemp("student") / "student-1block.safetensors"
-    save_file({k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()}, str(path))
-    return path
 
 
 def reference(e5, path, texts):
@@ -134,22 +114,18 @@ def test_a_cut_table_keeps_kept_pieces_exactly_and_maps_the_rest_to_their_neares
     np.testing.assert_allclose(vectors(cut, tok, SCRIPTS[:4]), vectors(model, tok, SCRIPTS[:4]), atol=1e-6)
 
 
-def test_the_bundle_loads_in_onnxruntime_within_the_gate(student, tmp_path):
+def test_the_bundle_loads_in_onnxruntime_within_the_gate(tiny_student_bundle):
     from edge_xsent import Encoder
-    from edge_xsent.bundle import load_model, save_model
-    from edge_xsent.export import export_bundle
-    from edge_xsent.student import cut_table, table_rows_rule
+    from edge_xsent.bundle import load_model
 
-    model, tok, record = student
-    cut = cut_table(model, table_rows_rule(tok, 3000))
-    save_model(tmp_path / "folder", cut, tok, [], {"student": record})
-    again, tok2, _ = load_model(tmp_path / "folder")
-    assert tok2.rules == tok.rules and again.cfg.table_rows == 3000
-    parity = export_bundle(tmp_path / "folder", tmp_path / "bundle", torchscript=False, table_bits=4,
-                           int8_activations="per-row")
+    cut, tok, _ = load_model(tiny_student_bundle)
+    assert tok.rules is not None and cut.cfg.table_rows == 3000
+    parity = json.loads((tiny_student_bundle / "parity.json").read_text())
     assert parity["formats"]["onnx-int8"]["cosine_mean"] >= 0.99
-    enc = Encoder.load(tmp_path / "bundle", backend="onnx", precision="fp32")
+    enc = Encoder.load(tiny_student_bundle, backend="onnx", precision="fp32")
     np.testing.assert_allclose(enc.encode(SCRIPTS), vectors(cut, tok, SCRIPTS), atol=2e-5)
+    int8 = Encoder.load(tiny_student_bundle).encode(SCRIPTS)
+    assert (int8 * vectors(cut, tok, SCRIPTS)).sum(1).min() > 0.98
 
 
 def test_rules_files_that_are_not_rules_are_one_error(student):
@@ -192,8 +168,6 @@ def test_the_table_rule_takes_all_the_budget_allows():
 def test_tokenizer_json_gives_the_same_ids_in_tokenizers(student):
     """The Rust `tokenizers` (fastembed, optimum, sentence-transformers) read e5's map exactly; an empty text
     is the one difference: its Prepend skips an empty string, so it reads <s> </s> alone."""
-    import json
-
     from tokenizers import Tokenizer as HF
 
     from edge_xsent.hf import tokenizer_json

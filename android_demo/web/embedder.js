@@ -11,18 +11,22 @@ export class Embedder {
     ort.env.wasm.numThreads = 1; // threads need COOP/COEP headers, which a plain static host lacks
     ort.env.wasm.wasmPaths = new URL("vendor/", location.href).href;
     const session = await ort.InferenceSession.create(base + "model_int8.onnx", { executionProviders: ["wasm"] });
-    return new Embedder(new Tokenizer(tokJson, tokConfig), session, config, tokJson.model);
+    const rules = await fetch(base + "tokenizer_rules.json").then((r) => (r.ok ? r.json() : null), () => null);
+    return new Embedder(new Tokenizer(rules ? Rules.spacesOnly(tokJson) : tokJson, tokConfig), session, config,
+                        tokJson.model, rules && new Rules(rules));
   }
 
-  constructor(tokenizer, session, config, unigram) {
+  constructor(tokenizer, session, config, unigram, rules = null) {
     this.tokenizer = tokenizer;
     this.session = session;
     this.maxLen = config.model.max_len;
     this.dim = config.model.d_model;
     this.bytes = unigram.byte_fallback ? new ByteFallback(unigram) : null;
+    this.rules = rules;
   }
 
   tokenize(text) {
+    if (this.rules) return this.rules.wrap(this.tokenizer.encode(this.rules.normalize(text), { add_special_tokens: false }).ids, this.maxLen);
     const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
     const full = this.bytes ? this.bytes.apply(ids, this.tokenizer.normalizer(text)) : ids;
     return full.slice(0, this.maxLen);
@@ -43,6 +47,38 @@ export class Embedder {
     for (const x of out) norm += x * x;
     norm = Math.sqrt(norm) || 1;
     return Float32Array.from(out, (x) => x / norm);
+  }
+}
+
+// A student of multilingual-e5-small reads text by e5's rules (the folder's tokenizer_rules.json): its
+// per-character map, runs of spaces collapsed, a prefix, <s> ... </s>. tokenizers.js approximates that map
+// by NFKC, so the page applies the map itself and lets tokenizers.js only mark the spaces.
+class Rules {
+  constructor(rules) {
+    this.map = new Map(Object.entries(rules.char_map).map(([cp, out]) => [Number(cp), out]));
+    this.prefix = rules.prefix;
+    this.head = rules.bos_id === null ? [] : [rules.bos_id];
+    this.tail = rules.eos_id === null ? [] : [rules.eos_id];
+  }
+
+  static spacesOnly(tokJson) {
+    const keep = (n) => n.type === "Replace" && (n.content === "\u2581");
+    return { ...tokJson, post_processor: null,
+             normalizer: { type: "Sequence", normalizers: tokJson.normalizer.normalizers.filter(keep) } };
+  }
+
+  normalize(text) {
+    let out = "";
+    for (const ch of this.prefix + text) {
+      const to = this.map.get(ch.codePointAt(0));
+      out += to === undefined ? ch : to;
+    }
+    return out.replace(/ {2,}/g, " ");
+  }
+
+  wrap(ids, maxLen) {
+    const all = [...this.head, ...ids, ...this.tail];
+    return all.length <= maxLen || !this.tail.length ? all.slice(0, maxLen) : [...all.slice(0, maxLen - 1), ...this.tail];
   }
 }
 

@@ -24,6 +24,10 @@ public final class UnigramTokenizer {
   private final int maxLen;
   private final double unkScore;
   private final int[] byteIds; // id of <0x00>..<0xFF>, or null without byte fallback
+  private final Map<Integer, String> charMap; // a student's rules (tokenizer_rules.json), or null: NFKC
+  private final String prefix;
+  private final int[] head;
+  private final int[] tail;
 
   /**
    * json: the bundle's tokenizer.json (Hugging Face `tokenizers` format, model.type "Unigram").
@@ -31,6 +35,24 @@ public final class UnigramTokenizer {
    * ordinary piece, matched when typed, as SentencePiece does.
    */
   public UnigramTokenizer(JsonObject json) {
+    this(json, null);
+  }
+
+  /**
+   * rules: the folder's tokenizer_rules.json (a student of multilingual-e5-small), or null. With rules
+   * the text is read as e5 reads it: prefix + text, each character through the map, runs of spaces
+   * collapsed to one (nothing trimmed), and the pieces between bos_id and eos_id.
+   */
+  public UnigramTokenizer(JsonObject json, JsonObject rules) {
+    charMap = rules == null ? null : new HashMap<>();
+    if (rules != null) {
+      for (Map.Entry<String, com.google.gson.JsonElement> e : rules.getAsJsonObject("char_map").entrySet()) {
+        charMap.put(Integer.parseInt(e.getKey()), e.getValue().getAsString());
+      }
+    }
+    prefix = rules == null ? "" : rules.get("prefix").getAsString();
+    head = rules == null || rules.get("bos_id").isJsonNull() ? new int[0] : new int[] {rules.get("bos_id").getAsInt()};
+    tail = rules == null || rules.get("eos_id").isJsonNull() ? new int[0] : new int[] {rules.get("eos_id").getAsInt()};
     JsonObject model = json.getAsJsonObject("model");
     JsonArray pieces = model.getAsJsonArray("vocab");
     unkId = model.get("unk_id").getAsInt();
@@ -84,8 +106,39 @@ public final class UnigramTokenizer {
     return Character.isWhitespace(cp) || Character.isSpaceChar(cp);
   }
 
+  /** e5's rules: prefix, each character through the map, runs of U+0020 collapsed to one. */
+  String normalizeByRules(String text) {
+    StringBuilder out = new StringBuilder(text.length() + prefix.length());
+    for (int cp : (prefix + text).codePoints().toArray()) {
+      String to = charMap.get(cp);
+      if (to == null) out.appendCodePoint(cp);
+      else out.append(to);
+    }
+    return out.toString().replaceAll(" {2,}", " ");
+  }
+
+  /** The ids a model reading at most maxLen of them gets: the first ones, the closing id kept last. */
+  public int[] encode(String text, int maxLen) {
+    int[] ids = encode(text);
+    if (ids.length <= maxLen) return ids;
+    int[] cut = Arrays.copyOf(ids, maxLen);
+    if (tail.length > 0) cut[maxLen - 1] = tail[0];
+    return cut;
+  }
+
   public int[] encode(String text) {
-    String norm = normalize(text);
+    if (charMap != null) {
+      int[] pieces = pieces(normalizeByRules(text));
+      int[] out = new int[head.length + pieces.length + tail.length];
+      System.arraycopy(head, 0, out, 0, head.length);
+      System.arraycopy(pieces, 0, out, head.length, pieces.length);
+      System.arraycopy(tail, 0, out, head.length + pieces.length, tail.length);
+      return out;
+    }
+    return pieces(normalize(text));
+  }
+
+  private int[] pieces(String norm) {
     if (norm.isEmpty()) return new int[0];
     int[] chars = ("\u2581" + norm.replace(" ", "\u2581")).codePoints().toArray();
     int n = chars.length;

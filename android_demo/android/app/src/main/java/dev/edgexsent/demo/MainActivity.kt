@@ -26,7 +26,9 @@ class MainActivity : Activity() {
         super.onCreate(savedInstanceState)
         env = OrtEnvironment.getEnvironment()
         session = env.createSession(assets.open("model_int8.onnx").readBytes(), OrtSession.SessionOptions())
-        tokenizer = UnigramTokenizer(JsonParser.parseString(assets.open("tokenizer.json").reader().readText()).asJsonObject)
+        val rules = if (assets.list("")!!.contains("tokenizer_rules.json"))  // a student of e5-small reads by e5's rules
+            JsonParser.parseString(assets.open("tokenizer_rules.json").reader().readText()).asJsonObject else null
+        tokenizer = UnigramTokenizer(JsonParser.parseString(assets.open("tokenizer.json").reader().readText()).asJsonObject, rules)
         maxLen = JsonParser.parseString(assets.open("config.json").reader().readText())
             .asJsonObject.getAsJsonObject("model").get("max_len").asInt
 
@@ -52,7 +54,7 @@ class MainActivity : Activity() {
 
     /** Token ids -> int8 ONNX model (mean pooling inside) -> unit vector. */
     private fun embed(text: String): FloatArray {
-        val ids = tokenizer.encode(text).take(maxLen).map { it.toLong() }.toLongArray()
+        val ids = tokenizer.encode(text, maxLen).map { it.toLong() }.toLongArray()
         if (ids.isEmpty()) return FloatArray(0)
         val shape = longArrayOf(1, ids.size.toLong())
         OnnxTensor.createTensor(env, LongBuffer.wrap(ids), shape).use { idT ->
