@@ -86,7 +86,9 @@ class Tokenizer:
         path = as_path(path, "tokenizer")
         if not path.exists() and not path.is_symlink():
             raise UserError(f"{path}: tokenizer file missing")
-        return cls.from_bytes(read_bytes(path, CAPS["tokenizer"], "tokenizer"), path)
+        rules = path.with_name(RULES_FILE)  # a student's rules, written beside it by `save`
+        return cls.from_bytes(read_bytes(path, CAPS["tokenizer"], "tokenizer"), path,
+                              read_bytes(rules, CAPS["json"], "tokenizer rules") if rules.is_file() else None)
 
     @classmethod
     def from_bytes(cls, data: bytes, path: str | Path = "tokenizer.model", rules: bytes | None = None) -> "Tokenizer":

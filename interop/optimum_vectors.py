@@ -21,7 +21,7 @@ from edge_xsent.hf import ort_encode, require, st_onnx_model
 def main(folder: str, texts_file: str, precision: str = "fp32") -> None:
     texts = json.loads(open(texts_file, encoding="utf-8").read())
     auto = require("transformers").AutoTokenizer.from_pretrained(folder)
-    ids = [auto(t, add_special_tokens=False)["input_ids"] for t in texts]
+    ids = [auto(t)["input_ids"] for t in texts]  # special tokens as users get them (a student's <s> ... </s>)
     vectors = ort_encode(folder, texts, precision)
     st = st_onnx_model(folder, precision)
     st_vectors = [st.encode([t])[0].tolist() if ids[i] else None for i, t in enumerate(texts)]

@@ -17,7 +17,7 @@ const name = basename(resolve(folder));
 const texts = JSON.parse(readFileSync(textsFile, "utf8"));
 
 const tokenizer = await AutoTokenizer.from_pretrained(name);
-const ids = texts.map((t) => tokenizer.encode(t, { add_special_tokens: false }));
+const ids = texts.map((t) => tokenizer.encode(t)); // special tokens as users get them (a student's <s> ... </s>)
 const extractor = await pipeline("feature-extraction", name, { dtype, device: "cpu" });
 // One text at a time. A text with no tokens (empty, whitespace only) is null: alone it is a
 // zero-length input the graph rejects, and in a batch transformers.js' mean pooling divides by

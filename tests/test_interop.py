@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,8 +39,8 @@ FP32_MIN, INT8_MIN = 0.99999, 0.9995  # issue 19's parity bars
 DEFAULT = ROOT / "edge_xsent/resources/default-model"
 # The package ships the default's int8 graph only. "per-row": the form a pruned student ships in (4-bit token
 # table, int8 activations scaled per row).
-CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8")]
-FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row"}
+CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8"), ("student", "int8")]
+FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row", "student": "tiny_student_bundle"}
 
 
 def folder_of(which: str, request: pytest.FixtureRequest) -> Path:
@@ -80,17 +81,37 @@ def compare(folder: Path, out: dict, precision: str, byte_fallback: bool = True)
     sample = texts()
     sp = Tokenizer.load(folder / "tokenizer.model")
     expected = sp.encode(sample) if byte_fallback else [bytes_as_unk(sp, ids) for ids in sp.encode(sample)]
-    wrong = [(t, a, b) for t, a, b in zip(sample, out["ids"], expected) if a != b]
+    unlike = [i for i, ids in enumerate(sp.encode(sample)) if ids != expected[i]]
+    unlike += student_differences(sp, sample, approximated=not byte_fallback)
+    wrong = [(t, a, b) for i, (t, a, b) in enumerate(zip(sample, out["ids"], expected)) if a != b and i not in unlike]
     assert not wrong, wrong[:3]
     ours = Encoder.load(folder, backend="onnx", precision=precision).encode(sample, normalize=False, batch_size=1)
     empty = [i for i, ids in enumerate(out["ids"]) if not ids]
-    assert empty  # the suite has empty and whitespace-only texts
+    assert empty or sp.rules  # the suite has empty and whitespace-only texts (a student reads them as `passage: `)
     assert not np.abs(ours[empty]).any()  # edge-xsent: a zero vector; theirs: documented in the README
-    unlike = [i for i, ids in enumerate(sp.encode(sample)) if ids != expected[i]]
     assert byte_fallback or not sp.byte_fallback or unlike  # the suite has characters outside the vocabulary
     real = [i for i in range(len(sample)) if i not in empty and i not in unlike]
     theirs = np.array([out["vectors"][i] for i in real], dtype=np.float32)
     assert min_cosine(theirs, ours[real]) >= (FP32_MIN if precision == "fp32" else INT8_MIN)
+
+
+def student_differences(sp: Tokenizer, sample: list[str], approximated: bool) -> list[int]:
+    """Where a student's tokenizer.json cannot give e5's ids, as docs/model-folder.md says: the empty text
+    (`tokenizers`' Prepend skips an empty string) and, with `approximated` (transformers.js reads e5's
+    precompiled map as NFKC), each text that NFKC normalises otherwise than e5's per-character map."""
+    if sp.rules is None:
+        return []
+    import unicodedata
+
+    def nfkc(text: str) -> str:  # transformers.js' Precompiled normaliser, as it is written
+        text = re.sub("[\u0001-\u0008\u000b\u000e-\u001f\u007f\u008f\u009f]", "", text)
+        text = re.sub("[\u0009\u000a\u000c\u000d\u00a0\u1680\u2000-\u200f\u2028\u2029\u202f\u205f\u2581\u3000\ufeff\ufffd]",
+                      " ", text)
+        return "\uff5e".join(unicodedata.normalize("NFKC", p) for p in text.split("\uff5e"))
+
+    prefix = sp.rules.prefix
+    return [i for i, t in enumerate(sample) if not t or approximated and
+            sp.rules.normalize(t) != re.sub(" {2,}", " ", nfkc(prefix + t))]
 
 
 def bytes_as_unk(sp: Tokenizer, ids: list[int]) -> list[int]:
@@ -122,7 +143,8 @@ def test_optimum_gives_the_encoder_vectors(request, tmp_path, which, precision):
     out = json.loads(res.stdout)
     assert out["transformers"].startswith("4.")  # optimum's own transformers, not the hf extra's
     compare(folder, out, precision)
-    real = [i for i, v in enumerate(out["st_vectors"]) if v is not None]  # the folder as it lies, no export
+    differ = student_differences(Tokenizer.load(folder / "tokenizer.model"), texts(), approximated=False)
+    real = [i for i, v in enumerate(out["st_vectors"]) if v is not None and i not in differ]  # the folder as it lies
     ours = Encoder.load(folder, backend="onnx", precision=precision).encode([texts()[i] for i in real], batch_size=1)
     assert min_cosine(np.array([out["st_vectors"][i] for i in real], dtype=np.float32), ours) >= 0.999
 
@@ -145,8 +167,9 @@ def test_fastembed_gives_the_encoder_vectors(request, tmp_path, which, precision
     theirs = np.array(json.loads(res.stdout)["vectors"], dtype=np.float32)
     sample = texts()
     ours = Encoder.load(folder, backend="onnx", precision=precision).encode(sample, batch_size=1)
-    real = [i for i in range(len(sample)) if ours[i].any()]
-    assert len(real) < len(sample) and not np.abs(theirs[[i for i in range(len(sample)) if i not in real]]).any()
+    sp = Tokenizer.load(folder / "tokenizer.model")
+    real = [i for i in range(len(sample)) if ours[i].any() and i not in student_differences(sp, sample, False)]
+    assert len(real) < len(sample) and not np.abs(theirs[[i for i in range(len(sample)) if not ours[i].any()]]).any()
     assert min_cosine(theirs[real], ours[real]) >= (FP32_MIN if precision == "fp32" else INT8_MIN)
 
 
