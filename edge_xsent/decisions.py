@@ -225,3 +225,39 @@ def student_default(rows: dict[str, dict], e5_oog_mean: float, current: str) -> 
     `current` (the model shipped now) when none passes."""
     ok = {k: r for k, r in rows.items() if not student_failed_constraints(r, e5_oog_mean)}
     return min(ok, key=lambda k: (ok[k]["n_layers"], -ok[k]["speed_ratio"])) if ok else current
+
+
+# The GPU students' rule (written in the gpu-students issue before any of its measurements): among the students as
+# model folders, those with an int8 graph <= 20 MB, >= 0.8x USE-m's sentences/s at 1 thread (one run, quiet
+# machine), an `oog-m1` mean above the shipped default's and an `oog` mean at most 5 points below it; of those
+# the highest `oog-m1` mean, and within 0.5 of it the faster. Claims: student_claims, whatever their number.
+GPU_MAX_BYTES = 20_000_000
+GPU_MIN_SPEED = 0.8
+GPU_OOG_MAX_DROP = 5.0
+GPU_TIE_POINTS = 0.5
+
+
+def gpu_student_failures(row: dict, shipped: dict) -> list[str]:
+    """row: {"int8_bytes", "speed_ratio" (None: not measured), "oog_mean", "oog_wide_mean"}; shipped: the shipped
+    default's {"oog_mean", "oog_wide_mean"} on the same pools -> each clause missed, with by how much."""
+    size, speed = row["int8_bytes"], row["speed_ratio"]
+    wide, drop = row["oog_wide_mean"] - shipped["oog_wide_mean"], shipped["oog_mean"] - row["oog_mean"]
+    return [msg for ok, msg in [
+        (size is not None and size <= GPU_MAX_BYTES, f"int8 graph {size or 0:,d} bytes (> {GPU_MAX_BYTES:,d})"),
+        (speed is not None, "speed not measured"),
+        (speed is None or speed >= GPU_MIN_SPEED, f"{speed or 0:.2f}x USE-m's sentences/s (< {GPU_MIN_SPEED:g}x, "
+                                                  f"short by {GPU_MIN_SPEED - (speed or 0):.2f})"),
+        (wide > 0, f"oog-m1 mean {row['oog_wide_mean']:.1f}, not above the shipped {shipped['oog_wide_mean']:.1f}"),
+        (drop <= GPU_OOG_MAX_DROP, f"oog mean {drop:.1f} below the shipped (> {GPU_OOG_MAX_DROP:g}, "
+                                   f"over by {drop - GPU_OOG_MAX_DROP:.1f})"),
+    ] if not ok]
+
+
+def gpu_student_default(rows: dict[str, dict], shipped: dict) -> str | None:
+    """The passing student with the highest `oog-m1` mean, the fastest within GPU_TIE_POINTS of it; None if none passes."""
+    ok = {k: r for k, r in rows.items() if not gpu_student_failures(r, shipped)}
+    if not ok:
+        return None
+    best = max(r["oog_wide_mean"] for r in ok.values())
+    near = {k: r for k, r in ok.items() if r["oog_wide_mean"] >= best - GPU_TIE_POINTS}
+    return max(near, key=lambda k: near[k]["speed_ratio"])

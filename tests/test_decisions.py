@@ -105,3 +105,21 @@ def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_pas
     assert rule.student_failed_constraints(unmeasured, 92.0) == ["speed not measured"]
     assert rule.student_default({"a": unmeasured}, 92.0, "shipped") == "shipped"
     assert rule.student_failed_constraints({**ok, "int8_mb": None}, 92.0) == ["no int8 graph"]
+
+
+def test_the_gpu_student_rule_takes_the_best_oog_m1_and_within_half_a_point_the_faster():
+    from edge_xsent import decisions as rule
+
+    shipped = {"oog_mean": 87.0, "oog_wide_mean": 72.8}
+    row = lambda size, speed, oog, wide: {"int8_bytes": size, "speed_ratio": speed, "oog_mean": oog,  # noqa: E731
+                                          "oog_wide_mean": wide}
+    rows = {"six": row(19_900_000, 0.6, 90.0, 85.0), "four": row(19_900_000, 0.85, 88.0, 83.0),
+            "three": row(19_800_000, 1.1, 86.0, 82.6), "two": row(19_000_000, 1.6, 81.5, 79.0),
+            "big": row(20_000_001, 2.0, 95.0, 90.0), "one": row(18_000_000, 2.2, 81.9, 72.8)}
+    assert rule.gpu_student_default(rows, shipped) == "three"  # 82.6 is within 0.5 of four's 83.0, and faster
+    fails = {k: rule.gpu_student_failures(r, shipped) for k, r in rows.items()}
+    assert fails["six"] == ["0.60x USE-m's sentences/s (< 0.8x, short by 0.20)"]
+    assert fails["big"] == ["int8 graph 20,000,001 bytes (> 20,000,000)"]
+    assert fails["one"] == ["oog-m1 mean 72.8, not above the shipped 72.8", "oog mean 5.1 below the shipped (> 5, over by 0.1)"]
+    assert rule.gpu_student_default({"six": rows["six"]}, shipped) is None
+    assert rule.gpu_student_failures(row(19_000_000, None, 88.0, 83.0), shipped) == ["speed not measured"]
