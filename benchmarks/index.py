@@ -23,6 +23,8 @@ FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who rea
             "`studies/oog-levers/oog_levers.py`",
     "general-ablation": "the distillation ablation's runs, read by `benchmarks/general_ablation.py`",
     "vocab-sweep": "the vocabulary sweep's runs, read by `benchmarks/vocab_both.py`",
+    "students": "one figures file per GPU student of multilingual-e5-small and for the model shipped before them "
+                "(`train/figures.py`), read by `benchmarks/students_table.py` and `train/ship.py --rule gpu-students`",
     "archive": "superseded tables (earlier `edge-xsent bench` runs, the benchmark's first version): listed below",
 }
 HEADER = """# Recorded results

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from .compact import OUTPUT_PRECISIONS
-from .config import (CLI_BACKENDS, DEFAULT_INT8_ACTIVATIONS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS,
+from .config import (CLI_BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS,
                      PRECISIONS, TABLE_BITS, portable)
 from .atomic import check_into, check_output
 from .errors import UserError
@@ -133,14 +133,13 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.option("--parity-data", default="sample", show_default=True, help="Corpus whose test split checks parity.")
 @click.option("--fuse", is_flag=True, help="Apply onnxruntime graph fusions (attention, SkipLayerNorm, BiasGelu) before quantising.")
 @click.option("--int4", is_flag=True, help="Also write 4-bit weights (onnx/model_int4.onnx).")
-@click.option("--table-bits", type=click.Choice([str(b) for b in TABLE_BITS]), default="8", show_default=True,
-              callback=lambda ctx, p, v: int(v),
-              help="The int8 graph's token table at 8 bits, or 4 (blocks of 32; the MatMuls stay int8): "
-                   "a large vocabulary at about half the size, at int8's speed.")
-@click.option("--int8-activations", type=click.Choice(list(INT8_ACTIVATIONS)), default=DEFAULT_INT8_ACTIVATIONS,
-              show_default=True,
+@click.option("--table-bits", type=click.Choice([str(b) for b in TABLE_BITS]), default=None,
+              callback=lambda ctx, p, v: None if v is None else int(v),
+              help="The int8 graph's token table at 8 bits, or 4 (blocks of 32; the MatMuls stay int8): a large "
+                   "vocabulary at about half the size, at int8's speed. Default: the folder's int8 graph's, else 8.")
+@click.option("--int8-activations", type=click.Choice(list(INT8_ACTIVATIONS)), default=None,
               help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic) or per-row (a "
-                   "text's vector does not depend on the texts batched with it).")
+                   "text's vector does not depend on the texts batched with it). Default: the folder's, else per-tensor.")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")

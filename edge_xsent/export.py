@@ -273,8 +273,8 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
                   min_cosine: float = 0.99, parity_data: str = "sample", parity_pairs: int = 400,
                   check_parity: bool = True, fuse: bool = False, int4: bool = False,
                   keep_vocab: list[str] | None = None, int8_weights: str = DEFAULT_INT8_WEIGHTS,
-                  force: bool = False, table_bits: int = 8,
-                  int8_activations: str = DEFAULT_INT8_ACTIVATIONS) -> dict | None:
+                  force: bool = False, table_bits: int | None = None,
+                  int8_activations: str | None = None) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
     `out` may be new or empty, or a bundle already when `force` (never another folder: see check_target).
     `keep_vocab`: prune the vocabulary to the pieces these texts use (inside the bundle's
@@ -283,6 +283,8 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
     reach `min_cosine`.
     `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
+    table_bits, int8_activations = recorded_int8(model_dir, table_bits, int8_activations) if int8 else \
+        (table_bits or 8, int8_activations or DEFAULT_INT8_ACTIVATIONS)
     if table_bits != 8 and not int8:
         raise UserError(f"--table-bits {table_bits} shapes the int8 graph; leave out --no-int8")
     if int8_activations != DEFAULT_INT8_ACTIVATIONS and not int8:
@@ -332,6 +334,22 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
                                           "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__},
                              "quantization": quant, "parity": parity, "export_seconds": round(time.time() - t0, 1)})
     return parity
+
+
+def recorded_int8(folder: Path, table_bits: int | None, activations: str | None) -> tuple[int, str]:
+    """The int8 form asked for, else the one the folder's own int8 graph was made in (its manifest: a shipped
+    student's is a 4-bit table with per-row activations, which `export default` must keep), else the defaults."""
+    from .inputs import read_json
+
+    try:
+        made = read_json(folder / MANIFEST, what="manifest").get("quantization", {}).get("int8", {})
+    except (OSError, ValueError, AttributeError):
+        made = {}
+    made = made if isinstance(made, dict) else {}
+    recorded_rows = (made.get("activations") or {}).get("activations") if isinstance(made.get("activations"), dict) else None
+    bits = table_bits if table_bits is not None else made.get("table_bits", 8)
+    return (bits if bits in TABLE_BITS else 8,
+            activations or (recorded_rows if recorded_rows in INT8_ACTIVATIONS else DEFAULT_INT8_ACTIVATIONS))
 
 
 def check_gate(parity: dict, min_cosine: float) -> None:

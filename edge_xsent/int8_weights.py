@@ -73,10 +73,12 @@ def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) 
         else:
             raise UserError(f"{graph}: no quantized {table} table; is it an int8 graph made by `edge-xsent export --int8`?")
         state[f"{table}.weight"] = torch.from_numpy(w)
-    if cfg.table_rows:  # a cut table: the graph's first Gather reads each id's row from the map
-        if "model.id_map" not in inits:
+    if cfg.table_rows:  # a cut table: a GatherND reads each id's row from the map (torch exports `id_map[ids]` so)
+        gathered = {n.input[0] for n in proto.graph.node if n.op_type in ("Gather", "GatherND")}
+        maps = [k for k in gathered if k in inits and inits[k].dtype == np.int32 and inits[k].shape == (cfg.vocab_size,)]
+        if len(maps) != 1:
             raise UserError(f"{graph}: config.json says the token table is cut but the graph has no id map; re-export")
-        state["id_map"] = torch.from_numpy(inits["model.id_map"].astype(np.int32))
+        state["id_map"] = torch.from_numpy(inits[maps[0]].copy())
     mats = [k[: -len("_quantized")] for k in inits if k.endswith("_quantized") and not k.startswith("model.")]
     wanted = [(b, lin) for b in range(cfg.n_layers) for lin in LINEARS]
     shapes = _shapes(cfg)

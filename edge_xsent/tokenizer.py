@@ -147,12 +147,14 @@ class Tokenizer:
 
     def encode(self, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
         """Token ids of each text (normalised first), cut to `max_len` (the rules' bos and eos
-        included). Empty text -> [] (with rules: the prefix's pieces)."""
+        included). Empty or blank text -> []."""
         if max_len:
             texts = [readable_prefix(t, max_len) for t in texts]
-        ids = self.sp.encode([self.normalize(t) for t in texts])
-        if self.rules:
-            ids = [[*self._head, *x, *self._tail] for x in ids]
+        norm = [self.normalize(t) for t in texts]
+        ids = self.sp.encode(norm)
+        if self.rules:  # a text with nothing left but the prefix has no tokens, as everywhere in edge-xsent
+            blank = [not n[len(self.rules.prefix):].strip(" ") for n in norm]  # U+0020 only: the same on every stack
+            ids = [[] if b else [*self._head, *x, *self._tail] for x, b in zip(ids, blank)]
         return [self.truncate(x, max_len) for x in ids] if max_len else ids
 
     def truncate(self, ids: list[int], max_len: int) -> list[int]:

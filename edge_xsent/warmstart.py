@@ -24,9 +24,16 @@ from .tokenizer import Tokenizer
 def start_dir(cfg: TrainConfig) -> Path:
     """The model folder a run starts from: `init_dir`'s, or for `init = "e5-small"` the pruned start
     (edge_xsent/prune.py), built once."""
+    from .bundle import read_config
     from .prune import E5_INIT, start_folder
 
-    return start_folder(cfg) if cfg.init == E5_INIT else init_dir(cfg.init)
+    if cfg.init == E5_INIT:
+        return start_folder(cfg)
+    folder = init_dir(cfg.init)
+    if (folder / "config.json").is_file() and read_config(folder)["model"].get("table_rows"):
+        raise UserError(f"init {cfg.init}: {folder} is a student of multilingual-e5-small with a cut token table; "
+                        "the trainer cannot continue one yet: start from `fast` or another model folder")
+    return folder
 
 
 def ancestors(cfg: TrainConfig):
@@ -105,14 +112,14 @@ def start_record(cfg: TrainConfig) -> dict:
 
 
 def init_dir(init: str) -> Path:
-    """`default` names the model shipped in the package; `git:COMMIT` the one shipped at that commit;
+    """`default` and `fast` name models shipped in the package; `git:COMMIT` the default shipped at that commit;
     a run folder means its model/."""
     from .bundle import resolve_model_dir
-    from .encoder import DEFAULT_MODEL
+    from .encoder import named_model
 
     if init.startswith(GIT_INIT):
         return model_from_git(init)
-    return DEFAULT_MODEL if init == "default" else resolve_model_dir(Path(init).expanduser())
+    return named_model(init) or resolve_model_dir(Path(init).expanduser())
 
 
 GIT_INIT = "git:"  # init = "git:REF" or "git:REF:PATH": a model folder from this checkout's history

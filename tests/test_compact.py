@@ -13,7 +13,7 @@ from conftest import tiny_config
 from edge_xsent import Encoder, compact
 from edge_xsent.bundle import verify
 from edge_xsent.cli import main
-from edge_xsent.encoder import DEFAULT_MODEL
+from edge_xsent.encoder import FAST_MODEL
 from edge_xsent.errors import UserError
 from edge_xsent.evaluate import average, xsr
 from edge_xsent.export import parity_sentences
@@ -27,7 +27,7 @@ SENTENCES = ["Save the current document", "Enregistrer le document actuel", "Das
 def calibrated(tmp_path_factory):
     """A copy of the shipped default, calibrated by the CLI on the sample's valid split."""
     folder = tmp_path_factory.mktemp("compact") / "model"
-    shutil.copytree(DEFAULT_MODEL, folder)  # shipped calibrated on corpus-g; calibrated again here
+    shutil.copytree(FAST_MODEL, folder)  # shipped calibrated on corpus-g; calibrated again here
     res = CliRunner().invoke(main, ["calibrate", str(folder), "--sentences", "1000"])
     assert res.exit_code == 0, res.output
     return folder
@@ -107,7 +107,7 @@ def test_calibration_is_checked_and_required(calibrated, tmp_path):
         refresh_manifest(folder, ["calibration.json"])
     with pytest.raises(UserError, match="not a valid int8 calibration"):
         compact.load_calibration(folder, 256)
-    plain = Encoder.load(DEFAULT_MODEL)
+    plain = Encoder.load(FAST_MODEL)
     plain.ranges = None  # a model without calibration (an older folder, a model built in memory)
     with pytest.raises(UserError, match="edge-xsent calibrate"):
         plain.encode(SENTENCES, precision="int8")
@@ -165,8 +165,8 @@ def test_compact_vectors_benchmark_runs(tmp_path, monkeypatch):
     import sys
 
     out = tmp_path / "cv"
-    monkeypatch.setattr(sys, "argv", ["compact_vectors.py", "--data", "sample", "--queries", "50", "--out", str(out)])
-    runpy.run_path(str(DEFAULT_MODEL.parents[2] / "benchmarks" / "compact_vectors.py"), run_name="__main__")
+    monkeypatch.setattr(sys, "argv", ["compact_vectors.py", "--model", "fast", "--data", "sample", "--queries", "50", "--out", str(out)])
+    runpy.run_path(str(FAST_MODEL.parents[2] / "benchmarks" / "compact_vectors.py"), run_name="__main__")
     res = json.loads(out.with_suffix(".json").read_text())
     rows = res["rows"]
     assert len(rows) == 9 and rows["int8 x 256"]["mb_per_100k"] == pytest.approx(24.41, abs=0.01)

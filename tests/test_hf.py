@@ -106,14 +106,13 @@ def hf_tokenizer(folder: Path):
     return tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
 
 
-@pytest.mark.parametrize("folder", ["default", "tiny"])
-def test_tokenizers_gives_sentencepiece_ids(folder, tiny_model):
-    folder = DEFAULT if folder == "default" else tiny_model
-    if not (folder / FILES["extra_weights"]).exists():
-        pytest.skip("the shipped default predates the Hugging Face layout")
+@pytest.mark.parametrize("folder", ["default", "tiny", "student"])
+def test_tokenizers_gives_sentencepiece_ids(folder, request):
+    folder = DEFAULT if folder == "default" else request.getfixturevalue({"tiny": "tiny_model"}.get(folder, "tiny_student_bundle"))
     sp = Tokenizer.load(folder / "tokenizer.model")
     hf = hf_tokenizer(folder)
-    texts = EDGE_CASES + sample_sentences()
+    # a student's blank text has no tokens in edge-xsent and reads `<s> passage: </s>` there (docs/model-folder.md)
+    texts = [t for t in EDGE_CASES + sample_sentences() if sp.rules is None or sp.encode([t])[0]]
     mismatched = [(t, a, b) for t in texts if (a := sp.encode([t])[0]) != (b := hf.encode(t).ids)]
     assert not mismatched, mismatched[:5]
 

@@ -60,21 +60,24 @@ def test_export_of_a_graph_only_folder_writes_the_float_weights_back(graph_only,
     assert float((a * b).sum()) > 0.9999
 
 
-def test_the_shipped_default_is_one_artifact_and_exports_for_sentence_transformers(tmp_path, monkeypatch):
-    """The package ships the int8 graph and the head, not fp32 weights; `export default` gives the full folder."""
+def test_the_shipped_models_are_one_artifact_and_export_for_sentence_transformers(tmp_path, monkeypatch):
+    """The package ships int8 graphs (and the fast model's head), not fp32 weights; `export fast` gives the full
+    folder that sentence-transformers' torch backend reads, outside the package."""
     from click.testing import CliRunner
 
     from edge_xsent.cli import main
-    from edge_xsent.encoder import DEFAULT_MODEL
+    from edge_xsent.encoder import DEFAULT_MODEL, FAST_MODEL
 
-    assert not (DEFAULT_MODEL / "model.safetensors").exists() and (DEFAULT_MODEL / "edge_xsent.safetensors").exists()
+    for folder in (DEFAULT_MODEL, FAST_MODEL):
+        assert not (folder / "model.safetensors").exists() and (folder / "onnx/model_int8.onnx").exists()
+    assert (FAST_MODEL / "edge_xsent.safetensors").exists()
     monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(main, ["export", "default", "--no-torchscript"])
+    res = CliRunner().invoke(main, ["export", "fast", "--no-torchscript"])
     assert res.exit_code == 0, res.output
-    full = tmp_path / "default-model-bundle"  # here, never inside the installed package
-    assert (full / "model.safetensors").exists() and not (DEFAULT_MODEL.parent / "default-model-bundle").exists()
+    full = tmp_path / "fast-model-bundle"  # here, never inside the installed package
+    assert (full / "model.safetensors").exists() and not (FAST_MODEL.parent / "fast-model-bundle").exists()
     texts = ["Where is the station?", "Où est la gare ?", "Wo ist der Bahnhof?"]
-    shipped = Encoder.load().encode(texts)
+    shipped = Encoder.load("fast").encode(texts)
     st = pytest.importorskip("sentence_transformers")
     theirs = st.SentenceTransformer(str(full), device="cpu").encode(texts, normalize_embeddings=True)
     assert float((theirs * shipped).sum(axis=1).min()) > 0.999
@@ -122,3 +125,18 @@ def test_every_quantised_graph_must_pass_the_parity_gate():
 
     with pytest.raises(UserError, match="--table-bits 4 shapes the int8 graph; leave out --no-int8"):
         export_bundle("nowhere", "nowhere-bundle", int8=False, table_bits=4)
+
+
+def test_an_export_keeps_the_int8_form_the_folder_was_made_in(tiny_student_bundle, tmp_path):
+    """A student's graph is a 4-bit table with per-row activations; exporting its folder again (`export default`)
+    keeps that form unless told otherwise, where the defaults would miss the parity gate."""
+    import json
+
+    from edge_xsent.export import export_bundle
+
+    export_bundle(tiny_student_bundle, tmp_path / "again", torchscript=False, parity_pairs=40)
+    int8 = json.loads((tmp_path / "again" / "manifest.json").read_text())["quantization"]["int8"]
+    assert int8["table_bits"] == 4 and int8["activations"]["activations"] == "per-row"
+    export_bundle(tiny_student_bundle, tmp_path / "told", torchscript=False, parity_pairs=40, table_bits=8,
+                  min_cosine=0.9)
+    assert json.loads((tmp_path / "told" / "manifest.json").read_text())["quantization"]["int8"]["table_bits"] == 8

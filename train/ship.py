@@ -404,6 +404,12 @@ def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str,
             if (bundle / rel).exists() and not (student and rel == FILES["extra_weights"]):
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(bundle / rel, tmp / rel)
+        if student:  # the Hugging Face tokenizer written afresh from the tokenizer that ships (its rules included)
+            from edge_xsent.hf import tokenizer_json
+            from edge_xsent.tokenizer import Tokenizer
+
+            (tmp / FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(Tokenizer.load(tmp / FILES["tokenizer"])),
+                                                                  ensure_ascii=False))
         supported(tmp / FILES["config"], claims.claimed(fig))
         no_home_paths(tmp)
         (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe, judge, claims))

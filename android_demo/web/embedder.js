@@ -26,7 +26,11 @@ export class Embedder {
   }
 
   tokenize(text) {
-    if (this.rules) return this.rules.wrap(this.tokenizer.encode(this.rules.normalize(text), { add_special_tokens: false }).ids, this.maxLen);
+    if (this.rules) {
+      const norm = this.rules.normalize(text);
+      if (!norm.slice(this.rules.prefix.length).replaceAll(" ", "")) return []; // blank: no tokens, a zero vector
+      return this.rules.wrap(this.tokenizer.encode(norm, { add_special_tokens: false }).ids, this.maxLen);
+    }
     const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
     const full = this.bytes ? this.bytes.apply(ids, this.tokenizer.normalizer(text)) : ids;
     return full.slice(0, this.maxLen);

@@ -128,7 +128,9 @@ public final class UnigramTokenizer {
 
   public int[] encode(String text) {
     if (charMap != null) {
-      int[] pieces = pieces(normalizeByRules(text));
+      String norm = normalizeByRules(text);
+      if (norm.substring(prefix.length()).replace(" ", "").isEmpty()) return new int[0]; // blank: no tokens
+      int[] pieces = pieces(norm);
       int[] out = new int[head.length + pieces.length + tail.length];
       System.arraycopy(head, 0, out, 0, head.length);
       System.arraycopy(pieces, 0, out, head.length, pieces.length);
