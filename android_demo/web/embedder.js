@@ -11,7 +11,9 @@ export class Embedder {
     ort.env.wasm.numThreads = 1; // threads need COOP/COEP headers, which a plain static host lacks
     ort.env.wasm.wasmPaths = new URL("vendor/", location.href).href;
     const session = await ort.InferenceSession.create(base + "model_int8.onnx", { executionProviders: ["wasm"] });
-    const rules = await fetch(base + "tokenizer_rules.json").then((r) => (r.ok ? r.json() : null), () => null);
+    // a student of e5-small: its tokenizer.json prepends `passage: `, and its rules file says how exactly
+    const student = (tokJson.normalizer?.normalizers ?? []).some((n) => n.type === "Prepend");
+    const rules = student ? await fetch(base + "tokenizer_rules.json").then((r) => r.json()) : null;
     return new Embedder(new Tokenizer(rules ? Rules.spacesOnly(tokJson) : tokJson, tokConfig), session, config,
                         tokJson.model, rules && new Rules(rules));
   }
