@@ -160,8 +160,8 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     from .data.corpus import read_lines
     from .encoder import named_model
 
-    if named_model(model_path):
-        model_path, out = named_model(model_path), out or Path(f"{model_path}-model-bundle")  # never into the package
+    if shipped := named_model(model_path):
+        model_path, out = shipped, out or Path(f"{model_path}-model-bundle")  # never into the installed package
     out = out or model_path.with_name(model_path.name + "-bundle")
     check_target(model_path, out, force)  # a wrong --out fails in a second, before torch loads (export checks again)
     from .export import export_bundle, format_parity

@@ -21,7 +21,6 @@ e5's own normalisation (its per-character map, runs of spaces collapsed) replace
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,13 +182,15 @@ class E5Tokenizer:
 
         self.proto = sentencepiece_proto(f)
         self.sp = spm.SentencePieceProcessor(model_proto=self.proto)
-        self.table = str.maketrans({chr(cp): out for cp, out in f.norm.items()})
+        self.norm = f.norm
         self.bos, self.eos = our_id(f.specials["bos"]), our_id(f.specials["eos"])
         self.vocab_size = f.vocab_size
 
     def normalize(self, text: str, prefix: str = PREFIX) -> str:
         """e5's normalisation of `prefix` + `text`; `prefix=""` reads text bare, as edge-xsent's models do."""
-        return _SPACES.sub(" ", (prefix + text).translate(self.table))
+        from .tokenizer import TextRules
+
+        return TextRules(self.norm, prefix).normalize(text)
 
     def encode(self, texts: Sequence[str], max_len: int = 512) -> list[list[int]]:
         """Token ids in our order, <s> and </s> included, the content cut to `max_len` - 2."""
@@ -197,27 +198,26 @@ class E5Tokenizer:
         return [[self.bos, *x[: max_len - 2], self.eos] for x in ids]
 
 
-_SPACES = re.compile(" {2,}")
-
-
-def sentencepiece_proto(f: E5File) -> bytes:
-    """e5's pieces and scores as a serialised SentencePiece unigram model, ids in our order. The
-    normaliser is identity: `E5Tokenizer.normalize` applies e5's map first."""
+def sentencepiece_proto(f: E5File, order: Sequence[int] | None = None) -> bytes:
+    """e5's pieces and scores as a serialised SentencePiece unigram model; `order`: the e5 id behind each of
+    our ids (default: e5's, <s> and <pad> swapped; a student's: student.e5_order). The normaliser is identity:
+    e5's map is applied first (E5Tokenizer.normalize, tokenizer.TextRules)."""
     from sentencepiece import sentencepiece_model_pb2 as pb
 
+    order = [our_id(i) for i in range(len(f.pieces))] if order is None else list(order)
+    ours = {e5: i for i, e5 in enumerate(order)}
     m = pb.ModelProto()
     m.trainer_spec.model_type = pb.TrainerSpec.UNIGRAM
     m.trainer_spec.vocab_size = len(f.pieces)
     specials = {v: k for k, v in f.specials.items()}
     for k, v in f.specials.items():
-        setattr(m.trainer_spec, f"{k}_id", our_id(v))
+        setattr(m.trainer_spec, f"{k}_id", ours[v])
     m.normalizer_spec.name = "identity"
     m.normalizer_spec.add_dummy_prefix = True
     m.normalizer_spec.remove_extra_whitespaces = False
     m.normalizer_spec.escape_whitespaces = True
     seen: set[str] = set()
-    for i in range(len(f.pieces)):
-        e5 = our_id(i)  # our id i holds e5's piece e5
+    for i, e5 in enumerate(order):  # our id i holds e5's piece e5
         piece, kind = f.pieces[e5], pb.ModelProto.SentencePiece.NORMAL
         if e5 in specials:
             kind = pb.ModelProto.SentencePiece.UNKNOWN if specials[e5] == "unk" else pb.ModelProto.SentencePiece.CONTROL

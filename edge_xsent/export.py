@@ -346,10 +346,11 @@ def recorded_int8(folder: Path, table_bits: int | None, activations: str | None)
     except (OSError, ValueError, AttributeError):
         made = {}
     made = made if isinstance(made, dict) else {}
-    recorded_rows = (made.get("activations") or {}).get("activations") if isinstance(made.get("activations"), dict) else None
-    bits = table_bits if table_bits is not None else made.get("table_bits", 8)
-    return (bits if bits in TABLE_BITS else 8,
-            activations or (recorded_rows if recorded_rows in INT8_ACTIVATIONS else DEFAULT_INT8_ACTIVATIONS))
+    acts = made.get("activations")  # rowquant's record, present only for per-row
+    recorded_bits = made.get("table_bits") if made.get("table_bits") in TABLE_BITS else 8
+    recorded_acts = acts.get("activations") if isinstance(acts, dict) else None
+    return (recorded_bits if table_bits is None else table_bits,  # what was asked is checked by quantize_int8
+            activations or (recorded_acts if recorded_acts in INT8_ACTIVATIONS else DEFAULT_INT8_ACTIVATIONS))
 
 
 def check_gate(parity: dict, min_cosine: float) -> None:

