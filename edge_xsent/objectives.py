@@ -239,6 +239,8 @@ def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", te
          little more than the mean vector.
     nce  in-batch contrastive: pred_i must pick target_i among the batch's targets, which
          also pushes different sentences apart.
+    mse+nce  the GPU students' loss: squared distance of the unit vectors plus nce, a target
+         that another row shares (the same sentence twice in a batch) masked as a negative.
     """
     pred, target = pred.float(), target.float()
     if kind == "cos":
@@ -248,6 +250,11 @@ def distill_loss(pred: torch.Tensor, target: torch.Tensor, kind: str = "cos", te
     if kind == "nce":
         logits = F.normalize(pred, dim=-1) @ F.normalize(target, dim=-1).T / temperature
         return F.cross_entropy(logits, torch.arange(pred.shape[0], device=pred.device))
+    if kind == "mse+nce":
+        unit, rows = F.normalize(pred, dim=-1), torch.arange(pred.shape[0], device=pred.device)
+        shared = (target @ target.T > 1 - 1e-6) & (rows[:, None] != rows[None, :])
+        logits = (unit @ target.T / temperature).masked_fill(shared, -1e4)
+        return ((unit - target) ** 2).sum(-1).mean() + F.cross_entropy(logits, rows)
     raise ValueError(f"unknown distillation loss {kind!r}; choose from {', '.join(DISTILL_LOSSES)}")
 
 

@@ -189,8 +189,10 @@ def is_model_folder(name: str) -> bool:
     return name not in PEERS and Path(name).expanduser().is_dir()
 
 
-# e5-small in the project's own model code (edge_xsent/e5.py): fp32 torch, or its int8 ONNX graph
-E5_TEACHERS = {"e5-torch": None, "e5-onnx": "~/.cache/edge-xsent/e5/model_int8.onnx"}
+# e5-small in the project's own model code (edge_xsent/e5.py): fp32 torch, or its int8 ONNX graph; e5-passage
+# reads text as `passage: ` (how a student that keeps e5's tokenizer reads it) on the run's GPU when it has one
+E5_TEACHERS = {"e5-torch": None, "e5-onnx": "~/.cache/edge-xsent/e5/model_int8.onnx", "e5-passage": None}
+E5_PREFIXES = {"e5-passage": "passage: "}
 
 
 def check_teacher(name: str) -> None:

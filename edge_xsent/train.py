@@ -14,7 +14,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import math
 import os
 import shutil
 import sys
@@ -38,6 +37,8 @@ from .inputs import read_json
 from .layout import FILES
 from .model import DualEncoder
 from .objectives import Objective, punctuation_pieces
+from .prune import E5_INIT
+from .schedule import Deadline, lr_at  # noqa: F401  (lr_at re-exported)
 from .optim import LazyAdam, adam, clip_grad_norm
 from .threads import spinning_warning
 from .tokenizer import Tokenizer
@@ -68,16 +69,6 @@ def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[P
     if cfg.train_order == "balanced" and split == "train":
         rows = balanced_order(rows, cfg.seed)
     return list(itertools.islice(rows, limit))
-
-
-# ----------------------------------------------------------------------------- schedule
-
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up, then cosine decay to min_lr_ratio * lr at max_steps."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    t = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps))
-    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t)))
 
 
 # ----------------------------------------------------------------------------- evaluation during training
@@ -125,13 +116,12 @@ def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: 
     tok_path = out / FILES["tokenizer"]
     fresh = cfg.tokenizer == TRAIN_TOKENIZER
     own = resuming and tok_path.exists()
-    given = Path(cfg.tokenizer).expanduser() if cfg.tokenizer and not fresh else \
+    given = Path(cfg.tokenizer).expanduser() if cfg.tokenizer and not fresh and cfg.tokenizer != E5_INIT else \
         start_dir(cfg) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
     if given is not None:
         tok = Tokenizer.load(given)
         if is_main and not tok_path.exists():
-            with atomic_write(tok_path, "wb") as f:
-                f.write(tok.proto)
+            tok.save(tok_path)  # with its text rules, if it has any (e5's, tokenizer = "e5-small")
     elif tok_path.exists() and resuming:
         tok = Tokenizer.load(tok_path)
     else:
@@ -203,6 +193,8 @@ class Trainer:
                                    token_teacher=token_teacher, teacher_space=teacher_space).to(device)
         table = model.tok_emb.weight
         model.tok_emb.sparse = sparse_lookups(cfg, world)
+        if cfg.freeze_table:
+            table.requires_grad_(False)
         dense = [p for p in self.objective.parameters() if p.requires_grad and not (cfg.lazy_table and p is table)]
         self.opt = adam(dense, cfg.lr, cfg.weight_decay)
         self.table_opt = LazyAdam([table], cfg.lr, cfg.weight_decay) if cfg.lazy_table else None
@@ -305,6 +297,7 @@ class Prepared:
 
 def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
     """Train (or resume) a model; returns the final summary. Rank 0 writes all files."""
+    started = time.time()  # max_minutes counts from here, set-up included
     check_run(cfg)
     procs = start_processes(cfg)
     lock = None
@@ -327,6 +320,9 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             forget_previous_run(out, procs)
         trainer = build_trainer(cfg, prep, resume, procs)
         step, best_val = (resume["step"], resume["best_val"]) if resume else (0, float("inf"))
+        if resume and cfg.max_minutes and "max_steps" in resume:  # the length fitted to the first call's deadline
+            cfg.max_steps = resume["max_steps"]
+        deadline = Deadline(cfg, started, fitted=bool(resume and "max_steps" in resume))
         data, mono, world, rank = prep.data, prep.mono, procs.world, procs.rank
         plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
                          groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)
@@ -350,12 +346,13 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
                     raise TrainingStopped(f"{e}; stopped without saving it, {kept}. Lower --lr or check the data") from None
                 step += 1
                 log.step(step, losses)
+                end = step if deadline.after_step(step) else min(cfg.max_steps, cfg.pause_at or cfg.max_steps)
                 if step % cfg.eval_every == 0 or step == cfg.max_steps:
                     best_val = evaluate_and_keep(cfg, trainer, prep, procs, log, step, best_val, history)
                 if procs.is_main and step in cfg.keep_steps:
                     keep_step(cfg, trainer, prep, procs, step, history)
                 if procs.is_main and (step % cfg.checkpoint_every == 0 or step == end):
-                    _saving(lambda: save_checkpoint(ckpt_file, {"step": step, "best_val": best_val,
+                    _saving(lambda: save_checkpoint(ckpt_file, {"step": step, "best_val": best_val, "max_steps": cfg.max_steps,
                                                                 "config": _comparable(cfg), **trainer.state()}),
                             step, ckpt_file)
                 procs.barrier()
@@ -363,8 +360,9 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             log.close()
         if step < cfg.max_steps:  # paused: the checkpoint above is where a rerun goes on
             if procs.is_main:
-                print(f"paused at step {step} of {cfg.max_steps} (checkpoint {ckpt_file}); rerun without pause_at "
-                      "to go on", file=sys.stderr)
+                why = "max_minutes ran out" if cfg.max_minutes and step != cfg.pause_at else "pause_at"
+                print(f"paused at step {step} of {cfg.max_steps} ({why}; checkpoint {ckpt_file}); rerun (without "
+                      "pause_at) to go on", file=sys.stderr)
             return {"steps": step, "paused": True, "best_val_total": best_val}
         summary = finish(cfg, out, trainer, procs, log, step, best_val, history, prep.seconds)
         procs.barrier()  # no rank tears the process group down while another still writes or gathers

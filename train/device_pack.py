@@ -1,0 +1,57 @@
+"""A recipe's GPU run on a lent device (edge_xsent/devicepack.py; docs/training.md, "On a lent GPU").
+
+    python train/device_pack.py pack --config train/gpu-students.toml --out .devpack    # here: call-1/, call-2/, ...
+    python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
+    python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
+
+`pack` writes what the run reads, the text and e5-small's file cut to the pieces that text needs, split
+into call folders that each fit one call beside the checkout. Each call carries one (`carry`) and
+copies it to the device's /tmp/pack; the call that trains joins them first. `student` writes a trained
+run's student as a student file (e5's table left out), which `train/student_folder.py` makes a bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edge_xsent.failures import script_errors
+
+
+@script_errors
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="action", required=True)
+    pk = sub.add_parser("pack", help="the recipe's text and teacher, in call folders")
+    pk.add_argument("--config", type=Path, required=True, help="the recipe (train/gpu-students.toml)")
+    pk.add_argument("--data", help="the corpus, if not the recipe's")
+    pk.add_argument("--out", type=Path, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
+    pk.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
+    jn = sub.add_parser("join", help="staged chunks -> corpus/ and e5-small-q4.bin")
+    jn.add_argument("staged", type=Path)
+    jn.add_argument("into", type=Path)
+    st = sub.add_parser("student", help="a trained run's model folder -> student file parts")
+    st.add_argument("model", type=Path)
+    st.add_argument("out", type=Path)
+    args = ap.parse_args(argv)
+    from edge_xsent import devicepack
+
+    if args.action == "pack":
+        from edge_xsent.config import TrainConfig
+
+        cfg = TrainConfig.from_toml(args.config, {"data": args.data} if args.data else None)
+        m = devicepack.pack(cfg, args.out, int(args.chunk_mb * 2**20))
+        print(f"{args.out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
+              f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
+    elif args.action == "join":
+        m = devicepack.join(args.staged, args.into)
+        print(f"{args.into}: corpus/ and {devicepack.E5_NAME} ({m['e5_version']}) joined and checked")
+    else:
+        from edge_xsent.student import write_student
+
+        for path in write_student(args.model, args.out):
+            print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
