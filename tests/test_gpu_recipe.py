@@ -136,3 +136,23 @@ def test_the_deadline_fits_max_steps_to_the_measured_pace_then_pauses_past_it():
     assert steps_that_fit(100, 1.0, -5.0, 10_000) == 101 and steps_that_fit(100, 0.001, 60, 500) == 500
     no_deadline = TrainConfig(max_steps=7)
     assert not Deadline(no_deadline, 0.0, False).after_step(3, now=1e9) and no_deadline.max_steps == 7
+
+
+def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_it(tmp_path, monkeypatch):
+    """Each reading of the deadline's clock moves it half a second on: the run fits its length after
+    TIMED_STEPS steps; paused before that length and rerun, it ends at the same step."""
+    import itertools
+
+    import edge_xsent.schedule as schedule
+    from conftest import tiny_config
+    from edge_xsent.train import load_checkpoint, checkpoint_path, train
+
+    ticks = itertools.count()
+    base = schedule.time.time()
+    monkeypatch.setattr(schedule, "time", type("Clock", (), {"time": staticmethod(lambda: base + 0.5 * next(ticks))}))
+    cfg = lambda **over: tiny_config(tmp_path / "run", max_steps=1000, max_minutes=0.5, eval_every=1000,  # noqa: E731
+                                     checkpoint_every=1000, **over)
+    paused = train(cfg(pause_at=15), progress=False)
+    fitted = load_checkpoint(checkpoint_path(tmp_path / "run"))["max_steps"]
+    assert paused["paused"] and paused["steps"] == 15 and 15 < fitted < 1000
+    assert train(cfg(), progress=False)["steps"] == fitted
