@@ -108,7 +108,9 @@ def main() -> None:
     from edge_xsent.encoder import Encoder
     from edge_xsent.evaluate import average, xsr
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import TrainConfig, load_texts, train, training_minutes
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.train import load_texts, train
+    from edge_xsent.runfolder import training_minutes
 
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # eval's test split

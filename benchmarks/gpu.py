@@ -49,7 +49,8 @@ def gpu_tests() -> dict:
 
 
 def train_paper(steps: int) -> dict:
-    from edge_xsent.train import TrainConfig, train
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.train import train
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig.from_toml(ROOT / "train/paper-2layer.toml", {

@@ -62,7 +62,9 @@ def worker(args: argparse.Namespace) -> None:
     from edge_xsent.model import DualEncoder
     from edge_xsent.objectives import punctuation_pieces
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import TrainConfig, Trainer, init_dir, load_init_weights
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.train import Trainer
+    from edge_xsent.warmstart import init_dir, load_init_weights
 
     setup = json.loads(Path(args.setup).read_text())
     torch.set_num_threads(setup["threads"])
@@ -125,7 +127,8 @@ def make_batches(recipe: Path, init: str, data: str, out: Path, n: int, sample: 
     from edge_xsent.batches import BatchPlan, TokenizedTexts, make_batch, tokenize_pairs
     from edge_xsent.data.corpus import pair_langs, read_mono, read_pairs, resolve
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import TrainConfig, init_dir
+    from edge_xsent.config import TrainConfig
+    from edge_xsent.warmstart import init_dir
 
     cfg = TrainConfig.from_toml(recipe, {"data": data})
     tok = Tokenizer.load(init_dir(init) / "tokenizer.model")

@@ -37,7 +37,8 @@ def main() -> None:
     from edge_xsent.tokenizer import Tokenizer
     from edge_xsent.data.corpus import pair_langs
     from edge_xsent.objectives import punctuation_pieces
-    from edge_xsent.train import Trainer, TrainConfig, load_texts
+    from edge_xsent.train import Trainer, load_texts
+    from edge_xsent.config import TrainConfig
 
     torch.set_num_threads(args.threads)
     cfg = TrainConfig(data="sample")

@@ -184,9 +184,11 @@ def _worker_train(args: dict) -> dict:
     from .data.corpus import pair_langs
     from .batches import make_batch, tokenize_pairs
     from .objectives import punctuation_pieces
-    from .train import Trainer, TrainConfig, load_texts, pick_device
+    from .config import TrainConfig
+    from .threads import set_torch_threads
+    from .train import Trainer, load_texts, pick_device
 
-    torch.set_num_threads(args["threads"])
+    set_torch_threads(args["threads"])
     rss0 = peak_rss_mb()
     tok = Tokenizer.load(args["tokenizer"])
     mcfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=args["layers"], d_model=args["d_model"],

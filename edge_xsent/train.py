@@ -31,25 +31,21 @@ from .atomic import atomic_write
 from .batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
 from .bundle import read_training, save_model
 from .data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
-from .config import OBJECTIVES, UNK_ID, EncoderConfig, TrainConfig, portable  # noqa: F401  (re-exported: edge_xsent.train.TrainConfig)
+from .config import TrainConfig, portable
 from .errors import UserError
 from .inputs import read_json
 from .layout import FILES
 from .model import DualEncoder
 from .objectives import Objective, punctuation_pieces
-from .prune import E5_INIT
-from .schedule import Deadline, lr_at  # noqa: F401  (lr_at re-exported)
-from .optim import LazyAdam, adam, clip_grad_norm
-from .threads import spinning_warning
+from .schedule import Deadline, lr_at
 from .tokenizer import Tokenizer
-from .runfolder import (LOCK, RUN_FILES, _comparable, check_fits_memory, check_run,  # noqa: F401  (re-exported)
-                        checkpoint_path, finished_summary, load_checkpoint, lock_run, open_log, read_log,
-                        read_summary, save_checkpoint, trained_config, training_bytes, training_minutes)
-from .distill import TokenTeacher, _barrier, attach_teacher  # noqa: F401  (re-exported)
-from .warmstart import (GIT_INIT, GIT_MODEL_PATH, INIT_CACHE, TRAIN_TOKENIZER, WARM_START_FIELDS,  # noqa: F401  (re-exported)
-                        check_pinned_start, init_dir, load_init_weights, model_from_git, refuse_own_result, stack_layers,
-                        check_token_start, start_dir, start_record, starts_in_teacher_space,
-                        transfer_vocabulary, widen_ffn)
+from .optim import LazyAdam, adam, clip_grad_norm
+from .threads import set_torch_threads, spinning_warning
+from .runfolder import (_comparable, check_fits_memory, check_run, checkpoint_path, finished_summary, load_checkpoint,
+                        lock_run, open_log, read_summary, save_checkpoint)
+from .distill import TokenTeacher, _barrier, attach_teacher
+from .warmstart import (check_pinned_start, check_token_start, load_init_weights, refuse_own_result, setup_tokenizer,
+                        start_dir, start_record, starts_in_teacher_space)
 
 
 class TrainingStopped(UserError):
@@ -106,36 +102,6 @@ def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, devic
 
 
 # ----------------------------------------------------------------------------- setup: tokenizer, warm start, teacher
-
-def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: bool, world: int) -> Tokenizer:
-    """A given tokenizer, else the run's own on resume, else the --init model's, or one trained on
-    the train split (`tokenizer = "train"` asks for that even with --init: a new vocabulary, the
-    init's weights carried over by `transfer_vocabulary`); copied into the run folder so that it
-    stays self-contained. A resumed run never reads its init: that folder may be gone or hold
-    another model by then (init only chose the first step's weights)."""
-    tok_path = out / FILES["tokenizer"]
-    fresh = cfg.tokenizer == TRAIN_TOKENIZER
-    own = resuming and tok_path.exists()
-    given = Path(cfg.tokenizer).expanduser() if cfg.tokenizer and not fresh and cfg.tokenizer != E5_INIT else \
-        start_dir(cfg) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
-    if given is not None:
-        tok = Tokenizer.load(given)
-        if is_main and not tok_path.exists():
-            tok.save(tok_path)  # with its text rules, if it has any (e5's, tokenizer = "e5-small")
-    elif tok_path.exists() and resuming:
-        tok = Tokenizer.load(tok_path)
-    else:
-        if is_main:
-            tok = Tokenizer.train((t for p in rows for t in (p.a, p.b)), cfg.model.vocab_size, seed=cfg.seed)
-            with atomic_write(tok_path, "wb") as f:
-                f.write(tok.proto)
-        _barrier(world)
-        tok = Tokenizer.load(tok_path)
-    if tok.vocab_size != cfg.model.vocab_size:
-        raise UserError(f"tokenizer {given or tok_path} has {tok.vocab_size} pieces, the config says "
-                        f"vocab_size={cfg.model.vocab_size}: set [model] vocab_size to {tok.vocab_size}")
-    return tok
-
 
 # ----------------------------------------------------------------------------- devices
 
@@ -381,8 +347,7 @@ def start_processes(cfg: TrainConfig) -> Processes:
     device = pick_device(cfg, local_rank)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_torch_threads(cfg.threads)
     warning = spinning_warning(torch.get_num_threads()) if device.type == "cpu" and rank == 0 else None
     if warning:
         print(f"warning: {warning}", file=sys.stderr)

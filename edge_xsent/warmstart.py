@@ -14,10 +14,14 @@ from pathlib import Path
 
 import torch
 
+from .atomic import atomic_write
 from .config import TOKEN_INIT, UNK_ID, TrainConfig
+from .distill import _barrier
 from .errors import UserError
 from .model import DualEncoder
+from .prune import E5_INIT
 from .runfolder import _comparable, trained_config
+from .layout import FILES
 from .tokenizer import Tokenizer
 
 
@@ -25,7 +29,7 @@ def start_dir(cfg: TrainConfig) -> Path:
     """The model folder a run starts from: `init_dir`'s, or for `init = "e5-small"` the pruned start
     (edge_xsent/prune.py), built once."""
     from .bundle import read_config
-    from .prune import E5_INIT, start_folder
+    from .prune import start_folder
 
     if cfg.init == E5_INIT:
         return start_folder(cfg)
@@ -41,8 +45,6 @@ def ancestors(cfg: TrainConfig):
     It stops at e5-small's pruned start, at a folder with no training record or none to be found, at a
     folder seen before (`default` names whatever ships now, so a chain through it can loop) and after
     16 folders: lineage is read for records and credits, never to fail a run."""
-    from .prune import E5_INIT
-
     seen: set[Path] = set()
     init = cfg.init
     while init and init != E5_INIT and len(seen) < 16:
@@ -63,8 +65,6 @@ def starts_in_teacher_space(cfg: TrainConfig) -> bool:
     from it, or a model folder distilled from e5 after such a start (its training.json, followed back).
     The teacher projection then starts as the identity; a random one would first undo what the
     start knows (a distilled 2-layer student began at the loss of random vectors)."""
-    from .prune import E5_INIT
-
     if cfg.init == E5_INIT:
         return True
     for _, made in ancestors(cfg):
@@ -79,8 +79,6 @@ def check_token_start(cfg: TrainConfig) -> None:
     """The token-level target has e5 read the student's own pieces: only a student whose blocks and
     pieces descend from e5-small's (its init chain reaches the pruned start, no tokenizer replaced on
     the way) has them."""
-    from .prune import E5_INIT
-
     if not cfg.token_weight:
         return
     chain = [cfg, *(made for _, made in ancestors(cfg))]
@@ -97,8 +95,6 @@ def start_record(cfg: TrainConfig) -> dict:
     """What the run's weights descend from, for its card and credits: the pruned e5 start's record
     (prune.py: pruned_from, layers, pieces), found along the init chain; {} for any other start."""
     from .bundle import read_training
-    from .prune import E5_INIT
-
     if cfg.init == E5_INIT:
         made = read_training(start_dir(cfg))
         return {k: made[k] for k in ("pruned_from", "layers", "pieces", "ffn") if k in made}
@@ -340,3 +336,33 @@ def check_pinned_start(cfg: TrainConfig) -> None:
         raise UserError(f"init {cfg.init} is not this recipe's pinned start: its manifest.json has SHA-256 {have[:16]}..., "
                         f"the recipe pins {cfg.init_sha256[:16]}...; put the pinned model in a folder (the recipe's "
                         "header says how) and set init to it")
+
+
+def setup_tokenizer(cfg: TrainConfig, rows, out: Path, resuming: bool, is_main: bool, world: int) -> Tokenizer:
+    """A given tokenizer, else the run's own on resume, else the --init model's, or one trained on
+    the train split (`tokenizer = "train"` asks for that even with --init: a new vocabulary, the
+    init's weights carried over by `transfer_vocabulary`); copied into the run folder so that it
+    stays self-contained. A resumed run never reads its init: that folder may be gone or hold
+    another model by then (init only chose the first step's weights)."""
+    tok_path = out / FILES["tokenizer"]
+    fresh = cfg.tokenizer == TRAIN_TOKENIZER
+    own = resuming and tok_path.exists()
+    given = Path(cfg.tokenizer).expanduser() if cfg.tokenizer and not fresh and cfg.tokenizer != E5_INIT else \
+        start_dir(cfg) / FILES["tokenizer"] if cfg.init and not fresh and not own else None
+    if given is not None:
+        tok = Tokenizer.load(given)
+        if is_main and not tok_path.exists():
+            tok.save(tok_path)  # with its text rules, if it has any (e5's, tokenizer = "e5-small")
+    elif tok_path.exists() and resuming:
+        tok = Tokenizer.load(tok_path)
+    else:
+        if is_main:
+            tok = Tokenizer.train((t for p in rows for t in (p.a, p.b)), cfg.model.vocab_size, seed=cfg.seed)
+            with atomic_write(tok_path, "wb") as f:
+                f.write(tok.proto)
+        _barrier(world)
+        tok = Tokenizer.load(tok_path)
+    if tok.vocab_size != cfg.model.vocab_size:
+        raise UserError(f"tokenizer {given or tok_path} has {tok.vocab_size} pieces, the config says "
+                        f"vocab_size={cfg.model.vocab_size}: set [model] vocab_size to {tok.vocab_size}")
+    return tok

@@ -67,7 +67,7 @@ def externalise_largest(graph: Path, location: str, data_file: Path) -> int:
 
 def tiny_config(out: Path, **overrides):
     from edge_xsent.model import EncoderConfig
-    from edge_xsent.train import TrainConfig
+    from edge_xsent.config import TrainConfig
 
     model = dict(vocab_size=1000, n_layers=1, d_model=32, n_heads=2, d_ff=64, max_len=32, dropout=0.1)
     model.update(overrides.pop("model", {}))

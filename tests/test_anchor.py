@@ -15,7 +15,8 @@ from edge_xsent.bundle import load_model
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
 from edge_xsent.model import DualEncoder
-from edge_xsent.train import checkpoint_path, load_checkpoint, train
+from edge_xsent.runfolder import checkpoint_path, load_checkpoint
+from edge_xsent.train import train
 
 V = 40
 

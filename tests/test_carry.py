@@ -9,7 +9,9 @@ import torch
 from conftest import ROOT, run_until, tiny_config
 from edge_xsent import Encoder, carry
 from edge_xsent.errors import UserError
-from edge_xsent.train import checkpoint_path, load_checkpoint, refuse_own_result, train
+from edge_xsent.runfolder import checkpoint_path, load_checkpoint
+from edge_xsent.warmstart import refuse_own_result
+from edge_xsent.train import train
 
 
 def carry_script(*args: str):

@@ -26,7 +26,8 @@ def test_gpu_script_without_a_gpu_says_so():
 @pytest.mark.gpu
 @cuda
 def test_amp_training_on_the_gpu(tmp_path):
-    from edge_xsent.train import amp_dtype, train, TrainConfig
+    from edge_xsent.train import amp_dtype, train
+    from edge_xsent.config import TrainConfig
 
     cfg = tiny_config(tmp_path / "run", device="cuda", max_steps=20)
     summary = train(cfg, progress=False)

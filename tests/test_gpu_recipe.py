@@ -145,7 +145,8 @@ def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_
 
     import edge_xsent.schedule as schedule
     from conftest import tiny_config
-    from edge_xsent.train import load_checkpoint, checkpoint_path, train
+    from edge_xsent.runfolder import load_checkpoint, checkpoint_path
+    from edge_xsent.train import train
 
     ticks = itertools.count()
     base = schedule.time.time()

@@ -89,7 +89,8 @@ def e5_recipe(tmp_path, **over) -> TrainConfig:
 
 def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
     from edge_xsent import prune
-    from edge_xsent.train import start_dir, train
+    from edge_xsent.warmstart import start_dir
+    from edge_xsent.train import train
 
     monkeypatch.setattr(prune, "START_CACHE", tmp_path / "cache")
     cfg = e5_recipe(tmp_path)

@@ -14,7 +14,7 @@ from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_dir, atomic_write
 from edge_xsent.layout import MANIFEST
 from edge_xsent.errors import UserError
-from edge_xsent.train import load_checkpoint
+from edge_xsent.runfolder import load_checkpoint
 
 
 def test_manifest_paths_must_stay_inside_the_folder(tiny_model, tmp_path):

@@ -103,7 +103,7 @@ def test_training_with_the_teacher_lowers_the_teacher_loss(tmp_path):
 
 
 def test_stack_layers_repeats_the_trained_stack():
-    from edge_xsent.train import stack_layers
+    from edge_xsent.warmstart import stack_layers
 
     state = {"tok_emb.weight": torch.zeros(2), "blocks.0.qkv.weight": torch.tensor([0.0]),
              "blocks.1.qkv.weight": torch.tensor([1.0])}
@@ -116,7 +116,7 @@ def test_stack_layers_repeats_the_trained_stack():
 def test_a_wider_feed_forward_layer_starts_as_the_trained_model(tiny_model):
     from edge_xsent.bundle import load_model
     from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.train import load_init_weights
+    from edge_xsent.warmstart import load_init_weights
 
     trained, tok, _ = load_model(tiny_model)
     wider = DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_ff": 2 * trained.cfg.d_ff}))
@@ -136,7 +136,8 @@ def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_m
     from edge_xsent.bundle import load_model
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import transfer_vocabulary, train
+    from edge_xsent.warmstart import transfer_vocabulary
+    from edge_xsent.train import train
 
     trained, old, _ = load_model(tiny_model)
     texts = [t for p in read_pairs("sample") for t in (p.a, p.b)]
@@ -162,14 +163,15 @@ def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_m
     assert Tokenizer.load(out / "tokenizer.model").proto != old.proto
     with pytest.raises(UserError, match='vocab_size=1000 there, 1500 here; a new vocabulary needs its tokenizer'):
         from edge_xsent.model import DualEncoder, EncoderConfig
-        from edge_xsent.train import load_init_weights
+        from edge_xsent.warmstart import load_init_weights
         load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "vocab_size": 1500})), tiny_model)
 
 
 def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
     from edge_xsent.bundle import load_model, save_model
     from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.train import load_init_weights, train
+    from edge_xsent.warmstart import load_init_weights
+    from edge_xsent.train import train
 
     trained, _, _ = load_model(tiny_model)
     fresh = DualEncoder(trained.cfg)
@@ -213,7 +215,7 @@ def test_the_teacher_labels_only_text_in_its_own_languages(tmp_path):
     from edge_xsent.batches import tokenize_pairs
     from edge_xsent.data.corpus import Pair
     from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.train import attach_teacher
+    from edge_xsent.distill import attach_teacher
 
     data = tmp_path / "corpus"
     data.mkdir()

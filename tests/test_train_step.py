@@ -206,7 +206,9 @@ def test_a_run_with_the_options_resumes_bit_identical(tmp_path):
     """The lazy table's moments are checkpointed with the rest: stop and resume, same weights."""
     from conftest import run_until, tiny_config
 
-    from edge_xsent.train import checkpoint_path, load_checkpoint, train
+    from edge_xsent.runfolder import checkpoint_path, load_checkpoint
+
+    from edge_xsent.train import train
 
     options = dict(max_steps=20, eval_every=100, head_negatives=50, lazy_table=True, model=dict(dropout=0.0))
     train(tiny_config(tmp_path / "straight", **options), progress=False)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edge_xsent.errors import UserError
-from edge_xsent.train import model_from_git
+from edge_xsent.warmstart import model_from_git
 
 CLI = [sys.executable, "-m", "edge_xsent.cli"]
 
@@ -468,7 +468,7 @@ def test_a_torn_log_line_is_dropped_on_resume_and_skipped_on_reading(tmp_path):
     assert res.returncode == 0 and "Traceback" not in res.stderr and "last line was torn" in res.stderr, res.stderr
     lines = (out / "log.jsonl").read_text().splitlines()
     assert all(json.loads(l) for l in lines)  # every line whole again
-    from edge_xsent.train import read_log
+    from edge_xsent.runfolder import read_log
 
     (out / "log.jsonl").write_text((out / "log.jsonl").read_text() + "{torn\n" + lines[-1] + "\n")
     assert len(read_log(out / "log.jsonl")) == len(lines) + 1

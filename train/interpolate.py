@@ -27,7 +27,7 @@ from edge_xsent.config import TrainConfig
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 from edge_xsent.model import DualEncoder
-from edge_xsent.train import check_pinned_start, load_init_weights, start_dir
+from edge_xsent.warmstart import check_pinned_start, load_init_weights, start_dir
 
 
 def start_model(cfg: TrainConfig, end: DualEncoder, tok) -> DualEncoder:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from edge_xsent.config import TrainConfig
 from edge_xsent.decisions import OOG_TIE_POINTS
-from edge_xsent.train import training_minutes
+from edge_xsent.runfolder import training_minutes
 
 HERE = Path(__file__).resolve().parent
 ARMS = ("exact", "fast", "sampled", "dropout0")  # the first round, then each option alone (README.md)

@@ -120,7 +120,7 @@ def card(run: Path, bundle: Path, results: Path, recipe: str, note: str = "") ->
     from edge_xsent.data.corpus import resolve
     from edge_xsent.data.sources import corpus_licences
     from edge_xsent.evaluate import average
-    from edge_xsent.train import training_minutes
+    from edge_xsent.runfolder import training_minutes
 
     cfg = json.loads((bundle / FILES["config"]).read_text())
     general = oog_sections(run.name, results) + general_sections(run.name, results)  # [] without general results

@@ -19,7 +19,7 @@ from sentencepiece import sentencepiece_model_pb2 as pb
 
 from edge_xsent.data.corpus import read_pairs
 from edge_xsent.tokenizer import Tokenizer
-from edge_xsent.train import init_dir
+from edge_xsent.warmstart import init_dir
 
 HERE = Path(__file__).resolve().parent
 

@@ -28,7 +28,7 @@ from edge_xsent.config import TrainConfig
 from edge_xsent.data.corpus import read_pairs
 from edge_xsent.model import DualEncoder, mean_pool
 from edge_xsent.tokenizer import Tokenizer
-from edge_xsent.train import init_dir, load_init_weights
+from edge_xsent.warmstart import init_dir, load_init_weights
 
 OLD_LANGS = {"en", "de", "es", "fr", "it", "nl", "pl", "pt_BR", "ru"}
 

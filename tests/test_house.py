@@ -1,0 +1,69 @@
+"""The house a newcomer reads: the project's own limits (pyproject.toml, [tool.edge-xsent.limits]) hold
+for every module and function of the package, and the command tree a user types stays as documented
+(tests/data/command-tree.json; after a deliberate change, EDGE_XSENT_WRITE_TREE=1 rewrites it)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "edge_xsent"
+TREE = Path(__file__).parent / "data" / "command-tree.json"
+
+
+def limits() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["edge-xsent"]["limits"]
+
+
+def crossings(path: Path, source: str, lim: dict) -> list[str]:
+    """Every limit `source` (the module at `path`) crosses, as 'where: what'."""
+    lines = source.count("\n") + (not source.endswith("\n"))
+    command = path.name == "cli.py" or path.name.endswith("commands.py")
+    most = lim["command_module_lines"] if command else lim["module_lines"]
+    found = [f"{path}: {lines} lines (at most {most})"] if lines > most else []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            if length > lim["function_lines"]:
+                found.append(f"{path}:{node.lineno}: {node.name} is {length} lines (at most {lim['function_lines']})")
+    return found
+
+
+def test_no_module_or_function_of_the_package_crosses_the_limits():
+    lim = limits()
+    found = [c for p in sorted(PACKAGE.rglob("*.py")) for c in crossings(p.relative_to(ROOT), p.read_text(), lim)]
+    assert not found, "split these (or raise a limit in pyproject.toml, with the reason):\n" + "\n".join(found)
+
+
+def test_the_limits_check_sees_a_long_module_and_a_long_function():
+    lim = {"command_module_lines": 5, "module_lines": 8, "function_lines": 3}
+    body = "def f():\n    a = 1\n    b = 2\n    return a + b\n"
+    assert crossings(Path("x.py"), body, lim) == ["x.py:1: f is 4 lines (at most 3)"]
+    assert crossings(Path("eval_commands.py"), "x = 1\n" * 6, lim) == ["eval_commands.py: 6 lines (at most 5)"]
+    assert crossings(Path("x.py"), "x = 1\n" * 6, lim) == []
+
+
+def command_tree(cmd: click.Command, path: str = "edge-xsent") -> dict:
+    """{command path: its options and arguments}, every subcommand's too."""
+    tree = {path: sorted(" ".join([*p.opts, *p.secondary_opts]) if isinstance(p, click.Option) else p.name.upper()
+                         for p in cmd.params)}
+    for name, sub in getattr(cmd, "commands", {}).items():
+        tree |= command_tree(sub, f"{path} {name}")
+    return tree
+
+
+def test_the_command_tree_is_the_documented_one():
+    from edge_xsent.cli import main
+
+    tree = command_tree(main)
+    if os.environ.get("EDGE_XSENT_WRITE_TREE"):
+        TREE.write_text(json.dumps(tree, indent=1, sort_keys=True) + "\n")
+    recorded = json.loads(TREE.read_text())
+    assert tree == recorded, "the commands changed: " + json.dumps(
+        {k: [tree.get(k), recorded.get(k)] for k in set(tree) | set(recorded) if tree.get(k) != recorded.get(k)})
