@@ -12,16 +12,16 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from edge_xsent.evaluate import language_means
+
 
 def by_language(results: dict) -> dict[str, dict[str, float]]:
     """{language: {encoder: mean P@1 in %}} over both directions of every source the language has."""
-    cells: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    out: dict[str, dict[str, float]] = defaultdict(dict)
     for encoder, r in results.items():
-        for source, directions in r["retrieval"].items():
-            for direction, p1 in directions.items():
-                lang = direction.replace("en->", "").replace("->en", "")
-                cells[lang][encoder].append(p1)
-    return {lang: {e: 100 * sum(v) / len(v) for e, v in per.items()} for lang, per in cells.items()}
+        for lang, p1 in language_means((c for d in r["retrieval"].values() for c in d.items()), None).items():
+            out[lang][encoder] = p1
+    return dict(out)
 
 
 def table(results: dict, stats: dict, trained: set[str]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .bundle import pad_batch
+from .tokenizer import pad_batch
 from .data.corpus import Pair
 from .tokenizer import PAD_ID, Tokenizer
 
@@ -57,7 +57,7 @@ def tokenize_pairs(rows: list[Pair], tok: Tokenizer, max_len: int, langs: list[s
 
 
 def pad(seqs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(B, T) ids and 0/1 mask as tensors: `bundle.pad_batch`, the padding inference uses."""
+    """(B, T) ids and 0/1 mask as tensors: `tokenizer.pad_batch`, the padding inference uses."""
     ids, mask = pad_batch(seqs, PAD_ID)
     return torch.from_numpy(ids), torch.from_numpy(mask)
 

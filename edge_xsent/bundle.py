@@ -18,26 +18,13 @@ from .atomic import atomic_dir
 from .config import portable
 from .errors import UserError
 from .inputs import CAPS, load_safetensors, open_regular, parse_json, read_bytes, read_json
-from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32,  # noqa: F401  (re-exported)
+from .layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32, float_weights,  # noqa: F401  (re-exported)
                      ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE)
 
 if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
-    import numpy as np
-
     from .config import EncoderConfig
     from .model import DualEncoder
     from .tokenizer import Tokenizer
-
-
-def pad_batch(batch: list[list[int]], pad_id: int = 0) -> tuple["np.ndarray", "np.ndarray"]:
-    """Token id lists -> (B, T) int64 ids padded with `pad_id`, and the 0/1 attention mask."""
-    import numpy as np
-
-    T = max(1, max(len(x) for x in batch))
-    ids = np.full((len(batch), T), pad_id, dtype=np.int64)
-    for i, x in enumerate(batch):
-        ids[i, : len(x)] = x
-    return ids, (ids != pad_id).astype(np.int64)
 
 
 def sha256(path: Path) -> str:
@@ -305,7 +292,7 @@ def load_model(folder: str | Path, verify_checksums: bool = True,
     from .model import DualEncoder
 
     folder = Path(folder)
-    derived = not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists()
+    derived = float_weights(folder) == "derived"
     own = files is None
     if own:
         files = ModelFiles(folder, verify_checksums,
@@ -392,7 +379,7 @@ def read_state(files: ModelFiles, config: dict, cfg: "EncoderConfig") -> dict:
         return load_safetensors(files.read(name), folder / name)
 
     extra = FILES["extra_weights"]
-    if not (folder / FILES["weights"]).exists() and (folder / ONNX_INT8).exists():  # one artifact: the int8 graph
+    if float_weights(folder) == "derived":  # one artifact: the int8 graph
         from .int8_weights import state_from_int8
 
         derived = state_from_int8(folder / ONNX_INT8, cfg, files.read(ONNX_INT8))

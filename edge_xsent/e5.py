@@ -15,7 +15,7 @@ row (always type 0) is added to the position table, which is used as it lies (po
 Two things differ from an edge-xsent model and live in `E5Tokenizer`: every text is read as
 `query: TEXT` (e5's symmetric-task prefix, as the `e5-small` peer), between <s> and </s>, and
 e5's own normalisation (its per-character map, runs of spaces collapsed) replaces NFKC. Ids 0 and
-1 (<s> and <pad>) trade places so that pad is 0, as `bundle.pad_batch` and `DualEncoder` expect.
+1 (<s> and <pad>) trade places so that pad is 0, as `tokenizer.pad_batch` and `DualEncoder` expect.
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ class E5Teacher:
 
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """(n, 384) float32 unit vectors in input order; batches formed by length."""
-        from .bundle import pad_batch
+        from .tokenizer import pad_batch
 
         ids = self.tokenizer.encode(list(sentences), self.max_len, self.prefix)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
@@ -318,7 +318,7 @@ def onnx_teacher_graph(out: str | Path, path: str | Path | None = None) -> Path:
         return out
     model, tok = load_e5(path)
     ids = tok.encode(["Open the file in a new window.", "Ouvrir le fichier, puis l'enregistrer.", "Datei"])
-    from .bundle import pad_batch
+    from .tokenizer import pad_batch
     import torch
 
     example = tuple(torch.from_numpy(a) for a in pad_batch(ids))

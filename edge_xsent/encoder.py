@@ -28,7 +28,7 @@ from .runtime import onnx_session
 from .config import BACKENDS, PRECISIONS
 from .errors import UserError
 from .threads import set_torch_threads
-from .tokenizer import Tokenizer, readable_prefix  # sentencepiece only, no torch
+from .tokenizer import Tokenizer, pad_batch, readable_prefix  # sentencepiece only, no torch
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "resources" / "default-model"
 # Models one name away (a path of that name, where one exists, wins). "fast": 2 blocks of 256 trained from scratch,
@@ -53,7 +53,7 @@ Backend = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (B, T) ids, (B, T) m
 
 def _torch_backend(files: bundle.ModelFiles, threads: int | None) -> Backend:
     path = files.folder
-    if not (path / layout.FILES["weights"]).exists() and not (path / layout.ONNX_INT8).exists():
+    if layout.float_weights(path) is None:
         raise UserError(f"{path} has no {layout.FILES['weights']} (fp32 weights) nor an int8 graph to derive "
                         "them from, for backend='torch': use backend='onnx', or load a model folder that has them")
     set_torch_threads(threads)
@@ -128,7 +128,7 @@ def _auto_backend(path: Path, precision: str | None) -> tuple[str, str | None]:
         return ("onnx", "int8") if (path / layout.ONNX_INT8).exists() else ("torch", None)
     if (path / ONNX_FILES[precision]).exists():
         return "onnx", precision
-    if precision == "fp32" and ((path / layout.FILES["weights"]).exists() or (path / layout.ONNX_INT8).exists()):
+    if precision == "fp32" and layout.float_weights(path):
         return "torch", None
     raise UserError(f"{path} has no {precision} model ({ONNX_FILES[precision]}): export one with "
                     f"`edge-xsent export {path} --out BUNDLE`" + (" --int4" if precision == "int4" else ""))
@@ -263,7 +263,7 @@ class Encoder:
         return self._run(ids, mask)
 
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
-        ids, mask = bundle.pad_batch(batch)
+        ids, mask = pad_batch(batch)
         return self._run(ids, mask)
 
 
@@ -320,7 +320,7 @@ def _backend_files(path: Path, backend: str, weights: str) -> list[str]:
     """The files a backend reads besides config.json and tokenizer.model."""
     if backend != "torch":
         return [weights]
-    own = (path / layout.FILES["weights"]).exists()
+    own = layout.float_weights(path) == "own"
     return [layout.FILES["weights"] if own else layout.ONNX_INT8, layout.FILES["extra_weights"]]
 
 

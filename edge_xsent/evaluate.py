@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 
@@ -315,16 +315,22 @@ def out_of_genre(pairs: Sequence[Pair], embed: Embed, max_pairs: int = 1000, max
     return results
 
 
+def language_means(cells: Iterable[tuple[str, float]], digits: int | None = 2) -> dict[str, float]:
+    """{language: mean P@1 in points} of (direction, P@1) cells: en->fr and fr->en are both fr's, of every
+    source given; the one way every figure, card and table turns directions into languages."""
+    by_lang: dict[str, list[float]] = {}
+    for direction, v in cells:
+        by_lang.setdefault(direction.replace("en->", "").replace("->en", ""), []).append(v)
+    means = {lang: 100 * sum(v) / len(v) for lang, v in sorted(by_lang.items())}
+    return means if digits is None else {lang: round(m, digits) for lang, m in means.items()}
+
+
 def out_of_genre_means(retrieval: dict[str, dict[str, float]]) -> dict:
     """An out_of_genre result in points: the mean over every cell (source x direction), and per language
     (both directions with English, every source): what a candidate's figures and the layer table read."""
     cells = [v for d in retrieval.values() for v in d.values()]
-    by_lang: dict[str, list[float]] = {}
-    for directions in retrieval.values():
-        for direction, v in directions.items():
-            by_lang.setdefault(direction.replace("en->", "").replace("->en", ""), []).append(v)
     return {"mean": round(100 * sum(cells) / len(cells), 2),
-            "by_language": {l: round(100 * sum(v) / len(v), 2) for l, v in sorted(by_lang.items())}}
+            "by_language": language_means(cell for d in retrieval.values() for cell in d.items())}
 
 
 def peer_oog(path: str | Path, label: str) -> dict:

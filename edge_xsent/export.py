@@ -31,8 +31,9 @@ import torch.nn as nn
 
 from . import __version__
 from .atomic import atomic_dir
-from .bundle import check_target, load_model, pad_batch, read_training, save_model, write_manifest
-from .layout import CARD, FILES, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
+from .bundle import check_target, load_model, read_training, save_model, write_manifest
+from .tokenizer import pad_batch
+from .layout import CARD, FILES, MANIFEST, float_weights, ONNX_FP32, ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE
 from .config import DEFAULT_INT8_ACTIVATIONS, DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS, TABLE_BITS
 from .data.corpus import Pair, read_pairs
 from .errors import UserError
@@ -295,7 +296,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         pruned = prune_vocabulary(model_dir, keep_vocab, tmp / ".pruned") if keep_vocab is not None else None
         model_dir = tmp / ".pruned" if pruned else model_dir
         model, tok, config = load_model(model_dir)
-        if not (model_dir / FILES["weights"]).exists():  # one artifact (int8 graph + head): write the float weights
+        if float_weights(model_dir) == "derived":  # one artifact (int8 graph + head): write the float weights
             save_model(tmp / ".float", model, tok, config["langs"], read_training(model_dir))
             model_dir = tmp / ".float"
         example = example_inputs(tok, model.cfg.max_len)

@@ -1,4 +1,5 @@
-"""Every file name and the format version of a model folder and of a bundle, declared once.
+"""Every file name and the format version of a model folder and of a bundle, declared once, and the one
+answer to "float weights of its own, or derived from its int8 graph?" (float_weights).
 The writers (bundle.save_model, hf.write_hf_files, export, encoder.calibrate_folder), the
 loaders (bundle, encoder, hf), the benchmarks, shipping (studies/shipping-history/ship_default.py) and the demo's
 prepare.py all name files through this module. It imports nothing from the package.
@@ -41,3 +42,14 @@ TS_FROZEN = "torchscript/model.pt"
 TS_LITE = "torchscript/model.ptl"
 PARITY = "parity.json"
 CARD = "README.md"
+
+
+def float_weights(folder) -> str | None:
+    """Where a folder's float weights come from: "own" (model.safetensors), "derived" (none shipped: read
+    back from the int8 graph, bundle.read_state, checked against it), or None (neither: no torch backend)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    if (folder / FILES["weights"]).exists():
+        return "own"
+    return "derived" if (folder / ONNX_INT8).exists() else None

@@ -167,7 +167,7 @@ def ffn_importance(model, texts: Sequence[str], tok, max_len: int) -> list:
     import torch
     import torch.nn.functional as F
 
-    from .bundle import pad_batch
+    from .tokenizer import pad_batch
 
     sums = [torch.zeros(b.ff1.out_features) for b in model.blocks]
     batch: dict = {}  # the mask of the batch running now: padding positions add nothing

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+import numpy as np
 import sentencepiece as spm
 
 from .errors import UserError
@@ -190,6 +191,16 @@ class Tokenizer:
 # the spaces and control characters normalisation removes. Reading no further bounds the memory
 # one text can take (a 50 MB line took 1.3 GB); only a text that is mostly blanks could differ.
 READ_CHARS_PER_TOKEN = 64
+
+
+def pad_batch(batch: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Token id lists -> (B, T) int64 ids padded with `pad_id`, and the 0/1 attention mask: the one padding of
+    inference, training, export and the teachers."""
+    T = max(1, max(len(x) for x in batch))
+    ids = np.full((len(batch), T), pad_id, dtype=np.int64)
+    for i, x in enumerate(batch):
+        ids[i, : len(x)] = x
+    return ids, (ids != pad_id).astype(np.int64)
 
 
 def readable_prefix(text: str, max_len: int) -> str:

@@ -163,3 +163,15 @@ def test_cap_pairs_samples_each_language_pair_the_same_way():
     assert [p for p in capped if p.lang_b == "it"] == [Pair("en", "it", "a", "b")]  # fewer than the cap: all kept
     assert [pairs.index(p) for p in capped] == sorted(pairs.index(p) for p in capped)  # corpus order
     assert capped == cap_pairs(list(pairs), 10) and capped != cap_pairs(pairs, 10, seed=1)
+
+
+def test_language_means_joins_both_directions_and_every_source_of_a_language():
+    import pytest
+
+    from edge_xsent.evaluate import language_means, out_of_genre_means
+
+    cells = [("en->fr", 0.9), ("fr->en", 0.8), ("en->de", 1 / 3), ("en->fr", 0.7)]
+    assert language_means(cells) == {"de": 33.33, "fr": 80.0}
+    assert language_means(cells, None)["de"] == pytest.approx(100 / 3)
+    assert out_of_genre_means({"a": {"en->fr": 0.9, "fr->en": 0.8}, "b": {"en->fr": 0.7}}) == {
+        "mean": 80.0, "by_language": {"fr": 80.0}}

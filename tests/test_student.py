@@ -71,7 +71,7 @@ def student(student_file):
 
 
 def vectors(model, tok, texts):
-    from edge_xsent.bundle import pad_batch
+    from edge_xsent.tokenizer import pad_batch
 
     ids, mask = pad_batch(tok.encode(texts, model.cfg.max_len))
     with torch.inference_mode():

@@ -70,7 +70,7 @@ def pruned():
 def test_real_e5_reads_the_students_pieces(pruned):
     """A student pruned from e5's blocks 0-1 computes, piece for piece, e5's own states at blocks 0-1: the
     token loss is 0 there before any training (the id map is right), and not 0 against e5's last block."""
-    from edge_xsent.bundle import pad_batch
+    from edge_xsent.tokenizer import pad_batch
     from edge_xsent.objectives import Objective
 
     model, tok = pruned

@@ -37,7 +37,7 @@ from edge_xsent.bench import _spawn, machine_info
 from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
 from edge_xsent.encoder import Encoder
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import out_of_genre, out_of_genre_means, xsr
+from edge_xsent.evaluate import language_means, out_of_genre, out_of_genre_means, xsr
 from edge_xsent.failures import script_errors
 from edge_xsent.layout import FILES, ONNX_INT4, ONNX_INT8
 
@@ -49,11 +49,7 @@ OLD_LANGS = ("de", "es", "fr", "it", "nl", "pl", "pt_BR", "ru")  # with English:
 
 def per_language(results: dict[str, dict], key: str = "p1_cosine") -> dict[str, float]:
     """{"en->xx": {...}, "xx->en": {...}} -> {xx: mean P@1 of both directions, in points}."""
-    sums: dict[str, list[float]] = {}
-    for direction, r in results.items():
-        lang = direction.replace("en->", "").replace("->en", "")
-        sums.setdefault(lang, []).append(r[key] if isinstance(r, dict) else r)
-    return {lang: round(100 * sum(v) / len(v), 2) for lang, v in sorted(sums.items())}
+    return language_means((d, r[key] if isinstance(r, dict) else r) for d, r in results.items())
 
 
 def general(embed, data: str, queries: int) -> dict:

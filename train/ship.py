@@ -27,6 +27,7 @@ from edge_xsent.inputs import read_json, read_text
 from edge_xsent.config import SHIP_RULES
 from edge_xsent.card import start_lines
 from edge_xsent.errors import UserError
+from edge_xsent.evaluate import language_means
 from edge_xsent.evaluate import peer_oog
 from edge_xsent.failures import script_errors
 from edge_xsent.tokenizer import RULES_FILE
@@ -220,11 +221,7 @@ def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
         for label, result in read_json(path).items():
             if label not in labels:
                 continue
-            cells: dict[str, list[float]] = {}
-            for directions in result["retrieval"].values():
-                for d, v in directions.items():
-                    cells.setdefault(d.replace("en->", "").replace("->en", ""), []).append(v)
-            peers[label] = {l: 100 * sum(v) / len(v) for l, v in cells.items()}
+            peers[label] = language_means((cell for d in result["retrieval"].values() for cell in d.items()), None)
     return peers
 
 

@@ -25,7 +25,7 @@ from edge_xsent.layout import ONNX_INT8
 
 HERE = Path(__file__).parent
 def encode(model, tok, texts: list[str]) -> np.ndarray:
-    from edge_xsent.bundle import pad_batch
+    from edge_xsent.tokenizer import pad_batch
 
     out = []
     with torch.no_grad():

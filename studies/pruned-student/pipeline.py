@@ -29,7 +29,7 @@ VARIANTS = ("e5", "bare-bos", "bare")
 def batched_embedder(run, encode):
     """sentences -> unit vectors: `encode` makes each sentence's ids, `run(ids, mask)` embeds a padded batch;
     batches of 64 by length."""
-    from edge_xsent.bundle import pad_batch
+    from edge_xsent.tokenizer import pad_batch
 
     def embed(sentences: list[str]) -> np.ndarray:
         ids = encode(list(sentences))

@@ -23,7 +23,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args()
-    from edge_xsent.bundle import pad_batch
+    from edge_xsent.tokenizer import pad_batch
     from edge_xsent.config import EncoderConfig, TrainConfig
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.distill import TokenTeacher
