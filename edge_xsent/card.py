@@ -1,6 +1,6 @@
 """The model card (README.md of a bundle or of the shipped default), written in one place from a
 dict of figures. `edge-xsent export` fills the common part (model, files, parity); shipping
-(studies/shipping-history/ship_default.py) adds the sections its result files support. Every figure on a card
+(train/ship.py) adds the sections its result files support. Every figure on a card
 comes from the dict: nothing here measures or reads a result file.
 
     figures = {

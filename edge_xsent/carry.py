@@ -9,15 +9,15 @@ keeps three per weight), the run's tokenizer and its log. `restore` puts them ba
 `edge-xsent train --config R` resumes at the carried step:
 
     git worktree add ../carry-long -b carry/long                        # a branch for the carry, off main
-    python scripts/carry.py save ~/edge-xsent-runs/long ../carry-long/long      # before the machine goes; commit there
-    python scripts/carry.py restore ../carry-long/long ~/edge-xsent-runs/long   # on the next one
+    python train/carry.py save ~/edge-xsent-runs/long ../carry-long/long      # before the machine goes; commit there
+    python train/carry.py restore ../carry-long/long ~/edge-xsent-runs/long   # on the next one
     edge-xsent train --config R                                         # resumes at the carried step
 
 What a carried run loses: Adam's moments (they start afresh at the carried step's learning rate) and
 the best model saved before the carry (the run's model folder then holds the best validation after
 it). Batches, masks and dropout are functions of the step, so the data seen is the same.
 A finished run is carried as what comes next needs, its model folder (the best validation) and
-summary: restored, `edge-xsent train` reports it finished and `studies/shipping-history/make_default.sh` scores it.
+summary: restored, `edge-xsent train` reports it finished and `train/finish.sh` scores it.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _read_meta(src: Path) -> dict:
     try:
         meta = read_json(src / META, what="carry.json")
     except (OSError, ValueError) as e:
-        raise UserError(f"{src}: not a carried run ({e}); write one with `python scripts/carry.py save RUN {src}`") from e
+        raise UserError(f"{src}: not a carried run ({e}); write one with `python train/carry.py save RUN {src}`") from e
     if not isinstance(meta, dict) or meta.get("format") != CARRY_FORMAT:
         raise UserError(f"{src / META}: format {meta.get('format') if isinstance(meta, dict) else meta!r}, "
                         f"expected {CARRY_FORMAT!r}")
@@ -130,10 +130,10 @@ def _read_meta(src: Path) -> dict:
     torn = [k for k, t in wanted.items() if not isinstance(meta.get(k), t) or (t is int and isinstance(meta[k], bool))]
     if torn or meta["step"] < 0:
         raise UserError(f"{src / META}: field(s) {', '.join(torn) or 'step'} missing or of the wrong type (a torn or "
-                        f"hand-edited file); write the carry again with `python scripts/carry.py save RUN {src}`")
+                        f"hand-edited file); write the carry again with `python train/carry.py save RUN {src}`")
     if meta["finished"] and not any(n.startswith(MODEL + "/") for n in meta["sha256"]):
         raise UserError(f"{src / META} says the run finished but the carry holds no {MODEL}/ folder (a torn or "
-                        f"hand-edited carry): write it again with `python scripts/carry.py save RUN {src}`")
+                        f"hand-edited carry): write it again with `python train/carry.py save RUN {src}`")
     for name, digest in meta["sha256"].items():
         if Path(name).is_absolute() or ".." in Path(name).parts:
             raise UserError(f"{src / META} names {name!r}, a file outside the carry: refused")

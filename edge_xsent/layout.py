@@ -1,7 +1,7 @@
 """Every file name and the format version of a model folder and of a bundle, declared once, and the one
 answer to "float weights of its own, or derived from its int8 graph?" (float_weights).
 The writers (bundle.save_model, hf.write_hf_files, export, encoder.calibrate_folder), the
-loaders (bundle, encoder, hf), the benchmarks, shipping (studies/shipping-history/ship_default.py) and the demo's
+loaders (bundle, encoder, hf), the benchmarks, shipping (train/ship.py) and the demo's
 prepare.py all name files through this module. It imports nothing from the package.
 
     config.json             format name + version, EncoderConfig, languages, pooling, normalisation,

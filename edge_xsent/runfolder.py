@@ -70,7 +70,7 @@ def finished_summary(cfg: TrainConfig, out: Path) -> dict:
     ran = trained_config(out / "model")
     if summary["steps"] < cfg.max_steps or ran is None:
         raise UserError(f"{out} holds a run finished at step {summary['steps']} with no checkpoint to go on from "
-                        f"(max_steps {cfg.max_steps}): restore one with `python scripts/carry.py restore`, or start over "
+                        f"(max_steps {cfg.max_steps}): restore one with `python train/carry.py restore`, or start over "
                         "with --fresh")
     if _comparable(ran) != _comparable(cfg):
         raise UserError(f"{out} holds a finished run with a different config; use --fresh to start over")

@@ -322,7 +322,7 @@ def refuse_own_result(cfg: TrainConfig) -> None:
     if same_recipe and Path(ran.out).name == Path(cfg.out).name:
         raise UserError(f"init {cfg.init!r} is this run's own result (trained by the same config into "
                         f"{Path(ran.out).name}); starting from it would train it twice. Put the run back with "
-                        "`python scripts/carry.py restore`, or set init to the model it started from")
+                        "`python train/carry.py restore`, or set init to the model it started from")
 
 
 def check_pinned_start(cfg: TrainConfig) -> None:

@@ -15,11 +15,11 @@ from edge_xsent.train import train
 
 
 def carry_script(*args: str):
-    """scripts/carry.py as a process: (exit code, stdout + stderr)."""
+    """train/carry.py as a process: (exit code, stdout + stderr)."""
     import subprocess
     import sys
 
-    res = subprocess.run([sys.executable, str(ROOT / "scripts/carry.py"), *args], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, str(ROOT / "train/carry.py"), *args], capture_output=True, text=True,
                          timeout=300)
     return res.returncode, res.stdout + res.stderr
 

@@ -25,7 +25,7 @@ SENTENCES = "Open the file\nSave the current document\nClose the window\n"
 
 
 def run(*args: str, stdin=None, input: bytes | None = None, limit_bytes: int | None = None, **kw):
-    """The CLI as a process (or a script of the repository, named "@scripts/x.py"); `limit_bytes` caps the size of any file it writes (a full disk, as
+    """The CLI as a process (or a script of the repository, named "@train/x.py"); `limit_bytes` caps the size of any file it writes (a full disk, as
     far as a writer can tell: each write past it fails with EFBIG)."""
     def cap():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -160,7 +160,7 @@ COMMANDS = {
     "eval-md": ("pairs", ["eval", "xsr", "--model", "{model}", "--data", "{pairs}", "--md", "OUT"]),
     "debias": ("pairs", ["debias", "{model}", "--data", "{pairs}", "--out", "OUT"]),
     "export": ("model", ["export", "{model}", "--out", "OUT"]),
-    "carry-save": ("run", ["@scripts/carry.py", "save", "{run}", "OUT"]),  # @: a lab script, not the CLI
+    "carry-save": ("run", ["@train/carry.py", "save", "{run}", "OUT"]),  # @: a lab script, not the CLI
     "train": ("recipe", ["train", "--config", "{recipe}", "--out", "OUT", "--max-steps", "2", "--quiet"]),
 }
 TARGETS = {

@@ -14,7 +14,7 @@ mkdir -p "$R" runs
 FLAGS="--config studies/general-default/general-ablation.toml"
 TEACHER="--teacher usem3 --teacher-weight 2 --mono-batch-size 32"
 
-source studies/shipping-history/lib.sh  # run NAME [flags], score NAME SPLIT DOMAIN
+source studies/shipping-history/lib.sh@f5796e71a  # run NAME [flags], score NAME SPLIT DOMAIN
 
 run gen-paper                                    # trains the 16k tokenizer on both domains
 TOK="--tokenizer runs/gen-paper/tokenizer.model"

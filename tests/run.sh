@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine, as CI runs it (.ci/run calls this after installing the
 # package): what some tests need beyond pip's extras, then pytest. Rerunning skips what is there.
-#   scripts/test.sh            # after: pip install torch==2.13.0 -e ".[dev]"
-#   scripts/test.sh -x -k demo # extra arguments go to pytest (-n 0: one process)
+#   tests/run.sh            # after: pip install torch==2.13.0 -e ".[dev]"
+#   tests/run.sh -x -k demo # extra arguments go to pytest (-n 0: one process)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 DEBIAN_FRONTEND=noninteractive

@@ -3,8 +3,8 @@ user command. `save` writes RUN's last checkpoint (weights without Adam's moment
 into DEST, small enough to commit on a branch of its own; `restore` makes such a folder RUN's
 checkpoint, and the same `edge-xsent train` then resumes at its step.
 
-    python scripts/carry.py save ~/edge-xsent-runs/long ../carry-long/long
-    python scripts/carry.py restore ../carry-long/long ~/edge-xsent-runs/long
+    python train/carry.py save ~/edge-xsent-runs/long ../carry-long/long
+    python train/carry.py restore ../carry-long/long ~/edge-xsent-runs/long
 """
 
 from __future__ import annotations
