@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
-from edge_xsent.tokenizer import RULES_FILE
+from edge_xsent.encode.tokenizer import RULES_FILE
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
@@ -37,7 +37,9 @@ if EDGE_CASES.exists():
 def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules", vendor: bool = True) -> dict:
     import numpy as np
 
-    from edge_xsent import Encoder, compact
+    from edge_xsent import Encoder
+
+    from edge_xsent.encode import compact
 
     for name in MODEL_FILES:
         if not (bundle / name).exists():

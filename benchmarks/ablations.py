@@ -68,11 +68,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/ablations.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[*args.runs, args.data])
-    from edge_xsent.bench import machine_info, write_report
+    from edge_xsent.train.bench import machine_info, write_report
     from edge_xsent.data.corpus import read_classify, read_pairs, resolve
-    from edge_xsent.bundle import read_training, resolve_model_dir
-    from edge_xsent.encoder import Encoder
-    from edge_xsent.evaluate import average, classify, xsr
+    from edge_xsent.encode.bundle import read_training, resolve_model_dir
+    from edge_xsent.encode.encoder import Encoder
+    from edge_xsent.eval.evaluate import average, classify, xsr
 
     pairs = list(read_pairs(args.data, split="test"))
     docs = list(read_classify(resolve(args.data) / "classify.tsv"))

@@ -24,10 +24,11 @@ from typing import Callable
 import numpy as np
 
 from edge_xsent.atomic import check_outputs
-from edge_xsent import Encoder, compact
+from edge_xsent import Encoder
+from edge_xsent.encode import compact
 from edge_xsent.atomic import atomic_write
 from edge_xsent.data.corpus import read_corpus_split, read_pairs
-from edge_xsent.evaluate import average, out_of_genre, xsr
+from edge_xsent.eval.evaluate import average, out_of_genre, xsr
 from edge_xsent.failures import script_errors
 
 ROOT = Path(__file__).resolve().parent.parent

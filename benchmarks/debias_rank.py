@@ -27,15 +27,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from edge_xsent.atomic import check_outputs
-from edge_xsent.decisions import DEBIAS_MIN_GAIN, DEBIAS_PAIR_COST_MAX, debias_rank
+from edge_xsent.eval.decisions import DEBIAS_MIN_GAIN, DEBIAS_PAIR_COST_MAX, debias_rank
 from edge_xsent.failures import script_errors
 @script_errors
 def main() -> None:
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.debias import debias_model
-    from edge_xsent.encoder import Encoder
-    from edge_xsent.evaluate import average, xsr, xsr_mixed
+    from edge_xsent.train.debias import debias_model
+    from edge_xsent.encode.encoder import Encoder
+    from edge_xsent.eval.evaluate import average, xsr, xsr_mixed
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_count
-from edge_xsent.decisions import SWEEP_RULE_POINTS, smallest_near_best
+from edge_xsent.eval.decisions import SWEEP_RULE_POINTS, smallest_near_best
 from edge_xsent.failures import script_errors
 
 # name -> model overrides of train/cpu-hour.toml (2 layers, d=512, 16k vocabulary).
@@ -49,11 +49,11 @@ POINTS = {
 
 def step_seconds(cfg, tok, rows, langs, n: int = 12, warmup: int = 2, sample: int = 20_000) -> float:
     """Mean seconds of the training loop's step (forward, backward, clipping, AMSGrad) over random real batches."""
-    from edge_xsent.batches import BatchPlan, make_batch, tokenize_pairs
-    from edge_xsent.bench import time_steps
-    from edge_xsent.model import DualEncoder
-    from edge_xsent.objectives import punctuation_pieces
-    from edge_xsent.train import Trainer
+    from edge_xsent.train.batches import BatchPlan, make_batch, tokenize_pairs
+    from edge_xsent.train.bench import time_steps
+    from edge_xsent.encode.model import DualEncoder
+    from edge_xsent.train.objectives import punctuation_pieces
+    from edge_xsent.train.loop import Trainer
 
     pick = np.random.default_rng(cfg.seed).choice(len(rows), size=min(sample, len(rows)), replace=False)
     data = tokenize_pairs([rows[i] for i in pick], tok, cfg.model.max_len, langs)
@@ -103,14 +103,14 @@ def main() -> None:
     args = ap.parse_args()
     check_outputs([args.out], inputs=[args.config, args.runs])
     from edge_xsent.atomic import atomic_write
-    from edge_xsent.bench import machine_info, write_report
+    from edge_xsent.train.bench import machine_info, write_report
     from edge_xsent.data.corpus import pair_langs, read_pairs
-    from edge_xsent.encoder import Encoder
-    from edge_xsent.evaluate import average, xsr
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.encoder import Encoder
+    from edge_xsent.eval.evaluate import average, xsr
+    from edge_xsent.encode.tokenizer import Tokenizer
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train import load_texts, train
-    from edge_xsent.runfolder import training_minutes
+    from edge_xsent.train.loop import load_texts, train
+    from edge_xsent.train.runfolder import training_minutes
 
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", message=".*longer than .* tokens were truncated")  # eval's test split
@@ -171,7 +171,7 @@ def main() -> None:
 
 
 def _count_params(model_dir: Path) -> int:
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.bundle import load_model
 
     model, _, _ = load_model(model_dir)
     return model.num_parameters()

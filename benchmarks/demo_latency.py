@@ -28,8 +28,8 @@ REPEATS = 50
 def python_medians(bundle: Path) -> tuple[float, float, int]:
     """Median ms of the model alone (`Encoder.embed_ids`) and of `encode` (tokenizer + model + normalise)."""
     from edge_xsent import Encoder
-    from edge_xsent.bench import timed
-    from edge_xsent.tokenizer import pad_batch
+    from edge_xsent.train.bench import timed
+    from edge_xsent.encode.tokenizer import pad_batch
 
     enc = Encoder.load(bundle, backend="onnx", precision="int8", threads=1)
     ids, mask = pad_batch(enc.tokenize([SENTENCE]))

@@ -35,10 +35,10 @@ def main() -> None:
     check_outputs([args.out], inputs=[args.model])
     import torch
 
-    from edge_xsent.bench import machine_info, summarize, write_report
+    from edge_xsent.train.bench import machine_info, summarize, write_report
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.encoder import Encoder
-    from edge_xsent.export import export_bundle
+    from edge_xsent.encode.encoder import Encoder
+    from edge_xsent.export.exporter import export_bundle
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.atomic import atomic_write
-from edge_xsent.decisions import teacher_loss
-from edge_xsent.evaluate import average
+from edge_xsent.eval.decisions import teacher_loss
+from edge_xsent.eval.evaluate import average
 from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results" / "general-ablation"

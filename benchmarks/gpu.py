@@ -50,7 +50,7 @@ def gpu_tests() -> dict:
 
 def train_paper(steps: int) -> dict:
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig.from_toml(ROOT / "train/paper-2layer.toml", {
@@ -63,7 +63,7 @@ def train_paper(steps: int) -> dict:
 
 
 def bench(train_steps: int) -> dict:
-    from edge_xsent.bench import exit_reason
+    from edge_xsent.train.bench import exit_reason
 
     with tempfile.TemporaryDirectory() as tmp:
         res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "bench", "--layers", "1,2,3,4,6", "--device", "cuda",
@@ -78,7 +78,7 @@ def padded_batches(ids: list[list[int]], size: int, device: str) -> list:
     """Length-sorted batches (as `encode` makes them), padded once and moved to the device before
     any timing, so the timed loop is the model alone: in the first GPU runs, padding in Python each
     batch moved the figures by half between runs and hid the dtypes' difference."""
-    from edge_xsent.batches import pad
+    from edge_xsent.train.batches import pad
 
     order = sorted(range(len(ids)), key=lambda k: len(ids[k]))
     batches = (pad([ids[k] for k in order[start: start + size]]) for start in range(0, len(order), size))
@@ -89,8 +89,8 @@ def inference(repeats: int) -> dict:
     import torch
 
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.encoder import DEFAULT_MODEL
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.bundle import load_model
 
     model, tok, _ = load_model(DEFAULT_MODEL)
     sentences = [p.a for p in read_pairs("sample", split="test")] * 16
@@ -132,7 +132,7 @@ def to_markdown(report: dict) -> str:
                   f"{p['cuda_max_allocated_mb']} MB ({p['note']})", ""]
     b = report.get("bench")
     if b:
-        from edge_xsent.bench import to_markdown as bench_md
+        from edge_xsent.train.bench import to_markdown as bench_md
 
         lines += ["## Depth (the paper's Table 5)", "", bench_md(b), ""]
     i = report.get("inference")
@@ -153,7 +153,7 @@ def main() -> int:
     if device is None:
         print(f"error: {NO_GPU}", file=sys.stderr)
         return 2
-    from edge_xsent.bench import write_report
+    from edge_xsent.train.bench import write_report
 
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = args.out / f"gpu-{stamp}"

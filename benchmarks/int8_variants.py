@@ -36,13 +36,13 @@ ROOT = Path(__file__).resolve().parent.parent
 from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
-from edge_xsent.bundle import load_model, write_manifest
+from edge_xsent.encode.bundle import load_model, write_manifest
 from edge_xsent.layout import MANIFEST, ONNX_FP32, ONNX_INT8
 from edge_xsent.config import INT8_WEIGHTS
 from edge_xsent.data.corpus import Pair, read_corpus_split
-from edge_xsent.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant
-from edge_xsent.evaluate import average, row_cosines, xsr
-from edge_xsent.export import projection_nodes, quantize_int8
+from edge_xsent.eval.decisions import INT8_BASELINE, INT8_COSINE_TIE, INT8_P1_MAX_LOSS, INT8_SPEED_MIN_SHARE, int8_variant
+from edge_xsent.eval.evaluate import average, row_cosines, xsr
+from edge_xsent.export.exporter import projection_nodes, quantize_int8
 from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -178,7 +178,7 @@ def report(res: dict) -> str:
         cells = [f"{r['cosine'][k]['mean']:.5f} / {r['cosine'][k]['min']:.4f}" for k in runtimes]
         lines.append(f"| {name} | " + " | ".join(cells) +
                      f" | {r['general']:.2f} | {r['software']:.2f} | {r['sentences_per_s']:.0f} | {r['int8_mb']:.2f} |")
-    lines += ["", f"Rule (`edge_xsent.decisions.int8_variant`, fixed before the first run): the best worst-runtime mean "
+    lines += ["", f"Rule (`edge_xsent.eval.decisions.int8_variant`, fixed before the first run): the best worst-runtime mean "
               f"cosine among the variants whose general and software P@1 are each within {INT8_P1_MAX_LOSS} points of "
               f"{INT8_BASELINE}'s and whose speed is at least {INT8_SPEED_MIN_SHARE:.0%} of it; within "
               f"{INT8_COSINE_TIE} of the best cosine, the faster. **Choice: {res['choice']}.**", ""]

@@ -30,9 +30,9 @@ from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
-from edge_xsent.evaluate import row_cosines
-from edge_xsent.hf import require, sentence_transformer, transformers_encode
-from edge_xsent.tokenizer import Tokenizer
+from edge_xsent.eval.evaluate import row_cosines
+from edge_xsent.encode.hf import require, sentence_transformer, transformers_encode
+from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results"

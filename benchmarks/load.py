@@ -43,7 +43,7 @@ def main() -> None:
     ap.add_argument("--no-xsr", action="store_true", help="skip the 200k-candidate retrieval run")
     args = ap.parse_args()
     check_outputs([args.out], inputs=[args.model, args.data])
-    from edge_xsent.bench import write_report
+    from edge_xsent.train.bench import write_report
     from edge_xsent.data.corpus import read_pairs
 
     base = [p.a for p in read_pairs(args.data, split="train")] + [p.b for p in read_pairs(args.data, split="train")]

@@ -33,9 +33,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/max_len.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[args.tokenizer, args.data])
-    from edge_xsent.bench import write_report
+    from edge_xsent.train.bench import write_report
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     tok = Tokenizer.load(args.tokenizer)
     rows, shares = [], {}

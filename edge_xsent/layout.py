@@ -5,7 +5,7 @@ loaders (bundle, encoder, hf), the benchmarks, shipping (train/ship.py) and the 
 prepare.py all name files through this module. It imports nothing from the package.
 
     config.json             format name + version, EncoderConfig, languages, pooling, normalisation,
-                            and the same encoder as transformers' BertConfig (edge_xsent/hf.py)
+                            and the same encoder as transformers' BertConfig (edge_xsent/encode/hf.py)
     model.safetensors       the encoder's weights under BERT's names (never pickle: loading executes no code)
     edge_xsent.safetensors  what only edge-xsent reads: the generative head, the language basis
     tokenizer.model         SentencePiece model

@@ -16,7 +16,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-from .errors import UserError
+from edge_xsent.errors import UserError
 
 WAIT_POLICY = "OMP_WAIT_POLICY"
 _chosen: int | None = None  # the command's --threads (use_threads)

@@ -47,9 +47,9 @@ def main() -> None:
     args = ap.parse_args()
     from executorch.runtime import Runtime
 
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.bundle import load_model
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.export import SentenceEmbedder
+    from edge_xsent.export.exporter import SentenceEmbedder
 
     torch.set_num_threads(1)
     model, tok, _ = load_model(args.model)

@@ -5,8 +5,8 @@
     .venv-optimum/bin/python interop/optimum_vectors.py MODEL_FOLDER TEXTS.json [fp32|int8]
 
 Prints JSON: the token ids of transformers' AutoTokenizer, the vectors of
-ORTModelForFeatureExtraction + mean pooling (edge_xsent.hf.ort_encode), and those of
-sentence-transformers' ONNX backend on the folder as it lies (edge_xsent.hf.st_onnx_model), each
+ORTModelForFeatureExtraction + mean pooling (edge_xsent.encode.hf.ort_encode), and those of
+sentence-transformers' ONNX backend on the folder as it lies (edge_xsent.encode.hf.st_onnx_model), each
 text alone as the others (int8's dynamic scales see the whole batch).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from edge_xsent.hf import ort_encode, require, st_onnx_model
+from edge_xsent.encode.hf import ort_encode, require, st_onnx_model
 
 
 def main(folder: str, texts_file: str, precision: str = "fp32") -> None:

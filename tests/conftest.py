@@ -21,7 +21,7 @@ def train_each_tokenizer_once():
     (texts, settings) once and hands out copies; a training that fails is not remembered."""
     import hashlib
 
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     real, trained = Tokenizer.train.__func__, {}
 
@@ -66,7 +66,7 @@ def externalise_largest(graph: Path, location: str, data_file: Path) -> int:
 
 
 def tiny_config(out: Path, **overrides):
-    from edge_xsent.model import EncoderConfig
+    from edge_xsent.encode.model import EncoderConfig
     from edge_xsent.config import TrainConfig
 
     model = dict(vocab_size=1000, n_layers=1, d_model=32, n_heads=2, d_ff=64, max_len=32, dropout=0.1)
@@ -80,8 +80,8 @@ def tiny_config(out: Path, **overrides):
 
 def run_until(cfg, stop_at: int) -> None:
     """Run training but interrupt it right after the checkpoint of step `stop_at`, as a killed process would."""
-    import edge_xsent.train as T
-    from edge_xsent.train import train
+    import edge_xsent.train.loop as T
+    from edge_xsent.train.loop import train
 
     real = T.save_checkpoint
 
@@ -101,7 +101,7 @@ def run_until(cfg, stop_at: int) -> None:
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> Path:
     """A trained tiny model (train output folder); its model/ is a loadable model folder."""
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     out = tmp_path_factory.mktemp("tiny") / "run"
     cfg = tiny_config(out, max_steps=60, model=dict(d_model=48, n_heads=4, d_ff=96))
@@ -125,7 +125,7 @@ def tiny_encoder(tiny_model):
 @pytest.fixture(scope="session")
 def tiny_bundle(tiny_model, tmp_path_factory):
     """The tiny model exported with --int8: (bundle folder, parity report)."""
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     out = tmp_path_factory.mktemp("bundle") / "bundle"
     parity = export_bundle(tiny_model, out, parity_pairs=80)
@@ -135,7 +135,7 @@ def tiny_bundle(tiny_model, tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_bundle_table4(tiny_model, tmp_path_factory):
     """The tiny model exported with --table-bits 4 (the token table in 4-bit blocks): (bundle, parity)."""
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     out = tmp_path_factory.mktemp("bundle-t4") / "bundle"
     parity = export_bundle(tiny_model, out, parity_pairs=80, torchscript=False, table_bits=4)
@@ -146,7 +146,7 @@ def tiny_bundle_table4(tiny_model, tmp_path_factory):
 def tiny_bundle_per_row(tiny_model, tmp_path_factory) -> Path:
     """The tiny model exported as a pruned student must ship (studies/pruned-student): the token table in
     4-bit blocks and int8 activations scaled per row (`--table-bits 4 --int8-activations per-row`)."""
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     out = tmp_path_factory.mktemp("bundle-per-row") / "bundle"
     export_bundle(tiny_model, out, parity_pairs=80, torchscript=False, table_bits=4, int8_activations="per-row")
@@ -156,7 +156,7 @@ def tiny_bundle_per_row(tiny_model, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_debiased(tiny_model, tmp_path_factory) -> Path:
     """The tiny model with its language subspace removed (rank 1): the projection is not identity."""
-    from edge_xsent.debias import debias_model
+    from edge_xsent.train.debias import debias_model
 
     out = tmp_path_factory.mktemp("deb") / "m"
     debias_model(tiny_model, "sample", out, rank=1, per_lang=200)
@@ -166,7 +166,7 @@ def tiny_debiased(tiny_model, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_debiased_bundle(tiny_debiased, tmp_path_factory) -> Path:
     """The debiased tiny model exported with --int8 (no TorchScript)."""
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     out = tmp_path_factory.mktemp("debb") / "bundle"
     export_bundle(tiny_debiased, out, torchscript=False, parity_pairs=80)
@@ -179,7 +179,7 @@ def student_file(tmp_path_factory):
     import numpy as np
     from safetensors.numpy import save_file
 
-    from edge_xsent.e5 import dequantize_q4, read_e5
+    from edge_xsent.train.e5 import dequantize_q4, read_e5
 
     e5 = read_e5()
     t, H, FF = e5.tensors, e5.d_model, e5.d_ff
@@ -199,9 +199,9 @@ def student_file(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_student_bundle(student_file, tmp_path_factory) -> Path:
     """That student as it ships: a table of 3,000 rows (4-bit) and an id map, per-row int8 activations."""
-    from edge_xsent.bundle import save_model
-    from edge_xsent.export import export_bundle
-    from edge_xsent.student import cut_table, load_student, table_rows_rule
+    from edge_xsent.encode.bundle import save_model
+    from edge_xsent.export.exporter import export_bundle
+    from edge_xsent.train.student import cut_table, load_student, table_rows_rule
 
     model, tok, record = load_student(student_file)
     root = tmp_path_factory.mktemp("student")

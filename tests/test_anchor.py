@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from conftest import run_until, tiny_config
-from edge_xsent import objectives as obj
-from edge_xsent.bundle import load_model
+from edge_xsent.train import objectives as obj
+from edge_xsent.encode.bundle import load_model
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
-from edge_xsent.model import DualEncoder
-from edge_xsent.runfolder import checkpoint_path, load_checkpoint
-from edge_xsent.train import train
+from edge_xsent.encode.model import DualEncoder
+from edge_xsent.train.runfolder import checkpoint_path, load_checkpoint
+from edge_xsent.train.loop import train
 
 V = 40
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from edge_xsent.bench import BenchConfig, _spawn, exit_reason, plot, ratios, run, summarize, to_markdown
+from edge_xsent.train.bench import BenchConfig, _spawn, exit_reason, plot, ratios, run, summarize, to_markdown
 from edge_xsent.errors import UserError
 
 

@@ -3,7 +3,7 @@ training sources' licences."""
 
 import yaml
 
-from edge_xsent.card import data_licence, front_matter, hub_languages, yaml_lines
+from edge_xsent.export.card import data_licence, front_matter, hub_languages, yaml_lines
 
 
 def test_the_licence_follows_the_training_sources():

@@ -1,4 +1,4 @@
-"""A run carried through git (edge_xsent/carry.py): its checkpoint folder lost, it resumes at the
+"""A run carried through git (edge_xsent/train/carry.py): its checkpoint folder lost, it resumes at the
 carried step, not at its start."""
 
 import json
@@ -7,11 +7,12 @@ import shutil
 import pytest
 import torch
 from conftest import ROOT, run_until, tiny_config
-from edge_xsent import Encoder, carry
+from edge_xsent import Encoder
+from edge_xsent.train import carry
 from edge_xsent.errors import UserError
-from edge_xsent.runfolder import checkpoint_path, load_checkpoint
-from edge_xsent.warmstart import refuse_own_result
-from edge_xsent.train import train
+from edge_xsent.train.runfolder import checkpoint_path, load_checkpoint
+from edge_xsent.train.warmstart import refuse_own_result
+from edge_xsent.train.loop import train
 
 
 def carry_script(*args: str):

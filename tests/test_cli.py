@@ -146,7 +146,7 @@ def test_every_generated_training_flag_says_what_it_accepts():
 
 def test_list_flags_parse_to_whole_numbers_also_where_the_setting_may_be_unset(monkeypatch):
     """`list[int] | None` settings (init_layers, token_layers) are "0,4,8" on the command line, negatives too."""
-    import edge_xsent.train as T
+    import edge_xsent.train.loop as T
 
     seen = {}
     monkeypatch.setattr(T, "train", lambda cfg, fresh=False, progress=True: seen.setdefault("cfg", cfg) and {"steps": 0})

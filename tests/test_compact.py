@@ -10,14 +10,15 @@ import torch
 from click.testing import CliRunner
 
 from conftest import tiny_config
-from edge_xsent import Encoder, compact
-from edge_xsent.bundle import verify
+from edge_xsent import Encoder
+from edge_xsent.encode import compact
+from edge_xsent.encode.bundle import verify
 from edge_xsent.cli import main
-from edge_xsent.encoder import FAST_MODEL
+from edge_xsent.encode.encoder import FAST_MODEL
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import average, xsr
-from edge_xsent.export import parity_sentences
-from edge_xsent.objectives import align_loss, matryoshka, sim_loss
+from edge_xsent.eval.evaluate import average, xsr
+from edge_xsent.export.exporter import parity_sentences
+from edge_xsent.train.objectives import align_loss, matryoshka, sim_loss
 
 SENTENCES = ["Save the current document", "Enregistrer le document actuel", "Das aktuelle Dokument speichern",
              "The cat sleeps on the warm roof."]
@@ -101,7 +102,7 @@ def test_calibration_is_checked_and_required(calibrated, tmp_path):
     (folder / "calibration.json").write_text(json.dumps({**ranges, "min": ranges["min"][:3]}))
     with pytest.raises(UserError, match="checksum mismatch"):  # changed after saving
         Encoder.load(folder)
-    from edge_xsent.bundle import refresh_manifest
+    from edge_xsent.encode.bundle import refresh_manifest
     (folder / "tokenizer.json").write_text("{}")
     with pytest.raises(UserError, match="tokenizer.json: checksum mismatch"):  # never blesses a corrupt folder
         refresh_manifest(folder, ["calibration.json"])
@@ -147,7 +148,7 @@ def test_matryoshka_averages_the_loss_over_prefixes():
 
 
 def test_training_with_matryoshka_dims(tmp_path):
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     with pytest.raises(UserError, match="matryoshka_dims"):
         tiny_config(tmp_path / "bad", matryoshka_dims=[32])

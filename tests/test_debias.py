@@ -1,4 +1,4 @@
-"""edge_xsent/debias.py: the language subspace is found, removed inside the model, and carried by exports."""
+"""edge_xsent/train/debias.py: the language subspace is found, removed inside the model, and carried by exports."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent import Encoder
-from edge_xsent.debias import auto_rank, debias_model, language_subspace
+from edge_xsent.train.debias import auto_rank, debias_model, language_subspace
 from edge_xsent.errors import UserError
 
 
@@ -51,7 +51,7 @@ def test_debiased_model_removes_the_subspace_and_keeps_retrieval(tiny_model, tmp
     out = tmp_path / "debiased"
     info = debias_model(tiny_model, "sample", out, rank=2, per_lang=300)
     assert info["rank"] == 2 and set(info["sentences_per_language"]) == {"en", "de", "es", "fr", "it"}
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.bundle import load_model
 
     model, _, config = load_model(out)
     assert config["model"]["lang_subspace"] == 2
@@ -82,7 +82,7 @@ def test_debias_cli_errors_and_export_carries_the_projection(tiny_model, tmp_pat
     done = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--out", str(out), "--per-lang", "200"],
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     export_bundle(out, tmp_path / "b", torchscript=False, parity_pairs=40)
     sentences = ["Save the current document", "Enregistrer le document actuel"]

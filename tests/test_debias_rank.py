@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edge_xsent.decisions import debias_rank
+from edge_xsent.eval.decisions import debias_rank
 
 ROOT = Path(__file__).resolve().parent.parent
 

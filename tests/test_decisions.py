@@ -1,9 +1,9 @@
-"""The decision rules of edge_xsent.decisions on tiny tables (the sweep's and the debias rank's
+"""The decision rules of edge_xsent.eval.decisions on tiny tables (the sweep's and the debias rank's
 rules are also exercised end to end in test_default_sweep.py and test_debias_rank.py)."""
 
 import pytest
 
-from edge_xsent.decisions import (debias_rank, failed_constraints, general_default, int8_variant, smallest_near_best,
+from edge_xsent.eval.decisions import (debias_rank, failed_constraints, general_default, int8_variant, smallest_near_best,
                                  teacher_loss, vocabulary)
 
 
@@ -72,7 +72,7 @@ def test_int8_variant_takes_the_most_faithful_that_keeps_quality_and_speed():
 
 
 def test_the_multilingual_default_rule_on_small_tables():
-    from edge_xsent.decisions import claimed_languages, multilingual_default, multilingual_failed_constraints
+    from edge_xsent.eval.decisions import claimed_languages, multilingual_default, multilingual_failed_constraints
 
     pairs = {"de": 134_700, "ja": 43_200, "vi": 6_500, "ar": 23_500}
     assert claimed_languages(pairs, {"de": 95.0, "ja": 81.0, "vi": 99.0, "ar": 79.9}) == ["de", "ja"]  # vi: too few pairs
@@ -91,7 +91,7 @@ def test_the_multilingual_default_rule_on_small_tables():
 def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_passing_student():
     """studies/pruned-student/README.md: claims on oog-m1 beside e5-small; <= 20 MB; >= 1.0x USE-m; within 3 of
     e5-small on oog; among those that pass, fewest layers, then fastest."""
-    from edge_xsent import decisions as rule
+    from edge_xsent.eval import decisions as rule
 
     e5 = {f"l{i:02d}": 90.0 for i in range(32)}
     assert rule.student_claims({**dict.fromkeys(e5, 86.0), "l00": 84.9, "xx": 99.0}, e5) == sorted(set(e5) - {"l00"})
@@ -108,7 +108,7 @@ def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_pas
 
 
 def test_the_gpu_student_rule_takes_the_best_oog_m1_and_within_half_a_point_the_faster():
-    from edge_xsent import decisions as rule
+    from edge_xsent.eval import decisions as rule
 
     shipped = {"oog_mean": 87.0, "oog_wide_mean": 72.8}
     row = lambda size, speed, oog, wide: {"int8_bytes": size, "speed_ratio": speed, "oog_mean": oog,  # noqa: E731

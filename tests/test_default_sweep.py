@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edge_xsent.decisions import smallest_near_best
+from edge_xsent.eval.decisions import smallest_near_best
 
 ROOT = Path(__file__).resolve().parent.parent
 

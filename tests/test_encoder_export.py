@@ -14,8 +14,8 @@ from conftest import ROOT
 from edge_xsent import Encoder
 from edge_xsent.layout import MANIFEST
 from edge_xsent.errors import UserError
-from edge_xsent.export import ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, export_bundle
-from edge_xsent.tokenizer import UNK_ID
+from edge_xsent.export.exporter import ONNX_FP32, ONNX_INT8, TS_FROZEN, TS_LITE, export_bundle
+from edge_xsent.encode.tokenizer import UNK_ID
 
 SENTENCES = ["Open the file in a new window.", "Ouvrir le fichier dans une nouvelle fenêtre.",
              "Datei speichern", "Guardar el documento actual", "Salva il documento corrente",
@@ -143,7 +143,7 @@ def test_cli_encode_roundtrip(tiny_bundle, tmp_path):
 
 def test_vocabulary_pruning_keeps_embeddings_of_the_texts(tiny_model, tmp_path):
     from edge_xsent.data.corpus import SAMPLE_CORPUS, read_corpus_split
-    from edge_xsent.export import prune_vocabulary
+    from edge_xsent.export.exporter import prune_vocabulary
 
     pairs = [p for p in read_corpus_split(SAMPLE_CORPUS / "train.tsv") if p.lang_b == "fr"][:300]
     texts = [p.a for p in pairs] + [p.b for p in pairs]
@@ -158,7 +158,7 @@ def test_vocabulary_pruning_keeps_embeddings_of_the_texts(tiny_model, tmp_path):
 
 
 def test_encode_file_is_chunked_and_matches(tiny_encoder, tmp_path):
-    from edge_xsent.encoder import encode_file
+    from edge_xsent.encode.encoder import encode_file
 
     lines = [f"Sentence number {i} about files" for i in range(2500)] + ["", "Ça va 🙂"]
     src = tmp_path / "s.txt"
@@ -183,7 +183,7 @@ def test_one_megabyte_string_and_many_sentences(tiny_encoder):
 @given(st.text(alphabet=st.characters(whitelist_categories=("Ll", "Lu", "Nd", "Zs", "Po")), max_size=60))
 def test_tokenizer_round_trip(tiny_encoder, text):
     from edge_xsent.text import normalize
-    from edge_xsent.tokenizer import UNK_ID
+    from edge_xsent.encode.tokenizer import UNK_ID
 
     ids = tiny_encoder.tokenizer.encode([text])[0]
     if UNK_ID not in ids:
@@ -214,7 +214,7 @@ def matmul_weights(path) -> list[np.ndarray]:
 def test_int8_weight_variants(tiny_bundle, tiny_model, tmp_path):
     """s8 uses the full signed range, s8-7bit stays within 7 bits, u8 stores unsigned weights; the
     choice reaches the manifest, and an unknown name is refused."""
-    from edge_xsent.export import quantize_int8
+    from edge_xsent.export.exporter import quantize_int8
 
     out, _ = tiny_bundle
     got = {}
@@ -236,7 +236,7 @@ def test_int8_weight_variants(tiny_bundle, tiny_model, tmp_path):
 
 def test_default_model_loads_offline_and_works():
     """`Encoder.load()` with no argument: the int8 model shipped inside the package."""
-    from edge_xsent.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
 
     enc = Encoder.load()
     assert enc.path == DEFAULT_MODEL and enc.backend == "onnx-int8"
@@ -252,9 +252,9 @@ def test_the_default_claims_only_what_holds_out_of_genre():
     """config.json's langs (Encoder.langs, the card's languages) are English and the languages whose out-of-genre
     P@1 (`oog-m1`) reaches 80 within 5 points of multilingual-e5-small's (issue 58), read from the figures file its
     manifest names: in-genre figures claim nothing (Arabic scored 86.8 in genre, 51.6 out of it)."""
-    from edge_xsent.decisions import student_claims
-    from edge_xsent.encoder import DEFAULT_MODEL
-    from edge_xsent.evaluate import peer_oog
+    from edge_xsent.eval.decisions import student_claims
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
+    from edge_xsent.eval.evaluate import peer_oog
 
     figures = json.loads((DEFAULT_MODEL / "manifest.json").read_text())["figures"]
     ours = json.loads((ROOT / figures).read_text())["oog_wide"]["by_language"]
@@ -335,7 +335,7 @@ def test_cli_stdin_and_pruned_export_leave_no_temporary_files(tiny_model, tiny_b
 
 
 def test_bundle_card_is_written_from_its_figures(tiny_bundle):
-    """edge_xsent/card.py, the one card writer: the export's card carries the bundle's own parity and sizes."""
+    """edge_xsent/export/card.py, the one card writer: the export's card carries the bundle's own parity and sizes."""
     import json
 
     bundle, parity = tiny_bundle

@@ -7,7 +7,7 @@ import numpy as np
 from conftest import ROOT
 from edge_xsent.data.corpus import Pair
 from edge_xsent.data.corpus import read_pairs
-from edge_xsent.evaluate import cap_pairs, classify, knn_mean, package_split, retrieve, train_logreg, xsr, xsr_mixed
+from edge_xsent.eval.evaluate import cap_pairs, classify, knn_mean, package_split, retrieve, train_logreg, xsr, xsr_mixed
 from edge_xsent.text import normalize
 
 
@@ -168,7 +168,7 @@ def test_cap_pairs_samples_each_language_pair_the_same_way():
 def test_language_means_joins_both_directions_and_every_source_of_a_language():
     import pytest
 
-    from edge_xsent.evaluate import language_means, out_of_genre_means
+    from edge_xsent.eval.evaluate import language_means, out_of_genre_means
 
     cells = [("en->fr", 0.9), ("fr->en", 0.8), ("en->de", 1 / 3), ("en->fr", 0.7)]
     assert language_means(cells) == {"de": 33.33, "fr": 80.0}

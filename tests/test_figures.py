@@ -108,7 +108,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     """The multilingual rule picks the winner; the card claims by the out-of-genre rule (issue 58), and --recard
     rewrites a shipped card under it from the figures its manifest names, weights and the rule's table untouched."""
     from edge_xsent import Encoder
-    from edge_xsent.bundle import verify
+    from edge_xsent.encode.bundle import verify
     from edge_xsent.layout import FILES, ONNX_INT8
 
     shipped = figures_file(tmp_path / "shipped.json", "shipped", n_langs=9)
@@ -200,7 +200,7 @@ def test_an_interpolated_winner_says_how_to_rebuild_it():
 
 def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(tiny_model, tmp_path):
     """The card's one command must rebuild what ships: a recipe without the winner's [ship] alpha is refused."""
-    from edge_xsent.bundle import refresh_manifest
+    from edge_xsent.encode.bundle import refresh_manifest
     from edge_xsent.errors import UserError
     from edge_xsent.layout import FILES
 

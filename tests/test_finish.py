@@ -49,9 +49,9 @@ def test_finish_makes_a_candidate_and_redoes_nothing_on_a_rerun(tiny_run, tmp_pa
 def test_interpolate_walks_from_the_runs_start_to_its_end(tiny_model, tmp_path):
     import torch
 
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.bundle import load_model
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     run = tmp_path / "run"
     recipe = tmp_path / "warm.toml"  # a warm run of a few steps from the tiny model: its start is that model

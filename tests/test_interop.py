@@ -24,10 +24,10 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent import Encoder
-from edge_xsent.tokenizer import pad_batch
+from edge_xsent.encode.tokenizer import pad_batch
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 from edge_xsent.errors import UserError
-from edge_xsent.tokenizer import UNK_ID, Tokenizer
+from edge_xsent.encode.tokenizer import UNK_ID, Tokenizer
 
 sys.path.insert(0, str(ROOT / "tests"))
 from test_hf import EDGE_CASES, min_cosine, sample_sentences  # noqa: E402
@@ -195,7 +195,7 @@ def test_transformers_js_gives_the_encoder_vectors(request, tmp_path, which, pre
 
 
 def test_missing_stack_names_its_extra(monkeypatch):
-    from edge_xsent import hf
+    from edge_xsent.encode import hf
 
     with pytest.raises(UserError, match="precision 'int4'"):
         hf.ort_encode(DEFAULT, ["Hello"], "int4")

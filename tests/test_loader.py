@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from edge_xsent import Encoder
-from edge_xsent.encoder import DEFAULT_MODEL
+from edge_xsent.encode.encoder import DEFAULT_MODEL
 from edge_xsent.errors import UserError
 
 _OPENS: list[str] | None = None
@@ -76,7 +76,7 @@ def test_a_file_changed_after_the_manifest_is_still_caught(tiny_bundle, tmp_path
 def test_shipped_models_load_by_name_and_a_folder_of_that_name_wins(tmp_path, monkeypatch, tiny_bundle):
     import shutil
 
-    from edge_xsent.encoder import NAMED_MODELS, named_model
+    from edge_xsent.encode.encoder import NAMED_MODELS, named_model
 
     assert set(NAMED_MODELS) == {"default", "fast"} and named_model("fast") == NAMED_MODELS["fast"]
     texts = ["Open the file.", "Ouvrir le fichier."]

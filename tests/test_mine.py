@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from edge_xsent.mine import mine
+from edge_xsent.eval.mine import mine
 
 
 def fake_embed(vectors: dict):

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from edge_xsent.errors import UserError
-from edge_xsent.model import DualEncoder, EncoderConfig
+from edge_xsent.encode.model import DualEncoder, EncoderConfig
 
 
 def test_paper_default_parameter_count():

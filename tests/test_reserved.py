@@ -15,9 +15,9 @@ from edge_xsent.data.build import BuildConfig, build
 from edge_xsent.data.corpus import SPLITS, read_corpus_split, read_mono
 from edge_xsent.data.debian import AptCache
 from edge_xsent.data.sources import select
-from edge_xsent.decisions import oog_default, oog_failed_constraints, out_of_genre_score
+from edge_xsent.eval.decisions import oog_default, oog_failed_constraints, out_of_genre_score
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import agreement_texts, neighbour_agreement, out_of_genre
+from edge_xsent.eval.evaluate import agreement_texts, neighbour_agreement, out_of_genre
 from test_build import add_package, fake_cache  # noqa: F401  (fake_cache is a pytest fixture)
 from test_debian import make_mo
 
@@ -120,7 +120,7 @@ def test_build_drops_reserved_sentences_from_pairs_and_mono(reserved_cache, tmp_
 
 def test_reserved_benchmark_excludes_training_text_and_refuses_training(reserved_cache, tmp_path):
     from conftest import tiny_config
-    from edge_xsent.train import load_texts
+    from edge_xsent.train.loop import load_texts
 
     corpus = tmp_path / "corpus"
     (corpus).mkdir()

@@ -1,4 +1,4 @@
-"""Per-row int8 activations (edge_xsent/rowquant.py): a text's int8 vector is the same alone and in any batch, and
+"""Per-row int8 activations (edge_xsent/export/rowquant.py): a text's int8 vector is the same alone and in any batch, and
 onnxruntime's optimisations do not change what the graph computes."""
 
 import json
@@ -9,11 +9,11 @@ import onnx
 import pytest
 
 from edge_xsent import Encoder
-from edge_xsent.tokenizer import pad_batch
+from edge_xsent.encode.tokenizer import pad_batch
 from edge_xsent.errors import UserError
-from edge_xsent.export import export_bundle, quantize_int8
+from edge_xsent.export.exporter import export_bundle, quantize_int8
 from edge_xsent.layout import MANIFEST, ONNX_FP32, ONNX_INT8
-from edge_xsent.rowquant import rewrite_per_row
+from edge_xsent.export.rowquant import rewrite_per_row
 
 SHORT = ["Open the file", "Ouvrir le fichier", "x", "Guardar el documento actual"]
 # Long, mixed-script lines whose activations set a per-tensor scale that coarsens the short ones.

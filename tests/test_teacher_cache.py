@@ -5,7 +5,7 @@ import hashlib
 
 import numpy as np
 
-from edge_xsent.teacher import cache_folder, label, text_key
+from edge_xsent.train.teacher import cache_folder, label, text_key
 
 
 class Hashed:

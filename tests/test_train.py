@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from conftest import ROOT, run_until, tiny_config
-from edge_xsent import objectives
+from edge_xsent.train import objectives
 from edge_xsent.errors import UserError
-from edge_xsent.batches import BatchPlan
+from edge_xsent.train.batches import BatchPlan
 from edge_xsent.config import TrainConfig
-from edge_xsent.train import TrainingStopped, train
-from edge_xsent.runfolder import checkpoint_path, load_checkpoint
-from edge_xsent.schedule import lr_at
+from edge_xsent.train.loop import TrainingStopped, train
+from edge_xsent.train.runfolder import checkpoint_path, load_checkpoint
+from edge_xsent.train.schedule import lr_at
 
 
 def weights(ckpt: Path) -> dict:
@@ -161,10 +161,10 @@ def test_each_objective_trains(tmp_path, objective, align, sim):
 
 
 def test_mlm_logits_only_at_masked_positions_give_the_full_loss():
-    from edge_xsent import objectives as obj
-    from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.tokenizer import MASK_ID
-    from edge_xsent.objectives import Objective
+    from edge_xsent.train import objectives as obj
+    from edge_xsent.encode.model import DualEncoder, EncoderConfig
+    from edge_xsent.encode.tokenizer import MASK_ID
+    from edge_xsent.train.objectives import Objective
     from edge_xsent.config import TrainConfig
 
     torch.manual_seed(0)
@@ -270,7 +270,7 @@ def test_a_resumed_run_may_name_another_init_but_not_another_objective(tmp_path)
     import dataclasses
 
     from conftest import tiny_config
-    from edge_xsent.runfolder import _comparable
+    from edge_xsent.train.runfolder import _comparable
 
     cfg = tiny_config(tmp_path / "run", init="default")
     assert _comparable(cfg) == _comparable(dataclasses.replace(cfg, init="~/elsewhere/model", max_steps=99))
@@ -280,7 +280,7 @@ def test_a_resumed_run_may_name_another_init_but_not_another_objective(tmp_path)
 def test_a_warm_started_run_resumes_after_its_init_folder_is_gone(tiny_model, tmp_path):
     """A long run outlives the folder it started from: resuming reads only the run's own checkpoint
     and tokenizer."""
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     start = tmp_path / "start"
     shutil.copytree(tiny_model, start)
@@ -322,7 +322,7 @@ def test_a_bad_recipe_value_is_one_error_line_from_the_command(tmp_path):
 
 
 def test_fresh_with_a_typo_in_data_keeps_the_run_and_a_killed_fresh_run_is_not_the_old_one(tmp_path, monkeypatch):
-    import edge_xsent.train as T
+    import edge_xsent.train.loop as T
 
     cfg = tiny_config(tmp_path / "r", max_steps=10, eval_every=100)
     train(cfg, progress=False)
@@ -368,7 +368,7 @@ def test_a_pinned_start_is_that_model_or_an_error_before_any_work(tiny_run, tmp_
     import hashlib
 
     from conftest import tiny_config
-    from edge_xsent.warmstart import check_pinned_start
+    from edge_xsent.train.warmstart import check_pinned_start
 
     model = tiny_run / "model"
     right = hashlib.sha256((model / "manifest.json").read_bytes()).hexdigest()
@@ -381,7 +381,7 @@ def test_a_pinned_start_is_that_model_or_an_error_before_any_work(tiny_run, tmp_
 
 
 def test_batch_by_pair_reaches_the_training_plan(tmp_path, monkeypatch):
-    import edge_xsent.train as T
+    import edge_xsent.train.loop as T
     from conftest import tiny_config
 
     seen = []
@@ -417,8 +417,8 @@ def test_pause_at_stops_with_a_checkpoint_and_a_rerun_goes_on_as_if_never_paused
 def test_keep_model_last_holds_the_last_steps_weights_and_best_the_lowest_validation(tmp_path, monkeypatch):
     """A validation split of the training sources can stall or rise while the model still improves at what it is
     for; keep_model = "last" then keeps the last step's weights, "best" the lowest validation loss's."""
-    import edge_xsent.train as T
-    from edge_xsent.bundle import load_model, read_training
+    import edge_xsent.train.loop as T
+    from edge_xsent.encode.bundle import load_model, read_training
 
     real = T.validate
     for keep in ("best", "last"):
@@ -448,7 +448,7 @@ def test_keep_model_may_change_on_resume_and_a_bad_value_is_refused(tmp_path):
 def test_keep_steps_keep_those_steps_weights_across_a_resume_and_fresh_forgets_them(tmp_path):
     """A study measures a run on the way (studies/pruned-student: steps 2,500, 5,000, ...) from model-stepN/,
     which must hold that step's weights even when the run was killed and resumed between them."""
-    from edge_xsent.bundle import load_model, read_training
+    from edge_xsent.encode.bundle import load_model, read_training
     from edge_xsent.config import TrainConfig
 
     out = tmp_path / "run"

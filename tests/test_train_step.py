@@ -13,12 +13,12 @@ import torch.nn as nn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edge_xsent import objectives as obj
+from edge_xsent.train import objectives as obj
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
-from edge_xsent.model import DualEncoder
-from edge_xsent.optim import LazyAdam, adam, clip_grad_norm
-from edge_xsent.tokenizer import MASK_ID, PAD_ID, UNK_ID
+from edge_xsent.encode.model import DualEncoder
+from edge_xsent.train.optim import LazyAdam, adam, clip_grad_norm
+from edge_xsent.encode.tokenizer import MASK_ID, PAD_ID, UNK_ID
 
 V = 40
 
@@ -52,7 +52,7 @@ def test_support_kl_is_the_dense_kl_with_its_gradient(rows, masked, seed):
 
 def old_ugt_gen(m: DualEncoder, batch: dict, avoid: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """UGT as the step computed it before: dense (B, V) targets, a log-softmax over the vocabulary,
-    one head call per side (edge_xsent/objectives.py before the cheaper step)."""
+    one head call per side (edge_xsent/train/objectives.py before the cheaper step)."""
     a, am, b, bm = batch["a"], batch["am"], batch["b"], batch["bm"]
     a_mask, wa = obj.mask_one_token(a, am, MASK_ID, gen, avoid)
     b_mask, wb = obj.mask_one_token(b, bm, MASK_ID, gen, avoid)
@@ -115,7 +115,7 @@ def test_fused_adam_takes_the_for_loop_adams_steps():
 
 def test_sparse_input_lookups_give_the_dense_steps_weights():
     """The trainer's input embedding adds the rows it looked up into the head's dense table gradient."""
-    from edge_xsent.train import Trainer
+    from edge_xsent.train.loop import Trainer
 
     cfg = TrainConfig(model=tiny().cfg, warmup_steps=1)
     avoid = torch.zeros(V, dtype=torch.bool)
@@ -206,9 +206,9 @@ def test_a_run_with_the_options_resumes_bit_identical(tmp_path):
     """The lazy table's moments are checkpointed with the rest: stop and resume, same weights."""
     from conftest import run_until, tiny_config
 
-    from edge_xsent.runfolder import checkpoint_path, load_checkpoint
+    from edge_xsent.train.runfolder import checkpoint_path, load_checkpoint
 
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     options = dict(max_steps=20, eval_every=100, head_negatives=50, lazy_table=True, model=dict(dropout=0.0))
     train(tiny_config(tmp_path / "straight", **options), progress=False)

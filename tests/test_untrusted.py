@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from edge_xsent.errors import UserError
-from edge_xsent.warmstart import model_from_git
+from edge_xsent.train.warmstart import model_from_git
 
 CLI = [sys.executable, "-m", "edge_xsent.cli"]
 
@@ -120,7 +120,7 @@ def test_a_recipe_with_a_hostile_init_is_one_error_line(tmp_path):
 # ----------------------------------------------------------------------------- loading a model folder
 
 from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.bundle import write_manifest  # noqa: E402
+from edge_xsent.encode.bundle import write_manifest  # noqa: E402
 
 TEXTS = ["Open the file", "Ouvrir le fichier", "Save the current document before closing the window"]
 
@@ -207,10 +207,10 @@ def two_layer_bundle(tiny_model, tmp_path_factory) -> Path:
     """A 2-layer model of random weights (nothing trained: only the files matter), exported: two blocks whose weights can trade places."""
     import torch
 
-    from edge_xsent.bundle import save_model
-    from edge_xsent.export import export_bundle
-    from edge_xsent.model import DualEncoder, EncoderConfig
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.bundle import save_model
+    from edge_xsent.export.exporter import export_bundle
+    from edge_xsent.encode.model import DualEncoder, EncoderConfig
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     tok = Tokenizer.load(tiny_model / "tokenizer.model")
     torch.manual_seed(0)
@@ -468,7 +468,7 @@ def test_a_torn_log_line_is_dropped_on_resume_and_skipped_on_reading(tmp_path):
     assert res.returncode == 0 and "Traceback" not in res.stderr and "last line was torn" in res.stderr, res.stderr
     lines = (out / "log.jsonl").read_text().splitlines()
     assert all(json.loads(l) for l in lines)  # every line whole again
-    from edge_xsent.runfolder import read_log
+    from edge_xsent.train.runfolder import read_log
 
     (out / "log.jsonl").write_text((out / "log.jsonl").read_text() + "{torn\n" + lines[-1] + "\n")
     assert len(read_log(out / "log.jsonl")) == len(lines) + 1
@@ -490,12 +490,12 @@ def test_distractors_in_a_language_no_pair_has_are_refused(tmp_path):
 
 
 def test_a_carry_that_claims_a_finished_run_without_its_model_is_refused(tmp_path):
-    from edge_xsent.carry import restore
+    from edge_xsent.train.carry import restore
 
     src = tmp_path / "carry"
     src.mkdir()
     (src / "summary.json").write_text("{}")
-    from edge_xsent.bundle import sha256
+    from edge_xsent.encode.bundle import sha256
 
     (src / "carry.json").write_text(json.dumps({"format": "edge-xsent-carry", "step": 5, "finished": True, "config": {},
                                                 "parts": [], "sha256": {"summary.json": sha256(src / "summary.json")}}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import ROOT, script_module
 from edge_xsent.config import UNK_ID
-from edge_xsent.tokenizer import Tokenizer
+from edge_xsent.encode.tokenizer import Tokenizer
 
 
 def test_extension_keeps_old_pieces_and_reaches_every_script(tmp_path):

@@ -1,4 +1,4 @@
-"""Carry a training run to another machine through git (edge_xsent/carry.py): a lab workflow, not a
+"""Carry a training run to another machine through git (edge_xsent/train/carry.py): a lab workflow, not a
 user command. `save` writes RUN's last checkpoint (weights without Adam's moments, tokenizer, log)
 into DEST, small enough to commit on a branch of its own; `restore` makes such a folder RUN's
 checkpoint, and the same `edge-xsent train` then resumes at its step.
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     restore.add_argument("src", type=Path)
     restore.add_argument("run", type=Path)
     args = ap.parse_args(argv)
-    from edge_xsent import carry
+    from edge_xsent.train import carry
 
     if args.action == "save":
         meta = carry.save(args.run, args.dest)

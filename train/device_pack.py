@@ -1,4 +1,4 @@
-"""A recipe's GPU run on a lent device (edge_xsent/devicepack.py; docs/training.md, "On a lent GPU").
+"""A recipe's GPU run on a lent device (edge_xsent/train/devicepack.py; docs/training.md, "On a lent GPU").
 
     python train/device_pack.py pack --config train/gpu-students.toml --out .devpack    # here: call-1/, call-2/, ...
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     st.add_argument("model", type=Path)
     st.add_argument("out", type=Path)
     args = ap.parse_args(argv)
-    from edge_xsent import devicepack
+    from edge_xsent.train import devicepack
 
     if args.action == "pack":
         from edge_xsent.config import TrainConfig
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         m = devicepack.join(args.staged, args.into)
         print(f"{args.into}: corpus/ and {devicepack.E5_NAME} ({m['e5_version']}) joined and checked")
     else:
-        from edge_xsent.student import write_student
+        from edge_xsent.train.student import write_student
 
         for path in write_student(args.model, args.out):
             print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")

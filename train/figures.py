@@ -33,11 +33,11 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write, check_name, check_output
 from edge_xsent.inputs import read_bytes, read_json
 from edge_xsent.threads import thread_count
-from edge_xsent.bench import _spawn, machine_info
+from edge_xsent.train.bench import _spawn, machine_info
 from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
-from edge_xsent.encoder import Encoder
+from edge_xsent.encode.encoder import Encoder
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import language_means, out_of_genre, out_of_genre_means, xsr
+from edge_xsent.eval.evaluate import language_means, out_of_genre, out_of_genre_means, xsr
 from edge_xsent.failures import script_errors
 from edge_xsent.layout import FILES, ONNX_INT4, ONNX_INT8
 

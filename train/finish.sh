@@ -29,7 +29,7 @@ for recipe in "$@"; do  # a recipe, or a run folder
   acts=${INT8_ACTIVATIONS:-$(cfg "$recipe" ship.int8_activations)}; acts=${acts:-per-tensor}
   rule=${RULE:-$(cfg "$recipe" ship.rule)}; rule=${rule:-multilingual}
   [ -f "$run/model/manifest.json" ] || { echo "$recipe: no trained model in $run/model; train it first" >&2; exit 1; }
-  # Project out the language-identity directions the shared encoder learns (edge_xsent/debias.py), as
+  # Project out the language-identity directions the shared encoder learns (edge_xsent/train/debias.py), as
   # many as the language means' spectrum shows (studies/shipping-history/multilingual-default.md: --rank auto).
   fresh "$run/model-debiased/manifest.json" "$run/model/manifest.json" ||
     $x debias "$run/model" --data "$data" --out "$run/model-debiased" --rank auto

@@ -22,12 +22,12 @@ import torch
 
 from edge_xsent.atomic import check_output
 from edge_xsent.inputs import read_bytes
-from edge_xsent.bundle import load_model, read_training, save_model
+from edge_xsent.encode.bundle import load_model, read_training, save_model
 from edge_xsent.config import TrainConfig
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
-from edge_xsent.model import DualEncoder
-from edge_xsent.warmstart import check_pinned_start, load_init_weights, start_dir
+from edge_xsent.encode.model import DualEncoder
+from edge_xsent.train.warmstart import check_pinned_start, load_init_weights, start_dir
 
 
 def start_model(cfg: TrainConfig, end: DualEncoder, tok) -> DualEncoder:

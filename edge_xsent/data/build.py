@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from ..atomic import atomic_dir
-from ..errors import UserError
-from ..inputs import read_json
-from ..text import normalize
-from . import debian, reserved
-from . import sources as sources_
-from .clean import (Cleaner, CleanConfig, TemplateCap, has_markup, mentions_reserved_text,
+from edge_xsent.atomic import atomic_dir
+from edge_xsent.errors import UserError
+from edge_xsent.inputs import read_json
+from edge_xsent.text import normalize
+from edge_xsent.data import debian, reserved
+from edge_xsent.data import sources as sources_
+from edge_xsent.data.clean import (Cleaner, CleanConfig, TemplateCap, has_markup, mentions_reserved_text,
                     mostly_non_letters, word_count)
-from .corpus import (CLASSIFY_HEADER, CORPUS_HEADER, MONO_HEADER, SPLITS, Pair, read_classify, read_corpus_split, read_mono, split_of,
+from edge_xsent.data.corpus import (CLASSIFY_HEADER, CORPUS_HEADER, MONO_HEADER, SPLITS, Pair, read_classify, read_corpus_split, read_mono, split_of,
                      write_header, write_pair)
 
 # Near-duplicate archive sections merged into one label (DDTP labels are noisy).

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..text import normalize
+from edge_xsent.text import normalize
 
 # printf (%s, %1$d, %-10s, %(name)s, %%), brace formats ({0}, {name}, ${x}) and shell-style $1.
 PLACEHOLDER = re.compile(

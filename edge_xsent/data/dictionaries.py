@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .clean import WORD_CHARS
-from .debian import AptCache, RawPair, _underscore
-from .formats import ErrorSink, FormatError, report
-from .mono import import_wordfreq
+from edge_xsent.data.clean import WORD_CHARS
+from edge_xsent.data.debian import AptCache, RawPair, _underscore
+from edge_xsent.data.formats import ErrorSink, FormatError, report
+from edge_xsent.data.mono import import_wordfreq
 
 # FreeDict's three-letter codes; Brazilian Portuguese reads the (European and Brazilian) por dictionaries.
 FREEDICT_CODES = {"de": "deu", "es": "spa", "fr": "fra", "it": "ita", "nl": "nld", "pl": "pol", "pt_BR": "por",

@@ -14,7 +14,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from .formats import FormatError
+from edge_xsent.data.formats import FormatError
 
 KDOCTOOLS = "usr/share/kf5/kdoctools/customization"
 BLOCKS = ("para", "simpara", "title", "term")  # elements whose text is one aligned unit

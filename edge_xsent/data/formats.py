@@ -20,7 +20,7 @@ import struct
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..errors import UserError
+from edge_xsent.errors import UserError
 
 
 class FormatError(UserError):

@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import formats
-from .debian import AptCache, RawPair, _underscore, read_catalogues
-from .formats import ErrorSink, FormatError, report, skip_bad_file
+from edge_xsent.data import formats
+from edge_xsent.data.debian import AptCache, RawPair, _underscore, read_catalogues
+from edge_xsent.data.formats import ErrorSink, FormatError, report, skip_bad_file
 
 # Wesnoth's translations live in the data package and in one package per mainline campaign.
 WESNOTH_CAMPAIGNS = ["did", "dm", "dw", "ei", "httt", "l", "low", "nr", "sof", "sota", "sotbe", "thot", "trow",

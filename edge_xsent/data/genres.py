@@ -18,11 +18,11 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from . import docbook, formats
-from .align import align_paragraphs, element_texts
-from .debian import AptCache, RawPair
-from .formats import ErrorSink, FormatError, report
-from .games import locale_matches
+from edge_xsent.data import docbook, formats
+from edge_xsent.data.align import align_paragraphs, element_texts
+from edge_xsent.data.debian import AptCache, RawPair
+from edge_xsent.data.formats import ErrorSink, FormatError, report
+from edge_xsent.data.games import locale_matches
 
 # References to other entries and rich-text tags: [[tech ...]], <rgba ...>, <i>.
 _FREEORION_MARKUP = re.compile(r"\[\[|\]\]|<[^>]+>|%\w+%")

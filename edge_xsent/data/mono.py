@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from . import formats
-from .debian import AptCache, _underscore
-from .clean import WORD_CHARS
-from .formats import ErrorSink, FormatError, report, skip_bad_file
+from edge_xsent.data import formats
+from edge_xsent.data.debian import AptCache, _underscore
+from edge_xsent.data.clean import WORD_CHARS
+from edge_xsent.data.formats import ErrorSink, FormatError, report, skip_bad_file
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def import_wordfreq(source: str):
     try:
         import wordfreq
     except ImportError as e:
-        from ..errors import UserError
+        from edge_xsent.errors import UserError
         raise UserError(f"the {source} source needs the `words` extra: pip install 'edge-xsent[words]'") from e
     return wordfreq
 

@@ -27,15 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..atomic import atomic_dir
-from ..errors import UserError
-from ..text import normalize
-from .align import align_paragraphs
-from .clean import Cleaner
-from .corpus import CORPUS_HEADER, Pair, read_corpus_split, read_mono, write_header, write_pair
-from .debian import AptCache, RawPair
-from .formats import ErrorSink, skip_bad_file
-from .games import locale_matches, read_catalogue
+from edge_xsent.atomic import atomic_dir
+from edge_xsent.errors import UserError
+from edge_xsent.text import normalize
+from edge_xsent.data.align import align_paragraphs
+from edge_xsent.data.clean import Cleaner
+from edge_xsent.data.corpus import CORPUS_HEADER, Pair, read_corpus_split, read_mono, write_header, write_pair
+from edge_xsent.data.debian import AptCache, RawPair
+from edge_xsent.data.formats import ErrorSink, skip_bad_file
+from edge_xsent.data.games import locale_matches, read_catalogue
 
 DOMAIN = "reserved"  # the domain column of a reserved benchmark's pairs
 MIN_ENTRY_WORDS = 20  # UFO:AI entries shorter than this are its interface, not its prose
@@ -181,7 +181,7 @@ def training_keys(folders: Iterable[Path]) -> set[str]:
 def build_reserved_from_debian(out: Path, langs: list[str], cache: Path, offline: bool, exclude: Iterable[Path] = ()) -> dict:
     """`edge-xsent data reserved`: the language codes checked, the reserved packages from Debian
     (package lists only: no translation index is needed), then `build_reserved`."""
-    from .debian import check_lang_codes
+    from edge_xsent.data.debian import check_lang_codes
 
     lang_list = check_lang_codes(langs)
     apt = AptCache(cache, offline=offline)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import debian, dictionaries, games, genres, mono
-from .debian import _hyphen, _underscore
-from ..inputs import read_json
+from edge_xsent.data import debian, dictionaries, games, genres, mono
+from edge_xsent.data.debian import _hyphen, _underscore
+from edge_xsent.inputs import read_json
 
 SOFTWARE, GENERAL = "software", "general"
 DOMAINS = (SOFTWARE, GENERAL)
@@ -107,8 +107,8 @@ DEFAULT_SOURCES = [s.name for s in _SOURCES if s.default]
 def select(names: Iterable[str] | None) -> list[Source]:
     """Sources by name, software first (their pairs claim a split before general text does),
     in declaration order. None means the default ones."""
-    from ..errors import UserError
-    from .reserved import RESERVED_SOURCES
+    from edge_xsent.errors import UserError
+    from edge_xsent.data.reserved import RESERVED_SOURCES
 
     names = DEFAULT_SOURCES if names is None else [n.strip() for n in names if n.strip()]
     names = [m for n in names for m in (DEFAULT_SOURCES if n == "default" else [n])]  # "default,freeorion"

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from edge_xsent.config import TrainConfig
-from edge_xsent.decisions import OOG_TIE_POINTS
-from edge_xsent.runfolder import training_minutes
+from edge_xsent.eval.decisions import OOG_TIE_POINTS
+from edge_xsent.train.runfolder import training_minutes
 
 HERE = Path(__file__).resolve().parent
 ARMS = ("exact", "fast", "sampled", "dropout0")  # the first round, then each option alone (README.md)

@@ -18,14 +18,14 @@ import numpy as np
 import torch
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.bundle import load_model
+from edge_xsent.encode.bundle import load_model
 from edge_xsent.data.corpus import read_pairs
-from edge_xsent.int8_weights import state_from_int8
+from edge_xsent.encode.int8_weights import state_from_int8
 from edge_xsent.layout import ONNX_INT8
 
 HERE = Path(__file__).parent
 def encode(model, tok, texts: list[str]) -> np.ndarray:
-    from edge_xsent.tokenizer import pad_batch
+    from edge_xsent.encode.tokenizer import pad_batch
 
     out = []
     with torch.no_grad():
@@ -40,9 +40,9 @@ def fine_tune_both(model_dir: Path, derived, tok, args) -> dict:
     """The same short run (no teacher, 1 thread) from the fp32 weights and from the derived ones
     (the generative head, absent from the graph, taken from the fp32 model: it would ship beside
     the graph, 0.5 MB); their validation at the end."""
-    from edge_xsent.bundle import read_training, save_model
+    from edge_xsent.encode.bundle import read_training, save_model
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train import train
+    from edge_xsent.train.loop import train
 
     work = args.work.expanduser()
     start = work / "derived-start"

@@ -19,8 +19,8 @@ from edge_xsent.data.clean import has_markup, has_placeholder, is_identical, wor
 from edge_xsent.data.corpus import Pair
 from edge_xsent.data.debian import AptCache
 from edge_xsent.data.formats import read_po
-from edge_xsent.evaluate import xsr
-from edge_xsent.peers import load_peer
+from edge_xsent.eval.evaluate import xsr
+from edge_xsent.eval.peers import load_peer
 
 PACKAGES = {"supertux": "supertux-data", "flare": "flare-game"}
 LANGS = ("de", "es", "fr", "it", "nl", "pl", "pt_BR", "ru")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.evaluate import average
+from edge_xsent.eval.evaluate import average
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 BASELINE = "general-scratch-32k"  # the default the levers are measured against (shipped until oog-genres-cos)

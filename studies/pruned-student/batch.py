@@ -3,7 +3,7 @@ activations per tensor, over the whole batch, so a long text's large activations
 each text (tests' edge cases + 260 sample sentences) encoded alone and in batches of 64 (Encoder's length-sorted
 batches), the cosine of the two, and against the fp32 graph; then the same for the bundle's fp32 graph requantised
 with some MatMuls left in fp32 or as MatMulNBits (weights in 8-bit blocks, activations quantised per row)
-(`--variants`); or for its int8 graph rewritten to per-row activation scales (`--per-row`, edge_xsent/rowquant.py),
+(`--variants`); or for its int8 graph rewritten to per-row activation scales (`--per-row`, edge_xsent/export/rowquant.py),
 timed against the graph as exported (run it with nothing else running).
 
     python studies/pruned-student/batch.py BUNDLE [--variants] [--per-row]
@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 from test_hf import EDGE_CASES, sample_sentences  # noqa: E402
 
 from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.export import quantize_int8, quantize_table_int4  # noqa: E402
+from edge_xsent.export.exporter import quantize_int8, quantize_table_int4  # noqa: E402
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8  # noqa: E402
 
 
@@ -58,7 +58,7 @@ def speeds(folders: list[Path], texts: list[str], batch_size: int = 32, repeats:
 
 def per_row(bundle: Path, texts: list[str], fp32: np.ndarray | None) -> None:
     """The int8 graph as exported against the same graph with per-row activation scales."""
-    from edge_xsent.rowquant import rewrite_per_row
+    from edge_xsent.export.rowquant import rewrite_per_row
 
     tmp = Path(tempfile.mkdtemp())
     work = tmp / "b"

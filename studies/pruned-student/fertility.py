@@ -54,8 +54,8 @@ def main() -> None:
     ap.add_argument("--per-lang", type=int, default=1000)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    from edge_xsent.e5 import E5Tokenizer, read_e5
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.train.e5 import E5Tokenizer, read_e5
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     e5_tok = E5Tokenizer(read_e5())
     student = Tokenizer.load(Path(args.model).expanduser() / "tokenizer.model")

@@ -24,7 +24,7 @@ from test_hf import EDGE_CASES, min_cosine, sample_sentences  # noqa: E402
 from test_interop import INT8_MIN, OPTIMUM_PYTHON, compare, texts  # noqa: E402
 
 from edge_xsent import Encoder  # noqa: E402
-from edge_xsent.tokenizer import Tokenizer  # noqa: E402
+from edge_xsent.encode.tokenizer import Tokenizer  # noqa: E402
 
 
 def hugging_face(folder: Path) -> list[str]:

@@ -40,7 +40,7 @@ def mixed_graph(fp32: Path, out: Path) -> None:
 
 
 def runner(path: Path):
-    from edge_xsent.runtime import onnx_session
+    from edge_xsent.encode.runtime import onnx_session
 
     sess = onnx_session(path, 1)
     return lambda ids, mask: sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
@@ -62,10 +62,10 @@ def main() -> None:
     args = ap.parse_args()
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_corpus_split
-    from edge_xsent.evaluate import out_of_genre, out_of_genre_means
-    from edge_xsent.export import parity_sentences, quiet
+    from edge_xsent.eval.evaluate import out_of_genre, out_of_genre_means
+    from edge_xsent.export.exporter import parity_sentences, quiet
     from edge_xsent.layout import FILES
-    from edge_xsent.tokenizer import Tokenizer
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     bundle = args.bundle.expanduser()
     mixed = Path("/tmp") / f"{bundle.name}-mixed.onnx"

@@ -29,7 +29,7 @@ VARIANTS = ("e5", "bare-bos", "bare")
 def batched_embedder(run, encode):
     """sentences -> unit vectors: `encode` makes each sentence's ids, `run(ids, mask)` embeds a padded batch;
     batches of 64 by length."""
-    from edge_xsent.tokenizer import pad_batch
+    from edge_xsent.encode.tokenizer import pad_batch
 
     def embed(sentences: list[str]) -> np.ndarray:
         ids = encode(list(sentences))
@@ -58,7 +58,7 @@ def embedder(layers: int, variant: str, threads: int):
     """sentences -> unit vectors through e5's first `layers` blocks, reading text as `variant` says."""
     import torch
 
-    from edge_xsent.e5 import PREFIX, load_e5
+    from edge_xsent.train.e5 import PREFIX, load_e5
 
     torch.set_num_threads(threads)
     model, tok = load_e5(layers=range(layers))
@@ -82,7 +82,7 @@ def main() -> None:
     args = ap.parse_args()
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_corpus_split
-    from edge_xsent.evaluate import out_of_genre, out_of_genre_means
+    from edge_xsent.eval.evaluate import out_of_genre, out_of_genre_means
 
     pairs = list(read_corpus_split(Path(args.data) / "test.tsv"))
     results = {}

@@ -1,4 +1,4 @@
-"""The untrained starts of `init = "e5-small"` (edge_xsent/prune.py) at several depths, exported as
+"""The untrained starts of `init = "e5-small"` (edge_xsent/train/prune.py) at several depths, exported as
 they would ship (int8 ONNX), so that their size, speed and out-of-genre P@1 can be measured before
 any distillation: the baseline the distillation probe must beat, and the size rule's first check.
 
@@ -33,8 +33,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="bundle-K folders go here")
     args = ap.parse_args()
     from edge_xsent.config import EncoderConfig, TrainConfig
-    from edge_xsent.export import export_bundle
-    from edge_xsent.prune import start_folder
+    from edge_xsent.export.exporter import export_bundle
+    from edge_xsent.train.prune import start_folder
 
     for k in (int(x) for x in args.layers.split(",")):
         out = args.out.expanduser() / f"bundle-{k}"

@@ -15,10 +15,10 @@ import json
 import time
 from pathlib import Path
 
-from edge_xsent import decisions as rule
+from edge_xsent.eval import decisions as rule
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.errors import UserError
-from edge_xsent.evaluate import peer_oog
+from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
 
 E5 = "multilingual-e5-small"
@@ -31,12 +31,12 @@ def e5_figures(path: Path) -> dict:
 
 
 def claims(fig: dict, e5_wide: dict) -> list[str]:
-    """Languages the rule lets a student claim (edge_xsent.decisions.student_claims)."""
+    """Languages the rule lets a student claim (edge_xsent.eval.decisions.student_claims)."""
     return rule.student_claims(fig.get("oog_wide", {}).get("by_language", {}), e5_wide["by_language"])
 
 
 def verdict(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
-    """Which clauses of the rule a row fails (edge_xsent.decisions.student_failed_constraints), or `passes`."""
+    """Which clauses of the rule a row fails (edge_xsent.eval.decisions.student_failed_constraints), or `passes`."""
     fails = rule.student_failed_constraints({"claimed": claims(fig, e5_wide), "int8_mb": fig["int8_mb"],
                                              "speed_ratio": fig.get("speed", {}).get("ratio"),
                                              "oog_mean": fig["oog"]["mean"]}, e5_oog["mean"])

@@ -23,13 +23,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args()
-    from edge_xsent.tokenizer import pad_batch
+    from edge_xsent.encode.tokenizer import pad_batch
     from edge_xsent.config import EncoderConfig, TrainConfig
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.distill import TokenTeacher
-    from edge_xsent.model import DualEncoder
-    from edge_xsent.prune import language_sample, prune_e5
-    from edge_xsent.train import Trainer
+    from edge_xsent.train.distill import TokenTeacher
+    from edge_xsent.encode.model import DualEncoder
+    from edge_xsent.train.prune import language_sample, prune_e5
+    from edge_xsent.train.loop import Trainer
 
     torch.set_num_threads(1)
     _, tok, _ = prune_e5(language_sample(args.data, 200), [0, 1, 2], 8000, 128)

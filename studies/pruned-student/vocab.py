@@ -30,7 +30,7 @@ from edge_xsent.failures import script_errors
 def rule_texts(data: str, rule: str, per_lang: int = 2000) -> dict[str, list[str]]:
     """The texts the vocabulary rule reads: the train sample, plus mono.tsv's texts for `words`."""
     from edge_xsent.data.corpus import read_mono, resolve
-    from edge_xsent.prune import language_sample
+    from edge_xsent.train.prune import language_sample
 
     texts = language_sample(data, per_lang=per_lang)
     if rule == "words":
@@ -68,8 +68,8 @@ def main() -> None:
 
     from edge_xsent.atomic import atomic_write
     from edge_xsent.data.corpus import read_corpus_split
-    from edge_xsent.evaluate import out_of_genre, out_of_genre_means
-    from edge_xsent.prune import prune_e5
+    from edge_xsent.eval.evaluate import out_of_genre, out_of_genre_means
+    from edge_xsent.train.prune import prune_e5
 
     torch.set_num_threads(args.threads)
     pairs = list(read_corpus_split(Path(args.oog) / "test.tsv"))

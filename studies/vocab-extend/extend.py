@@ -18,8 +18,8 @@ from pathlib import Path
 from sentencepiece import sentencepiece_model_pb2 as pb
 
 from edge_xsent.data.corpus import read_pairs
-from edge_xsent.tokenizer import Tokenizer
-from edge_xsent.warmstart import init_dir
+from edge_xsent.encode.tokenizer import Tokenizer
+from edge_xsent.train.warmstart import init_dir
 
 HERE = Path(__file__).resolve().parent
 

@@ -6,9 +6,9 @@ import json
 import numpy as np
 
 from edge_xsent.config import TrainConfig
-from edge_xsent.train import load_texts
+from edge_xsent.train.loop import load_texts
 from edge_xsent.data.corpus import pair_langs
-from edge_xsent.batches import BatchPlan
+from edge_xsent.train.batches import BatchPlan
 cfg = TrainConfig.from_toml("train/shipped.toml")
 rows = load_texts(cfg, "train")
 langs = pair_langs(rows); lid = {l: i for i, l in enumerate(langs)}

@@ -22,13 +22,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from edge_xsent.batches import pad
-from edge_xsent.bundle import load_model, save_model
+from edge_xsent.train.batches import pad
+from edge_xsent.encode.bundle import load_model, save_model
 from edge_xsent.config import TrainConfig
 from edge_xsent.data.corpus import read_pairs
-from edge_xsent.model import DualEncoder, mean_pool
-from edge_xsent.tokenizer import Tokenizer
-from edge_xsent.warmstart import init_dir, load_init_weights
+from edge_xsent.encode.model import DualEncoder, mean_pool
+from edge_xsent.encode.tokenizer import Tokenizer
+from edge_xsent.train.warmstart import init_dir, load_init_weights
 
 OLD_LANGS = {"en", "de", "es", "fr", "it", "nl", "pl", "pt_BR", "ru"}
 

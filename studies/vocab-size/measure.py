@@ -17,7 +17,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
 from edge_xsent.data.corpus import read_pairs
-from edge_xsent.tokenizer import Tokenizer, balanced_sample
+from edge_xsent.encode.tokenizer import Tokenizer, balanced_sample
 
 HERE = Path(__file__).parent
 

