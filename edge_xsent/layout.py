@@ -34,7 +34,7 @@ CALIBRATION = "calibration.json"
 ST_FILES = ("modules.json", "sentence_bert_config.json", "tokenizer_config.json", "1_Pooling/config.json")
 TOKENIZER_CONFIG = "tokenizer_config.json"
 DENSE_CONFIG, DENSE_WEIGHTS = "2_Dense/config.json", "2_Dense/model.safetensors"
-# what `edge-xsent export` adds to make a bundle (export.py)
+# what `edge-xsent export` adds to make a bundle (export/exporter.py)
 ONNX_FP32 = "onnx/model.onnx"
 ONNX_INT8 = "onnx/model_int8.onnx"
 ONNX_INT4 = "onnx/model_int4.onnx"

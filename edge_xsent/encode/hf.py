@@ -9,7 +9,7 @@ What BERT has and we lack is written as zeros (token-type embeddings, the pooler
 fused q/k/v projection is split. The language projection (debias.py) is a linear map, so it
 becomes a sentence-transformers `Dense` (weight I - B^T B, no bias) after the pooling.
 
-The exported ONNX graphs (export.py) have a second output, `last_hidden_state`: the token
+The exported ONNX graphs (export/exporter.py) have a second output, `last_hidden_state`: the token
 states with the language subspace removed from each, whose masked mean is the sentence vector,
 so optimum's ORTModelForFeatureExtraction and transformers.js' feature-extraction pipeline
 (mean pooling) give the vectors too. `sentence_transformer` and `ort_encode` load the folder in

@@ -5,7 +5,7 @@ pairs form each step's batch, and padding into tensors.
     plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), batch_size=128, seed=0)
     batch = make_batch(data, plan.indices(step), torch.device("cpu"))   # what Trainer.step takes
 
-The training loop (train.py) and every benchmark that times its step (bench.time_steps) use these.
+The training loop (loop.py) and every benchmark that times its step (bench.time_steps) use these.
 """
 
 from __future__ import annotations
