@@ -18,8 +18,7 @@ from edge_xsent.atomic import atomic_dir
 from edge_xsent.config import portable
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import CAPS, load_safetensors, open_regular, parse_json, read_bytes, read_json
-from edge_xsent.layout import (CALIBRATION, CARD, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32, float_weights,  # noqa: F401  (re-exported)
-                     ONNX_INT4, ONNX_INT8, PARITY, TS_FROZEN, TS_LITE)
+from edge_xsent.layout import FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_INT8, float_weights
 
 if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
     from edge_xsent.config import EncoderConfig
