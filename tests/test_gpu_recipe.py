@@ -61,8 +61,9 @@ def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joine
     assert 100 < kept.sum() == manifest["rows_kept"] < 5000
     assert np.array_equal(rows(cut)[kept], rows(whole)[kept]) and not rows(cut)[~kept].any()
     texts = [t for p in load_texts(cfg, "train", cfg.max_train_pairs) for t in (p.a, p.b)]
-    read = {our_id(i) for ids in E5Tokenizer(whole).encode(texts, 512, "passage: ") for i in ids}
-    assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
+    for prefix in ("passage: ", "query: "):  # the student's reading and either e5 teacher's
+        read = {our_id(i) for ids in E5Tokenizer(whole).encode(texts, 512, prefix) for i in ids}
+        assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
 
 
 def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
@@ -76,6 +77,12 @@ def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
     part.unlink()
     with pytest.raises(UserError, match="missing"):
         devicepack.join(stage, tmp_path / "in")
+    with pytest.raises(UserError, match="not empty"):  # a pack, and a student's parts, go to a new folder only
+        devicepack.pack(recipe(tmp_path), stage)
+    from edge_xsent.train.student import write_student
+
+    with pytest.raises(UserError, match="not empty"):
+        write_student(tmp_path / "no-model", stage)
 
 
 def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_again(joined, tmp_path, monkeypatch):

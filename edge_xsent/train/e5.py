@@ -157,14 +157,16 @@ def our_id(e5_id: int) -> int:
     return {E5_BOS: E5_PAD, E5_PAD: E5_BOS}.get(e5_id, e5_id)
 
 
-def state_dict(f: E5File, layers: Sequence[int] | None = None) -> dict:
-    """DualEncoder weights (no generative head) of e5-small, keeping `layers` (all by default)."""
+def state_dict(f: E5File, layers: Sequence[int] | None = None, table: np.ndarray | None = None) -> dict:
+    """DualEncoder weights (no generative head) of e5-small, keeping `layers` (all by default); `table`: the
+    token table to use instead of e5's own (<s> and <pad> swapped), which is then never dequantised."""
     import torch
 
     H, t = f.d_model, f.tensors
-    word = dequantize_q4(t["emb.word"], f.vocab_size, H)
-    word[[E5_BOS, E5_PAD]] = word[[E5_PAD, E5_BOS]]
-    state = {"tok_emb.weight": word, "pos_emb.weight": t["emb.pos"].reshape(f.max_len, H) + t["emb.type"][:H],
+    if table is None:
+        table = dequantize_q4(t["emb.word"], f.vocab_size, H)
+        table[[E5_BOS, E5_PAD]] = table[[E5_PAD, E5_BOS]]
+    state = {"tok_emb.weight": table, "pos_emb.weight": t["emb.pos"].reshape(f.max_len, H) + t["emb.type"][:H],
              "emb_ln.weight": t["emb.ln.w"], "emb_ln.bias": t["emb.ln.b"]}
     q4 = lambda name, rows, cols: dequantize_q4(t[name], rows, cols)  # noqa: E731
     for new, old in enumerate(range(f.n_layers) if layers is None else layers):
@@ -181,33 +183,24 @@ def state_dict(f: E5File, layers: Sequence[int] | None = None) -> dict:
 
 def load_e5(path: str | Path | None = None, layers: Sequence[int] | None = None):
     """(DualEncoder in eval mode, E5Tokenizer): e5-small, or the blocks `layers` of it stacked in that order."""
-    from edge_xsent.config import EncoderConfig
-    from edge_xsent.encode.model import DualEncoder
-
     f = read_e5(path)
     keep = list(range(f.n_layers)) if layers is None else list(layers)
     if not keep or any(not 0 <= i < f.n_layers for i in keep):
         raise UserError(f"layers {keep}: e5-small has layers 0-{f.n_layers - 1}; name at least one")
-    cfg = EncoderConfig(vocab_size=f.vocab_size, n_layers=len(keep), d_model=f.d_model, n_heads=f.n_heads,
-                        d_ff=f.d_ff, max_len=f.max_len, dropout=0.0)
-    model = DualEncoder(cfg)
-    missing, unexpected = model.load_state_dict(state_dict(f, keep), strict=False)
-    assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
-    return model.eval(), E5Tokenizer(f)
+    return e5_blocks_with(f, keep).eval(), E5Tokenizer(f)
 
 
-def e5_blocks_with(f: E5File, layers: Sequence[int], table, max_len: int):
-    """A DualEncoder of e5's blocks `layers`, its first `max_len` positions and the token table `table`."""
-    import torch
-
+def e5_blocks_with(f: E5File, layers: Sequence[int], table: np.ndarray | None = None, max_len: int | None = None):
+    """A DualEncoder of e5's blocks `layers`, its first `max_len` positions (all by default) and the token
+    table `table` (e5's own by default; a student's or a pruned start's otherwise)."""
     from edge_xsent.config import EncoderConfig
     from edge_xsent.encode.model import DualEncoder
 
-    state = state_dict(f, layers)
-    state["tok_emb.weight"] = torch.as_tensor(table)
+    max_len = max_len or f.max_len
+    state = state_dict(f, layers, table)
     state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
-    cfg = EncoderConfig(vocab_size=len(table), n_layers=len(layers), d_model=f.d_model, n_heads=f.n_heads,
-                        d_ff=f.d_ff, max_len=max_len, dropout=0.0)
+    cfg = EncoderConfig(vocab_size=len(state["tok_emb.weight"]), n_layers=len(layers), d_model=f.d_model,
+                        n_heads=f.n_heads, d_ff=f.d_ff, max_len=max_len, dropout=0.0)
     model = DualEncoder(cfg)
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)

@@ -101,8 +101,6 @@ def validate(objective: Objective, data: TokenizedPairs, cfg: TrainConfig, devic
     return out
 
 
-# ----------------------------------------------------------------------------- setup: tokenizer, warm start, teacher
-
 # ----------------------------------------------------------------------------- devices
 
 def pick_device(cfg: TrainConfig, local_rank: int) -> torch.device:
@@ -286,9 +284,10 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             forget_previous_run(out, procs)
         trainer = build_trainer(cfg, prep, resume, procs)
         step, best_val = (resume["step"], resume["best_val"]) if resume else (0, float("inf"))
-        if resume and cfg.max_minutes and "max_steps" in resume:  # the length fitted to the first call's deadline
-            cfg.max_steps = resume["max_steps"]
-        deadline = Deadline(cfg, started, fitted=bool(resume and "max_steps" in resume))
+        fitted = resume.get("max_steps") if resume else None  # the checkpoint's length: a deadline's, fitted once
+        if cfg.max_minutes and fitted:
+            cfg.max_steps = fitted
+        deadline = Deadline(cfg, started, fitted=fitted is not None)
         data, mono, world, rank = prep.data, prep.mono, procs.world, procs.rank
         plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
                          groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)

