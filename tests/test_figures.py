@@ -149,7 +149,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     assert "| good | 21 |" in card and "**ships**" in card and "That rule counts a language on its general test" in card
     assert "- Objective: `" in card and "the best validation checkpoint, step" in card
     # the card names the winner's own recipe (figures.py --recipe), not --recipe's default
-    assert f"Recipe `{recipe}`" in card and f"Reproduce: `train/ship.sh {recipe}` (train, debias" in card
+    assert f"Recipe `{recipe}`" in card and f"Reproduce: `python train/ship.py {recipe}` (train, debias" in card
     assert "studies/shipping-history/default.toml" not in card and "interpolate.py" not in card
     enc = Encoder.load(out)  # config.json's langs: what the card claims; training.json: what it saw
     assert enc.langs == ["en", "de"]
@@ -194,7 +194,7 @@ def test_an_interpolated_winner_says_how_to_rebuild_it():
     moved = "\n".join(ship.training_lines("train/shipped.toml", training, 3))  # the recipe moved after the run
     assert "train/interpolate.py train/shipped.toml --alpha 0.75" in moved and "m1.toml" not in moved
     again = ship.reproduce_line("train/m1.toml", training["interpolated"])
-    assert "`train/ship.sh train/m1.toml` (train, interpolate to alpha 0.75, debias" in again
+    assert "`python train/ship.py train/m1.toml` (train, interpolate to alpha 0.75, debias" in again
     assert ship.interpolation_lines("train/m1.toml", {"step": 900}) == []  # a plain run: the recipe is enough
 
 

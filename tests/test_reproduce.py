@@ -52,11 +52,12 @@ def test_the_shipped_recipe_starts_from_its_pinned_model(tmp_path):
     if not has_history(commit):
         pytest.skip(f"a shallow clone lacks {commit}: the recipe then says to git fetch --unshallow")
     card = (ROOT / "edge_xsent/resources/default-model/README.md").read_text()
-    assert f"Reproduce: `train/ship.sh {path}`" in card  # the one command, run here up to its first step
+    assert f"Reproduce: `train/ship.sh {path}`" in card  # the one command (train/ship.py; this name forwards to it),
+    # run here up to its first step
     # Its corpus takes an hour of apt downloads to build: 256 pairs of the shipped sample (no monolingual text) stand
     # in, one step, validated on 100 pairs (the whole sample's teacher labels and 2,000-pair validation took a minute).
-    env = {**os.environ, "HOME": str(tmp_path), "STOP_AFTER": "train"}  # nothing from this machine's runs or caches
-    done = subprocess.run(["bash", "train/ship.sh", path, "--data", "sample", "--out", str(tmp_path / "run"),
+    env = {**os.environ, "HOME": str(tmp_path)}  # nothing from this machine's runs or caches
+    done = subprocess.run(["bash", "train/ship.sh", path, "--stop-after", "train", "--", "--data", "sample", "--out", str(tmp_path / "run"),
                            "--max-steps", "1", "--threads", "1", "--eval-every", "1", "--mono-batch-size", "0",
                            "--max-train-pairs", "256", "--valid-pairs", "100"],
                           cwd=ROOT, capture_output=True, text=True, env=env)

@@ -7,7 +7,7 @@ corpus-m1 may lose some of. The start is rebuilt exactly as the run built it (th
 its tokenizer, its seed), so alpha = 0 is the run's step 0 and alpha = 1 its model folder (the weights its `keep_model` kept).
 
     python train/interpolate.py studies/shipping-history/m1-extend.toml --alpha 0.5 --out ~/edge-xsent-runs/m1-extend-a50
-    train/finish.sh ~/edge-xsent-runs/m1-extend-a50      # then a candidate like any run
+    python train/ship.py RECIPE       # [ship] alpha = 0.5: this step, then a candidate like any run
 """
 
 from __future__ import annotations

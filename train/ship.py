@@ -347,7 +347,7 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
 
 
 def check_rebuildable(recipe: str, bundle: Path, judged_by: str = "multilingual") -> None:
-    """The card's Reproduce line is `train/ship.sh RECIPE`: the recipe must carry every step that made the
+    """The card's Reproduce line is `python train/ship.py RECIPE`: the recipe must carry every step that made the
     winner, its interpolation included ([ship] alpha), and the rule that chose it ([ship] rule), or the
     command would rebuild another model, or judge it by another rule."""
     from edge_xsent.encode.bundle import read_training
@@ -357,18 +357,18 @@ def check_rebuildable(recipe: str, bundle: Path, judged_by: str = "multilingual"
     shipping = ShipConfig.from_toml(recipe)
     if shipping.rule != judged_by:
         raise UserError(f"{recipe}: its [ship] rule is {shipping.rule!r}, but this winner was judged by --rule "
-                        f"{judged_by}: set `[ship] rule = \"{judged_by}\"`, so train/ship.sh {recipe} judges it alike")
+                        f"{judged_by}: set `[ship] rule = \"{judged_by}\"`, so python train/ship.py {recipe} judges it alike")
     alpha = shipping.alpha
     if (mixed or {}).get("alpha") != alpha:
         raise UserError(f"{recipe}: its [ship] alpha is {alpha}, but the winner was interpolated with alpha "
-                        f"{(mixed or {}).get('alpha')}: set `[ship] alpha` to match, so train/ship.sh {recipe} rebuilds it")
+                        f"{(mixed or {}).get('alpha')}: set `[ship] alpha` to match, so python train/ship.py {recipe} rebuilds it")
 
 
 def reproduce_line(recipe: str, mixed: dict | None) -> str:
-    """The one command that rebuilds the shipped model from its recipe (train/ship.sh); an interpolated
+    """The one command that rebuilds the shipped model from its recipe (this file); an interpolated
     winner's recipe must carry its alpha in [ship], or the command would rebuild another model."""
     step = f" (train, interpolate to alpha {mixed['alpha']:g}," if mixed else " (train,"
-    return f"Reproduce: `train/ship.sh {recipe}`{step} debias, export, figures, this rule)."
+    return f"Reproduce: `python train/ship.py {recipe}`{step} debias, export, figures, this rule)."
 
 
 def supported(config: Path, claimed: list[str]) -> None:
@@ -463,9 +463,59 @@ def judge_by(name: str, e5_oog: Path, claims: Claims) -> MultilingualRule | Stud
     return StudentRule(peer_oog(e5_oog, E5), claims) if name == "student" else MultilingualRule()
 
 
+def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: list[Path], rule_name: str,
+                decision: Path) -> tuple[str, list[str]]:
+    """The rule over figures files: the decision's table written, the winner (if any) shipped to --out."""
+    claims = Claims(peer_oog(args.e5_oog_m1, E5))
+    peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
+    judge = judge_by(rule_name, args.e5_oog, claims)
+    shipped = load(shipped_file, "shipped", judge.needs)
+    candidates = [load(c, "candidate", judge.needs) for c in candidate_files]
+    figures = [shipped_file, *candidate_files, *peers, args.small_pools, args.e5_oog_m1,
+               *([args.e5_oog] if rule_name == "student" else [])]
+    bundles = [ROOT / Path(f["model"]).expanduser() for f in [shipped, *candidates] if f.get("model")]
+    check_output(decision, inputs=[*figures, *bundles])
+    check_output(args.out, inputs=[*figures, *bundles], folder=True)  # a model folder, never a bundle it reads
+    pick, table = judge.decision(candidates, shipped)
+    from edge_xsent.atomic import atomic_write
+
+    with atomic_write(decision) as f:
+        f.write("# The next default: the rule's table\n\n`python train/ship.py " + " ".join(sys.argv[1:]) + "`\n\n"
+                + "\n".join(table) + "\n")
+    if pick == shipped["name"]:
+        print(f"the rule keeps {pick}; table: {decision}")
+        return pick, table
+    winner, winner_file = next((f, p) for f, p in zip(candidates, candidate_files) if f["name"] == pick)
+    recipe = winner.get("recipe") or args.recipe
+    if rule_name != "gpu-students":  # a student is rebuilt from its GPU file, not from a recipe of ours
+        check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser(), rule_name)
+    ship(winner, winner_file, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe,
+         judge, claims)
+    print(f"shipped {pick} -> {args.out}; table: {decision}")
+    return pick, table
+
+
+def ship_spec(args: argparse.Namespace, train_flags: list[str]) -> None:
+    """`python train/ship.py RECIPE`: every stage from the spec (train/pipeline.py), judged by this file's rule."""
+    sys.path.insert(0, str(ROOT / "train"))
+    from pipeline import ship_recipe
+
+    record = ship_recipe(args.spec, lambda shipped, fig, rule_name, decision: judge_files(args, shipped, [fig], rule_name,
+                                                                                         decision),
+                         args.stop_after, train_flags, args.docs)
+    done = list(record.get("stages", {}))
+    print(f"{args.spec}: " + (f"stages done: {', '.join(done)}" if record else "rehearsal trained"), file=sys.stderr)
+
+
 @script_errors
 def main() -> None:
+    argv = sys.argv[1:]
+    argv, train_flags = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("spec", type=Path, nargs="?", help="a recipe with its [ship] table: ship it, every stage "
+                                                        "(train/pipeline.py); without it, judge --candidate files")
+    ap.add_argument("--stop-after", help="with a recipe: stop after this stage (datasets, train, interpolate, debias, "
+                                         "export, calibrate, figures); `--stop-after train -- FLAGS` rehearses training")
     ap.add_argument("--shipped", type=Path, help="the figures of the model shipped now (required but with --recard)")
     ap.add_argument("--candidate", type=Path, action="append", help="a candidate's figures (repeat; required but with "
                                                                      "--recard)")
@@ -488,40 +538,22 @@ def main() -> None:
                     help="e5-small on `oog-m1`: the card's claims, and the student rule")
     ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
     ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
-    args = ap.parse_args()
-    claims = Claims(peer_oog(args.e5_oog_m1, E5))
-    peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
+    ap.add_argument("--docs", type=Path, default=ROOT, help="with a recipe: the checkout whose train/DECISIONS.md and "
+                                                            "README.md get the ship record's blocks")
+    args = ap.parse_args(argv)
+    if args.spec:
+        return ship_spec(args, train_flags)
+    if train_flags or args.stop_after:
+        raise UserError("--stop-after and flags after -- go with a recipe: python train/ship.py RECIPE --stop-after train")
     if args.recard:
+        claims = Claims(peer_oog(args.e5_oog_m1, E5))
+        peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
         langs = recard(args.out, peers_by_language(peers), peers_by_language([args.small_pools]), claims, args.e5_oog)
         print(f"{args.out}: card and config.json rewritten; claims en and {len(langs)} languages: {', '.join(langs)}")
         return
     if not args.shipped or not args.candidate:
-        raise UserError("ship.py needs --shipped and at least one --candidate (or --recard to rewrite a card)")
-    judge = judge_by(args.rule, args.e5_oog, claims)
-    shipped = load(args.shipped, "shipped", judge.needs)
-    candidates = [load(c, "candidate", judge.needs) for c in args.candidate]
-    figures = [args.shipped, *args.candidate, *peers, args.small_pools, args.e5_oog_m1,
-               *([args.e5_oog] if args.rule == "student" else [])]
-    bundles = [ROOT / Path(f["model"]).expanduser() for f in [shipped, *candidates] if f.get("model")]
-    check_output(args.decision, inputs=[*figures, *bundles])
-    check_output(args.out, inputs=[*figures, *bundles], folder=True)  # a model folder, never a bundle it reads
-    pick, table = judge.decision(candidates, shipped)
-    from edge_xsent.atomic import atomic_write
-
-    with atomic_write(args.decision) as f:
-        f.write("# The next default: the rule's table\n\n`python train/ship.py " + " ".join(sys.argv[1:]) + "`\n\n"
-                + "\n".join(table) + "\n")
-    if pick == shipped["name"]:
-        print(f"the rule keeps {pick}; table: {args.decision}")
-        return
-    winner, winner_file = next((f, p) for f, p in zip(candidates, args.candidate) if f["name"] == pick)
-    recipe = winner.get("recipe") or args.recipe
-    if args.rule != "gpu-students":  # a student is rebuilt from its GPU file, not from a recipe of ours
-        check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser(), args.rule)
-    ship(winner, winner_file, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe,
-         judge, claims)
-    print(f"shipped {pick} -> {args.out}; table: {args.decision}")
-
+        raise UserError("ship.py needs a recipe, or --shipped and at least one --candidate (or --recard to rewrite a card)")
+    judge_files(args, args.shipped, args.candidate, args.rule, args.decision)
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@
     python train/student_folder.py ../shared/students/student-4block.safetensors --out models/student-4
     python train/student_folder.py STUDENT --out DIR --rows 48000        # a table size of one's own
     python train/student_folder.py out/student/ --out models/student-4   # the parts a device run returned
+    python train/student_folder.py STUDENT --out DIR --refit-data ~/edge-xsent-data/corpus-m1   # kept rows refitted
 
 The table's size follows the rule in student.rows_for_budget (the most rows within --max-bytes);
 the build record (rule, rows, graph bytes, parity) is printed as JSON and kept in training.json.
@@ -15,6 +16,7 @@ import json
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
+from edge_xsent.train.refit import RefitConfig
 from edge_xsent.train.student import MAX_GRAPH_BYTES, build_folder
 
 
@@ -25,8 +27,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
     ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
     ap.add_argument("--rows", type=int, help="table rows (default: the rule's, from --max-bytes)")
+    ap.add_argument("--refit-data", help="a corpus: train the kept rows on its text towards the whole table's "
+                                         "vectors (edge_xsent/train/refit.py); default: no refit")
+    ap.add_argument("--refit-steps", type=int, default=RefitConfig.max_steps, help="steps of the refit")
     args = ap.parse_args(argv)
-    print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows), indent=1))
+    refit = RefitConfig(data=args.refit_data, max_steps=args.refit_steps) if args.refit_data else None
+    print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows, refit=refit), indent=1))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ What a carried run loses: Adam's moments (they start afresh at the carried step'
 the best model saved before the carry (the run's model folder then holds the best validation after
 it). Batches, masks and dropout are functions of the step, so the data seen is the same.
 A finished run is carried as what comes next needs, its model folder (the best validation) and
-summary: restored, `edge-xsent train` reports it finished and `train/finish.sh` scores it.
+summary: restored, `edge-xsent train` reports it finished and `train/check.sh` scores it.
 """
 
 from __future__ import annotations

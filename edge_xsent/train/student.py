@@ -243,10 +243,11 @@ def rows_for_budget(fixed_bytes: int, max_bytes: int = MAX_GRAPH_BYTES) -> int:
 
 
 def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAPH_BYTES, rows: int | None = None,
-                 export: dict | None = None, e5_path: str | Path | None = None) -> dict:
+                 export: dict | None = None, e5_path: str | Path | None = None, refit=None) -> dict:
     """A student as a bundle: the folder (cut table), exported to an int8 graph of at most `max_bytes`
     (the table at 4 bits, per-row activations), parity-checked. `rows` overrides the rule
-    (rows_for_budget, measured on a graph with a table of ROW_STEP rows). Returns the build record."""
+    (rows_for_budget, measured on a graph with a table of ROW_STEP rows); `refit` (a refit.RefitConfig)
+    trains the kept rows towards the whole table's vectors first. Returns the build record."""
     import tempfile
 
     from edge_xsent.encode.bundle import check_target, save_model
@@ -267,7 +268,13 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
                                     "bytes_per_row": TABLE_BYTES_PER_ROW, "rows": rows}
         record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": "specials + highest unigram score",
                            "dropped": "each reads its nearest kept row (cosine of e5's rows)"}
-        save_model(Path(tmp) / "model", cut_table(model, table_rows_rule(tok, rows)), tok, [], {"student": record})
+        cut = cut_table(model, table_rows_rule(tok, rows))
+        if refit is not None:
+            from edge_xsent.train.refit import refit_record, refit_table
+
+            cut, log = refit_table(model, cut, tok, refit)
+            record["table"]["refit"] = refit_record(refit, log)
+        save_model(Path(tmp) / "model", cut, tok, [], {"student": record})
         parity = export_bundle(Path(tmp) / "model", out, **settings)
     size = (out / ONNX_INT8).stat().st_size
     if size > max_bytes:
