@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-import os
+import re
 import shutil
 import subprocess
 import sys
