@@ -90,7 +90,7 @@ def test_the_record_writes_the_decisions_and_readme_blocks(tmp_path):
     """What a ship record says lands in DECISIONS.md (always) and the README (when it shipped), once: a rerun
     replaces its own block."""
     sys.path.insert(0, str(ROOT / "train"))
-    from pipeline import block_lines, write_block
+    from pipeline import BLOCK, block_lines, readme_lines, write_block
 
     record = {"recipe": "train/x.toml", "recipe_sha256": "ab" * 32, "started": "2026-11-28 16:00",
               "datasets": {"~/edge-xsent-data/oog": {"sha256": "cd" * 32, "role": "oog", "built_by": "edge-xsent data reserved"}},
@@ -104,6 +104,12 @@ def test_the_record_writes_the_decisions_and_readme_blocks(tmp_path):
     assert text.startswith("# What ships\n\nHand-written text.\n") and text.count("<!-- end of ship record -->") == 1
     assert "the rule keeps shipped" in text and "| `~/edge-xsent-data/oog` | oog | cdcdcdcdcdcd |" in text
     assert "| x | stays |" in text
+    readme = tmp_path / "README.md"
+    readme.write_text("# edge-xsent\n\n" + BLOCK[0].format(record="r") + "\nold words\n" + BLOCK[1] + "\n\n## Next\n")
+    record["stages"]["judge"].update(pick="cand", shipped=True, figures=str(figures_file(tmp_path / "cand.json", "cand")))
+    write_block(readme, "results/x.ship.json", readme_lines(record))
+    text = readme.read_text()
+    assert "old words" not in text and text.endswith("\n\n## Next\n") and "| `cand` | 14.0 | 3.00 | 80.0 | - |" in text
 
 
 def test_interpolate_walks_from_the_runs_start_to_its_end(tiny_model, tmp_path):

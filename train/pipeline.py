@@ -268,7 +268,7 @@ def ship_recipe(recipe: Path, judge: Callable[[Path, Path, str, Path], tuple[str
     if not record.done("judge", inputs, {"decision": decision}):
         pick, table = judge(plan.results / "shipped.json", fig, plan.ship.rule, decision)
         record.mark("judge", inputs, {"decision": decision, **({"default": SHIPPED} if pick == plan.target.name else {})},
-                    pick=pick, shipped=pick == plan.target.name, table=table)
+                    pick=pick, shipped=pick == plan.target.name, table=table, figures=_shown(fig))
     write_blocks(record, docs)
     return record.data
 
@@ -295,9 +295,20 @@ def write_blocks(record: Record, docs: Path = ROOT) -> None:
     write_block(docs / "train/DECISIONS.md", shown, block_lines(record.data))
     judged = record.data["stages"].get("judge", {})
     if judged.get("shipped"):
-        write_block(docs / "README.md", shown, [f"The default now: `{judged['pick']}`, shipped by "
-                                               f"`python train/ship.py {record.data['recipe']}` on {judged['done']}; "
-                                               "its rule's table and the runs: [train/DECISIONS.md](train/DECISIONS.md)."])
+        write_block(docs / "README.md", shown, readme_lines(record.data))
+
+
+def readme_lines(record: dict) -> list[str]:
+    """The README's lines on the default a record shipped: its figures as the rule read them, and where the rest is."""
+    judged = record["stages"]["judge"]
+    fig = read_json(ROOT / judged["figures"], what="figures file")
+    speed = fig.get("speed", {})
+    row = [f"`{judged['pick']}`", f"{fig.get('int8_mb') or 0:.1f}", f"{speed['ratio']:.2f}" if speed else "-",
+           f"{fig['oog']['mean']:.1f}" if "oog" in fig else "-", f"{fig['oog_wide']['mean']:.1f}" if "mean" in fig.get("oog_wide", {}) else "-"]
+    return [f"The default now, shipped by `python train/ship.py {record['recipe']}` on {judged['done']} (its figures: "
+            f"`{judged['figures']}`; the rule's table and the runs: [train/DECISIONS.md](train/DECISIONS.md)):", "",
+            "| model | int8 MB | x USE-m sentences/s (1 thread) | `oog` P@1 | `oog-m1` P@1 |", "|---|---|---|---|---|",
+            "| " + " | ".join(row) + " |"]
 
 
 def write_block(path: Path, record: str, lines: list[str]) -> None:
