@@ -82,8 +82,8 @@ def measure(folder: Path) -> dict:
         "transformers AutoModel + pooling + Dense": {**cosines(transformers_encode(folder, sample), torch_vecs),
                                                      "ids_equal": hf_ids},
     }
-    stacks = {"optimum ORTModelForFeatureExtraction": [str(ROOT / ".venv-optimum/bin/python"), "interop/optimum_vectors.py"],
-              "transformers.js pipeline (Node)": ["node", "interop/transformers_js.mjs"]}
+    stacks = {"optimum ORTModelForFeatureExtraction": [str(ROOT / ".venv-optimum/bin/python"), "export/interop/optimum_vectors.py"],
+              "transformers.js pipeline (Node)": ["node", "export/interop/transformers_js.mjs"]}
     for name, cmd in stacks.items():
         for precision in onnx_vecs:
             out = external(cmd, folder, sample, precision)

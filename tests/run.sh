@@ -13,7 +13,7 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 [ -d android_demo/node_modules ] || (cd android_demo && npm ci --no-audit --no-fund --loglevel=error)
 # transformers.js for tests/test_interop.py; its onnxruntime-node install script would fetch GPU binaries.
-[ -d interop/node_modules ] || (cd interop && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
+[ -d export/interop/node_modules ] || (cd export/interop && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error)
 # The `optimum` extra pins transformers below 4.58, the `hf` extra's sentence-transformers needs 5:
 # optimum gets its own environment, sharing the rest (torch, onnxruntime, edge-xsent) with this one.
 if [ ! -x .venv-optimum/bin/python ]; then

@@ -98,7 +98,7 @@ INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not INTEROP_READY and not os.environ.get("CI"), reason="needs the optimum venv and `npm ci` in interop/")
+@pytest.mark.skipif(not INTEROP_READY and not os.environ.get("CI"), reason="needs the optimum venv and `npm ci` in export/interop/")
 def test_interop_parity(tiny_bundle, tmp_path, monkeypatch):
     run_script("interop_parity.py", str(tiny_bundle[0]), "--results", str(tmp_path), monkeypatch=monkeypatch)
     assert "sentence-transformers" in (tmp_path / "interop-parity.md").read_text()

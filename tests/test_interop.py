@@ -3,7 +3,7 @@ sentence vector, and optimum (ORTModelForFeatureExtraction) and transformers.js
 (pipeline('feature-extraction'), Node) give edge-xsent's token ids and vectors.
 
 `.ci/run` installs both: optimum in .venv-optimum (it pins transformers below 4.58, beside
-the `hf` extra's transformers 5), transformers.js with `npm ci` in interop/. Elsewhere those two
+the `hf` extra's transformers 5), transformers.js with `npm ci` in export/interop/. Elsewhere those two
 tests skip when they are missing; in CI they fail instead.
 """
 
@@ -34,7 +34,7 @@ from test_hf import EDGE_CASES, min_cosine, sample_sentences  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*were truncated:UserWarning")
 OPTIMUM_PYTHON = Path(os.environ.get("EDGE_XSENT_OPTIMUM_PYTHON", ROOT / ".venv-optimum/bin/python"))
-TRANSFORMERS_JS = ROOT / "interop/node_modules/@huggingface/transformers"
+TRANSFORMERS_JS = ROOT / "export/interop/node_modules/@huggingface/transformers"
 FP32_MIN, INT8_MIN = 0.99999, 0.9995  # the parity bars
 # A student's int8 graph in a stack that runs onnxruntime's SkipLayerNormFusion (edge-xsent leaves it off:
 # encoder.ORT_DISABLED): e5's large activations move its vectors to cosine 0.9977 at worst on the shared texts.
@@ -141,7 +141,7 @@ def write_texts(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("which,precision", CASES)
 def test_optimum_gives_the_encoder_vectors(request, tmp_path, which, precision):
     folder = folder_of(which, request)
-    res = subprocess.run([str(OPTIMUM_PYTHON), "interop/optimum_vectors.py", str(folder),
+    res = subprocess.run([str(OPTIMUM_PYTHON), "export/interop/optimum_vectors.py", str(folder),
                           str(write_texts(tmp_path)), precision], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout)
@@ -167,7 +167,7 @@ def fastembed_ready() -> bool:
 def test_fastembed_gives_the_encoder_vectors(request, tmp_path, which, precision):
     """fastembed's TextEmbedding on a local folder, pooling DISABLED (the graph's output is pooled already)."""
     folder = folder_of(which, request)
-    res = subprocess.run([str(OPTIMUM_PYTHON), "interop/fastembed_vectors.py", str(folder), str(write_texts(tmp_path)),
+    res = subprocess.run([str(OPTIMUM_PYTHON), "export/interop/fastembed_vectors.py", str(folder), str(write_texts(tmp_path)),
                           precision], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert res.returncode == 0, res.stderr[-3000:]
     theirs = np.array(json.loads(res.stdout)["vectors"], dtype=np.float32)
@@ -182,11 +182,11 @@ def test_fastembed_gives_the_encoder_vectors(request, tmp_path, which, precision
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("node") and TRANSFORMERS_JS.exists()) and not os.environ.get("CI"),
-                    reason="needs node and `npm ci` in interop/")
+                    reason="needs node and `npm ci` in export/interop/")
 @pytest.mark.parametrize("which,precision", CASES)
 def test_transformers_js_gives_the_encoder_vectors(request, tmp_path, which, precision):
     folder = folder_of(which, request)
-    res = subprocess.run(["node", "interop/transformers_js.mjs", str(folder), str(write_texts(tmp_path)), precision],
+    res = subprocess.run(["node", "export/interop/transformers_js.mjs", str(folder), str(write_texts(tmp_path)), precision],
                          cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout)

@@ -1,7 +1,7 @@
 """A student's bundle in every stack the default is parity-tested in (tests/test_hf.py, test_interop.py,
 test_demo.py run the same checks on the tiny and shipped folders): tokenizers' ids, sentence-transformers,
 optimum, transformers.js, fastembed and the Android app's JVM code. Prints one line a stack; a stack that is
-missing here (the `hf` extra, .venv-optimum, interop/node_modules, mvn) says so.
+missing here (the `hf` extra, .venv-optimum, export/interop/node_modules, mvn) says so.
 
     python studies/pruned-student/interop.py BUNDLE
 """
@@ -48,9 +48,9 @@ def onnx_stacks(folder: Path, work: Path) -> list[str]:
     sample = work / "texts.json"
     sample.write_text(json.dumps(texts(), ensure_ascii=False), encoding="utf-8")
     lines = []
-    for name, cmd in [("optimum", [str(OPTIMUM_PYTHON), "interop/optimum_vectors.py"]),
-                      ("transformers.js", ["node", "interop/transformers_js.mjs"]),
-                      ("fastembed", [str(OPTIMUM_PYTHON), "interop/fastembed_vectors.py"])]:
+    for name, cmd in [("optimum", [str(OPTIMUM_PYTHON), "export/interop/optimum_vectors.py"]),
+                      ("transformers.js", ["node", "export/interop/transformers_js.mjs"]),
+                      ("fastembed", [str(OPTIMUM_PYTHON), "export/interop/fastembed_vectors.py"])]:
         res = subprocess.run([*cmd, str(folder), str(sample), "int8"], cwd=ROOT, capture_output=True, text=True,
                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
         if res.returncode:

@@ -1,4 +1,4 @@
-// The README's transformers.js example, run from the repository root: node interop/readme_example.mjs
+// The README's transformers.js example, run from the repository root: node export/interop/readme_example.mjs
 import { env, pipeline } from "@huggingface/transformers";
 env.allowRemoteModels = false; env.localModelPath = "edge_xsent/resources/";
 const embed = await pipeline("feature-extraction", "default-model", { dtype: "int8" });

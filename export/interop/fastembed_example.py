@@ -1,5 +1,5 @@
 # fastembed on the shipped model folder, offline (README, "Using the model folder elsewhere"); run from the repository root:
-#   HF_HUB_OFFLINE=1 python interop/fastembed_example.py      (pip install "edge-xsent[fastembed]")
+#   HF_HUB_OFFLINE=1 python export/interop/fastembed_example.py      (pip install "edge-xsent[fastembed]")
 # The graph already pools, so fastembed must not: PoolingType.DISABLED (MEAN would pool the pooled vector).
 from fastembed import TextEmbedding
 from fastembed.common.model_description import ModelSource, PoolingType

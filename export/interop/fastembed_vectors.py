@@ -1,7 +1,7 @@
 """What a fastembed user writes to load an edge-xsent model folder (tests/test_interop.py runs it in
 .venv-optimum, where the `fastembed` extra is installed):
 
-    python interop/fastembed_vectors.py MODEL_FOLDER TEXTS.json [fp32|int8]
+    python export/interop/fastembed_vectors.py MODEL_FOLDER TEXTS.json [fp32|int8]
 
 Prints JSON: fastembed's vectors. The graph's first output, `sentence_embedding`, is already
 mean-pooled (and projected), so fastembed must not pool it again: PoolingType.DISABLED.

@@ -1,14 +1,14 @@
 // What a transformers.js user writes, run offline on an edge-xsent model folder: the tokenizer's
 // ids and the feature-extraction pipeline's mean-pooled vectors, printed as JSON for
 // tests/test_interop.py to compare with edge-xsent's own.
-//   node interop/transformers_js.mjs MODEL_FOLDER TEXTS.json [fp32|int8]
+//   node export/interop/transformers_js.mjs MODEL_FOLDER TEXTS.json [fp32|int8]
 import { readFileSync } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { AutoTokenizer, env, pipeline } from "@huggingface/transformers";
 
 const [folder, textsFile, dtype = "fp32"] = process.argv.slice(2);
 if (!folder || !textsFile) {
-  console.error("usage: node interop/transformers_js.mjs MODEL_FOLDER TEXTS.json [fp32|int8]");
+  console.error("usage: node export/interop/transformers_js.mjs MODEL_FOLDER TEXTS.json [fp32|int8]");
   process.exit(2);
 }
 env.allowRemoteModels = false;

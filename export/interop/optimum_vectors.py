@@ -2,7 +2,7 @@
 (it pins transformers below 4.58, so CI keeps it in its own virtual environment,
 .venv-optimum, beside the `hf` extra's transformers 5):
 
-    .venv-optimum/bin/python interop/optimum_vectors.py MODEL_FOLDER TEXTS.json [fp32|int8]
+    .venv-optimum/bin/python export/interop/optimum_vectors.py MODEL_FOLDER TEXTS.json [fp32|int8]
 
 Prints JSON: the token ids of transformers' AutoTokenizer, the vectors of
 ORTModelForFeatureExtraction + mean pooling (edge_xsent.encode.hf.ort_encode), and those of
