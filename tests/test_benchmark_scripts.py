@@ -94,7 +94,7 @@ def test_demo_latency(tiny_bundle, tmp_path, monkeypatch):
 
 
 INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (
-    ROOT / "interop" / "node_modules" / "@huggingface" / "transformers").exists()
+    ROOT / "export" / "interop" / "node_modules" / "@huggingface" / "transformers").exists()
 
 
 @pytest.mark.slow
