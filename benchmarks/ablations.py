@@ -5,7 +5,7 @@ per direction among all candidates, en<->de/es/fr/it), zero-shot classification 
 on English, mean of 5 seeds). The paper's figures are shown beside ours, and its claims
 are checked against our numbers, not asserted.
 
-    studies/ablations/ablations.sh                      # trains the runs, then calls this script
+    benchmarks/ablations.sh                      # trains the runs, then calls this script
     python benchmarks/ablations.py runs/ablation-* --data corpus
 """
 
@@ -95,7 +95,7 @@ def main() -> None:
 
     m = machine_info()
     lines = ["# Ablations: generative tasks (Table 6) and contrastive losses (Table 7)", "",
-             f"Made by `studies/ablations/ablations.sh {args.recipe.strip()}` on {m['cpu']} ({m['cores']} cores), "
+             f"Made by `benchmarks/ablations.sh {args.recipe.strip()}` on {m['cpu']} ({m['cores']} cores), "
              f"{time.strftime('%Y-%m-%d')}: one run per row, the same recipe, budget and tokenizer; only the objective "
              f"changes. Evaluated on `{args.data}` (test split): XSR = mean retrieval P@1 (cosine) over en<->de/es/fr/it, "
              f"{args.queries:,d} queries per direction among all candidates; classification = zero-shot accuracy "

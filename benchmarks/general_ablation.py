@@ -1,4 +1,4 @@
-"""The distillation ablation on both domains, from the results studies/general-default/general-ablation.sh writes.
+"""The distillation ablation on both domains, from the results studies/general-default/general-ablation.sh@1d41fe3 wrote (a record now).
 
     python benchmarks/general_ablation.py --pick-loss   # the teacher loss, chosen on the general valid split
     python benchmarks/general_ablation.py               # the table: benchmarks/results/general-ablation.md
@@ -62,7 +62,7 @@ def main() -> None:
         print(teacher_loss({k: v for k, v in losses.items() if v is not None}))
         return
     loss_line = ", ".join(f"{l} {v:.1f}" for l, v in losses.items() if v is not None)
-    text = (f"# Distillation ablation on both domains\n\n`studies/general-default/general-ablation.sh`, {time.strftime('%Y-%m-%d')}: "
+    text = (f"# Distillation ablation on both domains\n\n`studies/general-default/general-ablation.sh@1d41fe3`, {time.strftime('%Y-%m-%d')}: "
             "600 steps each (batch 128, 2 layers x 256, 16k vocabulary), P@1 cosine averaged over the 16 "
             "directions, fp32, 2,000 queries per direction among all test sentences of the pair.\n\n"
             f"Teacher loss (teacher alone, 200 steps, general valid P@1): {loss_line}\n\n{table(args.results)}\n")

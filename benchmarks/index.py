@@ -20,7 +20,7 @@ FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who rea
                   "(`decision.md`, by `train/ship.py`)",
     "runs": "each trained run's own scores, named after the run (`xsr-RUN-int8.json`, `oog-RUN.json`, "
             "`bench-RUN.json`, ...): written by the old shipping chain (a record now: `studies/shipping-history/README.md`), read by "
-            "`studies/oog-levers/oog_levers.py`",
+            "`benchmarks/oog_levers.py`",
     "general-ablation": "the distillation ablation's runs, read by `benchmarks/general_ablation.py`",
     "vocab-sweep": "the vocabulary sweep's runs, read by `benchmarks/vocab_both.py`",
     "students": "one figures file per GPU student of multilingual-e5-small and for the model shipped before them "

@@ -1,4 +1,4 @@
-"""The vocabulary for both domains, from the results studies/general-default/vocab-sweep.sh writes.
+"""The vocabulary for both domains, from the results studies/general-default/vocab-sweep.sh@1d41fe3 wrote (a record now).
 
     python benchmarks/vocab_both.py   # benchmarks/results/vocab-sweep.md, and the rule's pick
 
@@ -73,7 +73,7 @@ def main() -> None:
         lines.append(f"| {run}{' (picked)' if run == pick else ''} | {RUNS[run][0]} | {r['size']:,} | "
                      f"{r['general_valid']:.1f} | {r['software_valid']:.1f} | {r['score']:.1f} | {r['general_test']:.1f} | "
                      f"{r['software_test']:.1f} | {r['int8_mb']:.1f} | {r['s_per_step']:.2f} |")
-    text = (f"# Vocabulary for both domains\n\n`studies/general-default/vocab-sweep.sh`, {time.strftime('%Y-%m-%d')}: 600 steps each "
+    text = (f"# Vocabulary for both domains\n\n`studies/general-default/vocab-sweep.sh@1d41fe3`, {time.strftime('%Y-%m-%d')}: 600 steps each "
             "(batch 128, 2 layers x 256, max_len 128, paper objective + USE-m teacher), from scratch; P@1 cosine, "
             "fp32, mean of the 16 directions, 2,000 queries per direction. Score = mean of the two valid columns.\n\n"
             f"Rule (`studies/general-default/vocab-both-domains.md`): the smallest vocabulary within {VOCAB_TIE_POINTS} points of the best "

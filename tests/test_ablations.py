@@ -37,7 +37,7 @@ def test_table_from_a_real_run(tiny_run, tmp_path):
                     "--queries", "100", "--seeds", "1", "--recipe", "tiny", "--out", str(out)],
                    check=True, capture_output=True, text=True)
     text = out.read_text()
-    assert "| UGT+align+sim | 60 |" in text and "studies/ablations/ablations.sh tiny" in text
+    assert "| UGT+align+sim | 60 |" in text and "benchmarks/ablations.sh tiny" in text
     data = json.loads(out.with_suffix(".json").read_text())
     row = data["rows"]["UGT+align+sim"]
     assert 0 <= row["classify"] <= 100 and 0 < row["xsr"] <= 100

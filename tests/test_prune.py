@@ -184,7 +184,7 @@ def test_a_student_distilled_from_e5_passes_its_teacher_space_on_to_the_runs_it_
 
 
 def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
-    """studies/pruned-student/table.py: e5-small's figures averaged as figures.py averages, and each row
+    """benchmarks/pruned_student_table.py: e5-small's figures averaged as figures.py averages, and each row
     judged by the rule's clauses (claimable languages, size, speed, the old languages' gap)."""
     import json
     import subprocess
@@ -192,7 +192,7 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
 
     from conftest import ROOT, script_module
 
-    table = script_module("studies/pruned-student/table.py")
+    table = script_module("benchmarks/pruned_student_table.py")
     langs = [f"l{i:02d}" for i in range(32)]
     e5 = {table.E5: {"retrieval": {"src": {**{f"en->{l}": 0.9 for l in langs}, **{f"{l}->en": 0.9 for l in langs}}}}}
     (tmp_path / "e5.json").write_text(json.dumps(e5))
@@ -210,7 +210,7 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     timed = {**good, "name": "timed", "provenance": {"speed": {"cpu": "Intel Xeon"}}}  # its last run measured P@1 elsewhere
     for fig in (good, weak, fp32, timed):
         (tmp_path / f"{fig['name']}.json").write_text(json.dumps(fig))
-    done = subprocess.run([sys.executable, str(ROOT / "studies/pruned-student/table.py"), str(tmp_path / "good.json"),
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks/pruned_student_table.py"), str(tmp_path / "good.json"),
                            str(tmp_path / "weak.json"), str(tmp_path / "fp32.json"), str(tmp_path / "timed.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
                            str(tmp_path / "e5.json"), "--out", str(tmp_path / "t.md")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -219,18 +219,3 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     assert "| fp32 (fp32 P@1) | - | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | AMD EPYC | fails: no int8 graph |" in written
     assert "| weak | 21.0 | 80.0 | 80.0 | 0 | 0.90 | - | - | - | AMD EPYC |" in written  # the CPU that ran the speed
     assert "| timed | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | Intel Xeon | passes |" in written
-
-
-def test_fertility_counts_how_much_finer_the_pruned_pieces_cut_than_e5s(pruned):
-    """studies/pruned-student/fertility.py: a vocabulary pruned to 3,000 of e5's pieces cuts German into more pieces
-    than e5's 250k do, with no bytes, and reads a script the rule never saw (Thai) as bytes."""
-    from conftest import script_module
-    from edge_xsent.train.e5 import E5Tokenizer, read_e5
-
-    fertility = script_module("studies/pruned-student/fertility.py")
-    _, tok, _, sample = pruned
-    e5_tok = E5Tokenizer(read_e5())
-    seen = fertility.counts(sample["de"][:50], e5_tok, tok)
-    assert seen["sentences"] == 50 and seen["ratio"] > 1.1 and seen["byte_share"] < 0.01
-    unseen = fertility.counts(["ภาษาไทยเป็นภาษาราชการของประเทศไทย"], e5_tok, tok)
-    assert unseen["ratio"] > 3 and unseen["byte_share"] > 0.9

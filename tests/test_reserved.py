@@ -251,7 +251,7 @@ def test_levers_table_script(tmp_path):
     (tmp_path / "runs").mkdir()
     for name, content in files.items():  # a run's own scores in runs/, the peers' table beside
         (tmp_path / ("" if name.startswith("oog-peers") else "runs") / name).write_text(json.dumps(content))
-    done = subprocess.run([sys.executable, str(root / "studies/oog-levers/oog_levers.py"), "--results", str(tmp_path)],
+    done = subprocess.run([sys.executable, str(root / "benchmarks/oog_levers.py"), "--results", str(tmp_path)],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     md = (tmp_path / "oog-levers.md").read_text()

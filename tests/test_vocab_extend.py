@@ -8,7 +8,7 @@ from edge_xsent.encode.tokenizer import Tokenizer
 
 
 def test_extension_keeps_old_pieces_and_reaches_every_script(tmp_path):
-    ext = script_module("studies/vocab-extend/extend.py")
+    ext = script_module("train/extend_vocab.py")
     old_path = ROOT / "train/tokenizers/nine-language-48k.model"  # the default shipped before byte fallback
     new_path = ROOT / "train/tokenizers/m1-48k.model"
     merged = ext.extend(ext.load(old_path), ext.load(new_path))

@@ -3,7 +3,7 @@ read from its figures file (train/figures.py --parts oog,oog_wide,speed on the i
 ship), beside multilingual-e5-small's out-of-genre figures on the same pools, and the next default's rule
 (README.md, written before the runs) applied to each row.
 
-    python studies/pruned-student/table.py studies/pruned-student/figures/table-3l.json [...] \
+    python benchmarks/pruned_student_table.py studies/pruned-student/figures/table-3l.json [...] \
         --e5-oog benchmarks/results/oog-e5-small.json --e5-oog-m1 benchmarks/results/oog-m1-e5-small.json \
         --out benchmarks/results/pruned-student-table.md
 """
@@ -71,7 +71,7 @@ def main() -> None:
     if missing:
         raise UserError(f"{', '.join(missing)}: no oog or oog_wide part; measure with train/figures.py --parts oog,oog_wide,speed")
     lines = ["# The pruned students: size, speed and out-of-genre P@1 by depth", "",
-             "`python studies/pruned-student/table.py " + " ".join(map(str, args.figures)) + "`, "
+             "`python benchmarks/pruned_student_table.py " + " ".join(map(str, args.figures)) + "`, "
              + time.strftime("%Y-%m-%d") + " (studies/pruned-student/"
              "README.md: the budget, and the rule written before the runs). P@1 in %, int8 ONNX as it would ship; speed "
              "at 1 thread beside USE-m in one run, latency on rows of 32 tokens. The CPU behind the machine changes between "

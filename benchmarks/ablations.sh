@@ -2,11 +2,11 @@
 # The generative-task and contrastive ablations of the paper's Tables 6 and 7: one run
 # per objective, same recipe, same budget, one tokenizer shared by all (trained by the
 # first run), then benchmarks/ablations.py tabulates retrieval and classification.
-# Usage: studies/ablations/ablations.sh [RECIPE] [extra edge-xsent train flags...]
-#   studies/ablations/ablations.sh studies/ablations/ablation-small.toml          # the recorded table, ~1 h on 2 CPU cores
-#   studies/ablations/ablations.sh train/paper-2layer.toml --max-steps 10000   # on a GPU
+# Usage: benchmarks/ablations.sh [RECIPE] [extra edge-xsent train flags...]
+#   benchmarks/ablations.sh train/ablation-small.toml          # the recorded table, ~1 h on 2 CPU cores
+#   benchmarks/ablations.sh train/paper-2layer.toml --max-steps 10000   # on a GPU
 set -euo pipefail
-recipe=${1:-studies/ablations/ablation-small.toml}; shift || true
+recipe=${1:-train/ablation-small.toml}; shift || true
 runs=()
 run() {
   local name=$1; shift

@@ -1,7 +1,7 @@
 """The out-of-genre levers table: each lever a recipe in train/, scored by the result files that
 `studies/shipping-history/make_default.sh@f5796e71a RECIPE` writes (`EVAL_DATA=corpus-g` for a run trained on another corpus).
 
-    python studies/oog-levers/oog_levers.py            # -> benchmarks/results/oog-levers.md
+    python benchmarks/oog_levers.py            # -> benchmarks/results/oog-levers.md
 
 Columns: `edge-xsent eval oog --data oog` per reserved source, reserved P@1, teacher agreement and
 the score of studies/shipping-history/out-of-genre-default.md, then corpus-g's general and software test P@1 (int8,
@@ -18,7 +18,7 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write
 from edge_xsent.eval.evaluate import average
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "general-scratch-32k"  # the default the levers are measured against (shipped until oog-genres-cos)
 LEVERS = {  # run name -> (recipe, what it changes against the shipped default)
     BASELINE: ("studies/general-default/general-scratch-32k.toml",
@@ -111,7 +111,7 @@ def main() -> None:
     text = table(args.results)
     out = args.out or args.results / "oog-levers.md"
     with atomic_write(out) as f:
-        f.write(f"# Out-of-genre levers\n\n`python studies/oog-levers/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
+        f.write(f"# Out-of-genre levers\n\n`python benchmarks/oog_levers.py`, {time.strftime('%Y-%m-%d')}: each row "
                 "is its recipe run by `studies/shipping-history/make_default.sh@f5796e71a`, scored int8 as shipped (`edge-xsent eval oog --data oog`; "
                 "general and software: corpus-g's test splits, 16 directions). The rule that ships one: "
                 "`studies/shipping-history/out-of-genre-default.md`.\n\n" + text + "\n")
