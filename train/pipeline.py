@@ -227,8 +227,9 @@ def figures(plan: Plan, record: Record) -> Path:
     """The candidate's figures (train/figures.py resumes by part) and, with speed, the shipped model's speed."""
     out = plan.results / f"{plan.target.name}.json"
     bench = {k: getattr(plan.ship, k) for k in ("oog", "oog_wide", "corpus_g")}
+    read = {**bench, "data": plan.judging_data}
     inputs = {"model": model_sha(plan.target / "bundle"),
-              **{k: record.data["datasets"][v]["sha256"] for k, v in bench.items() if v in record.data["datasets"]}}
+              **{k: record.data["datasets"][v]["sha256"] for k, v in read.items() if v in record.data["datasets"]}}
     outputs = {"figures": out, **({"shipped": plan.results / "shipped.json"} if "speed" in plan.ship.parts else {})}
     if record.done("figures", inputs, outputs):
         return out
