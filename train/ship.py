@@ -282,7 +282,15 @@ def student_lines(training: dict) -> list[str]:
             "or Quran text, no UDHR; the out-of-genre sources reserved whole. The run's record: `../shared/students/`.",
             f"- Tokenizer: e5-small's, whole ({table.get('of', 0):,d} pieces, text read as `{st['prefix']}TEXT`); the "
             f"table cut to {table.get('rows', 0):,d} rows by the rule in studies/gpu-students/README.md, each other "
-            "piece reading its nearest kept row."]
+            "piece reading its nearest kept row" + refit_words(table.get("refit")) + "."]
+
+
+def refit_words(refit: dict | None) -> str:
+    """How a cut table's kept rows were refitted (edge_xsent/train/refit.py), as the card says it."""
+    if not refit:
+        return ""
+    return (f"; then the kept rows alone were refitted to the same student's vectors with every row ({refit['max_steps']:,d} "
+            f"steps of {refit['batch_size']} texts of `{refit['data']}`'s train split and monolingual text, blocks frozen)")
 
 
 def student_reproduce(training: dict) -> str:
