@@ -199,7 +199,7 @@ def test_a_refit_moves_only_the_kept_rows_and_brings_unseen_text_nearer_the_whol
     model, tok, _ = student
     cut = cut_table(model, table_rows_rule(tok, 3000))
     cfg = RefitConfig(data="sample", max_steps=40, batch_size=16, warmup_steps=5, lr=3e-3)
-    refit, log = refit_table(model, cut, tok, cfg, log_every=10)
+    refit, log = refit_table(model, cut, tok, cfg, log_every=10, progress=False)
     unseen = [t for p in list(read_pairs("sample", split="test"))[:64] for t in (p.a, p.b)]
     whole = vectors(model, tok, unseen)
     before, after = ((vectors(m, tok, unseen) * whole).sum(1).mean() for m in (cut, refit))

@@ -100,7 +100,8 @@ class Plan:
         """Each dataset the ship reads (as the spec names it) and what for."""
         parts, named = set(self.ship.parts), {self.train.data: "training"}
         named.setdefault(self.judging_data, "judging")
-        wanted = {"oog": "oog" in parts, "oog_wide": bool(parts & {"oog_wide", "oog_small"}), "corpus_g": "corpus_g" in parts}
+        wanted = {"oog": "oog" in parts, "oog_wide": bool(parts & {"oog_wide", "oog_small"}),
+                  "corpus_g": "corpus_g" in parts}
         for key, needed in wanted.items():
             if needed:
                 named.setdefault(getattr(self.ship, key), key)
@@ -116,8 +117,8 @@ class Record:
         self.data = read_json(path, what="ship record") if path.exists() else {
             "recipe": _shown(plan.recipe), "recipe_sha256": recipe_sha, "started": _now(), "datasets": {}, "stages": {}}
         if self.data.get("recipe_sha256") != recipe_sha:
-            raise UserError(f"{plan.recipe}: changed since {path} was begun (its SHA-256 differs): the stages done would "
-                            f"mix two recipes; remove {path} to ship afresh, or restore the recipe")
+            raise UserError(f"{plan.recipe}: changed since {path} was begun (its SHA-256 differs): the stages done "
+                            f"would mix two recipes; remove {path} to ship afresh, or restore the recipe")
 
     def done(self, stage: str, inputs: dict[str, str | None], outputs: dict[str, Path]) -> bool:
         """The stage ran on these inputs and its outputs are as the ship last left them (a later stage may have
@@ -212,7 +213,8 @@ def model_steps(plan: Plan) -> list[tuple[str, Path, Path, list]]:
     """(stage, the model folder it reads, the one it writes, its command) after training."""
     target, ship = plan.target, plan.ship
     steps = [("interpolate", plan.run / "model", target / "model",
-              [sys.executable, ROOT / "train/interpolate.py", plan.recipe, "--alpha", f"{ship.alpha:g}", "--out", target])
+              [sys.executable, ROOT / "train/interpolate.py", plan.recipe, "--alpha", f"{ship.alpha:g}",
+               "--out", target])
              ] if ship.alpha is not None else []
     return [*steps,
             ("debias", target / "model", target / "model-debiased",
@@ -268,8 +270,9 @@ def ship_recipe(recipe: Path, judge: Callable[[Path, Path, str, Path], tuple[str
     inputs = {"figures": fingerprint(fig), "shipped": _sha(plan.results / "shipped.json")}
     if not record.done("judge", inputs, {"decision": decision}):
         pick, table = judge(plan.results / "shipped.json", fig, plan.ship.rule, decision)
-        record.mark("judge", inputs, {"decision": decision, **({"default": SHIPPED} if pick == plan.target.name else {})},
-                    pick=pick, shipped=pick == plan.target.name, table=table, figures=_shown(fig))
+        shipped = pick == plan.target.name
+        record.mark("judge", inputs, {"decision": decision, **({"default": SHIPPED} if shipped else {})},
+                    pick=pick, shipped=shipped, table=table, figures=_shown(fig))
     write_blocks(record, docs)
     return record.data
 
@@ -279,10 +282,12 @@ def block_lines(record: dict) -> list[str]:
     judged = record["stages"].get("judge", {})
     verdict = (f"**{judged['pick']} ships**" if judged.get("shipped") else f"the rule keeps {judged.get('pick')}") \
         if judged else "not judged yet"
-    lines = [f"The last ship: `python train/ship.py {record['recipe']}` (recipe SHA-256 {record['recipe_sha256'][:12]}, "
-             f"begun {record['started']}): {verdict}.", "", "| dataset | read for | SHA-256 | built by |", "|---|---|---|---|"]
-    lines += [f"| `{name}` | {d['role']} | {d['sha256'][:12]} | {('`' + d['built_by'] + '`') if d.get('built_by') else 'present'} |"
-              for name, d in record["datasets"].items()]
+    lines = [f"The last ship: `python train/ship.py {record['recipe']}` (recipe SHA-256 "
+             f"{record['recipe_sha256'][:12]}, begun {record['started']}): {verdict}.", "",
+             "| dataset | read for | SHA-256 | built by |", "|---|---|---|---|"]
+    for name, d in record["datasets"].items():
+        built = f"`{d['built_by']}`" if d.get("built_by") else "present"
+        lines.append(f"| `{name}` | {d['role']} | {d['sha256'][:12]} | {built} |")
     lines += ["", "| stage | done | output SHA-256 |", "|---|---|---|"]
     for stage, s in record["stages"].items():
         outputs = ", ".join(f"{k} {(v or '-')[:12]}" for k, v in s["outputs"].items())
@@ -304,8 +309,9 @@ def readme_lines(record: dict) -> list[str]:
     judged = record["stages"]["judge"]
     fig = read_json(ROOT / judged["figures"], what="figures file")
     speed = fig.get("speed", {})
+    wide = fig.get("oog_wide", {})
     row = [f"`{judged['pick']}`", f"{fig.get('int8_mb') or 0:.1f}", f"{speed['ratio']:.2f}" if speed else "-",
-           f"{fig['oog']['mean']:.1f}" if "oog" in fig else "-", f"{fig['oog_wide']['mean']:.1f}" if "mean" in fig.get("oog_wide", {}) else "-"]
+           f"{fig['oog']['mean']:.1f}" if "oog" in fig else "-", f"{wide['mean']:.1f}" if "mean" in wide else "-"]
     return [f"The default now, shipped by `python train/ship.py {record['recipe']}` on {judged['done']} (its figures: "
             f"`{judged['figures']}`; the rule's table and the runs: [train/DECISIONS.md](train/DECISIONS.md)):", "",
             "| model | int8 MB | x USE-m sentences/s (1 thread) | `oog` P@1 | `oog-m1` P@1 |", "|---|---|---|---|---|",

@@ -71,12 +71,14 @@ def refit_batches(tok, cfg: RefitConfig, pool: int = 16) -> Iterator[list[list[i
         yield from chunks
 
 
-def refit_table(full, cut, tok, cfg: RefitConfig, log_every: int = 100) -> tuple[object, list[dict]]:
+def refit_table(full, cut, tok, cfg: RefitConfig, log_every: int = 100,
+                progress: bool = True) -> tuple[object, list[dict]]:
     """`cut` (a copy) with its kept rows trained so that its sentence vectors meet `full`'s (1 - cosine,
     mean pooled, as the folder's vectors): only the table moves. Returns (model, log of mean losses)."""
     import copy
 
     import torch
+    from tqdm import tqdm
 
     from edge_xsent.encode.tokenizer import pad_batch
     from edge_xsent.train.schedule import lr_at
@@ -88,7 +90,7 @@ def refit_table(full, cut, tok, cfg: RefitConfig, log_every: int = 100) -> tuple
     full = full.eval()
     opt = torch.optim.Adam([model.tok_emb.weight], lr=cfg.lr)
     batches, log, losses, started = refit_batches(tok, cfg), [], [], time.perf_counter()
-    for step in range(cfg.max_steps):
+    for step in tqdm(range(cfg.max_steps), desc="refit", unit="step", disable=not progress):
         ids, mask = (torch.from_numpy(a) for a in pad_batch(next(batches)))
         with torch.no_grad():
             target = torch.nn.functional.normalize(full(ids, mask), dim=-1)
