@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def script_module(rel: str):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(Path(rel).stem, ROOT / rel)
-    mod = importlib.util.module_from_spec(spec)
+    mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # a dataclass in it looks itself up there
     spec.loader.exec_module(mod)
     return mod
 

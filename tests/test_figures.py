@@ -322,3 +322,12 @@ def test_ship_by_the_gpu_students_rule_ships_a_student_folder_that_loads(tiny_st
     enc = Encoder.load(shipped)
     assert enc.langs == ["en", *langs]
     assert (enc.encode(["Open the file."]) * Encoder.load(tiny_student_bundle).encode(["Open the file."])).sum() > 0.9999
+    kept = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "gpu-students",  # none passes
+                           "--shipped", str(files["shipped"]), "--candidate", str(files["slow"]), "--e5-oog-m1",
+                           str(e5_wide), "--peers", str(e5_wide), "--small-pools", str(tmp_path / "none.json"),
+                           "--decision", str(tmp_path / "kept.md"), "--out", str(tmp_path / "default")],
+                          capture_output=True, text=True)
+    assert kept.returncode == 0 and "the rule keeps shipped" in kept.stdout, kept.stderr
+    best = (tmp_path / "slow-card.md").read_text()  # the best's card says which clause failed, by how much
+    assert "## Not shipped" in best and "0.70x USE-m's sentences/s (< 0.8x, short by 0.10)" in best
+    assert "a candidate the rule did not ship" in best and "Encoder.load()  " not in best

@@ -89,8 +89,11 @@ def test_a_missing_dataset_is_built_by_the_spec_or_named(fake_cache, tiny_model,
 def test_the_record_writes_the_decisions_and_readme_blocks(tmp_path):
     """What a ship record says lands in DECISIONS.md (always) and the README (when it shipped), once: a rerun
     replaces its own block."""
-    sys.path.insert(0, str(ROOT / "train"))
-    from pipeline import BLOCK, block_lines, readme_lines, write_block
+    from conftest import script_module
+
+    pipeline = script_module("train/pipeline.py")
+    BLOCK, block_lines, readme_lines, write_block = (pipeline.BLOCK, pipeline.block_lines, pipeline.readme_lines,
+                                                     pipeline.write_block)
 
     record = {"recipe": "train/x.toml", "recipe_sha256": "ab" * 32, "started": "2026-11-28 16:00",
               "datasets": {"~/edge-xsent-data/oog": {"sha256": "cd" * 32, "role": "oog", "built_by": "edge-xsent data reserved"}},

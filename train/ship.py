@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from edge_xsent.eval import decisions as rule
-from edge_xsent.atomic import check_output
+from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.inputs import read_json, read_text
 from edge_xsent.config import SHIP_RULES
 from edge_xsent.export.card import start_lines
@@ -190,6 +190,11 @@ class GpuStudentRule:
         return {"int8_bytes": fig.get("int8_bytes"), "speed_ratio": fig.get("speed", {}).get("ratio"),
                 "oog_mean": fig["oog"]["mean"], "oog_wide_mean": fig["oog_wide"]["mean"]}
 
+    def best(self, candidates: list[dict], shipped: dict) -> tuple[dict, list[str]]:
+        """The candidate with the highest `oog-m1` mean, and the clauses it fails (with by how much)."""
+        top = max(candidates, key=lambda f: f["oog_wide"]["mean"])
+        return top, rule.gpu_student_failures(self.row(top), self.row(shipped))
+
     def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
         rows, base = {f["name"]: self.row(f) for f in candidates}, self.row(shipped)
         pick = rule.gpu_student_default(rows, base) or shipped["name"]
@@ -314,7 +319,10 @@ def interpolation_lines(recipe: str, training: dict) -> list[str]:
 
 
 def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, float]],
-         small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims) -> str:
+         small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims,
+         not_shipped: list[str] | None = None) -> str:
+    """The shipped folder's card; `not_shipped` (the clauses a candidate fails) makes it the card of a candidate
+    the rule kept out, which says so first."""
     from edge_xsent.encode.bundle import read_training
     from edge_xsent.export.card import front_matter, render
 
@@ -330,12 +338,16 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
     sizes = {p: (bundle / p).stat().st_size / 2**20 for p in SHIPPED_FILES if (bundle / p).exists()}
     return render({
         "metadata": front_matter({**cfg, "langs": ["en", *claimed]}, licence, sorted(licences) or None),
-        "title": "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
-        "usage": ["enc = Encoder.load()                  # this model, offline",
+        "title": f"`{fig['name']}`: a candidate the rule did not ship" if not_shipped is not None else
+        "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
+        "usage": [f"enc = Encoder.load('{fig['model']}')" if not_shipped is not None else
+                  "enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', 'Где вокзал?'])"],
         "training": student_lines(training) if "student" in training else
         training_lines(recipe, training, len(fig.get("general") or set(training.get("langs", [])) - {"en"})),
-        "before_sizes": ["## Languages", "",
+        "before_sizes": [*(["## Not shipped", "", f"The best candidate by the rule's measure, and it fails: "
+                                                 f"{'; '.join(not_shipped)}.", ""] if not_shipped else []),
+                         "## Languages", "",
                          f"{claims.note} Out of genre: "
                          "`oog-m1`, reserved texts no training build reads (pools up to 5,000 pairs), beside USE-m and "
                          "multilingual-e5-small on the same pools; † a language no reserved source holds 100 pairs of, "
@@ -485,13 +497,20 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
     check_output(decision, inputs=[*figures, *bundles])
     check_output(args.out, inputs=[*figures, *bundles], folder=True)  # a model folder, never a bundle it reads
     pick, table = judge.decision(candidates, shipped)
-    from edge_xsent.atomic import atomic_write
-
     with atomic_write(decision) as f:
         f.write("# The next default: the rule's table\n\n`python train/ship.py " + " ".join(sys.argv[1:]) + "`\n\n"
                 + "\n".join(table) + "\n")
     if pick == shipped["name"]:
         print(f"the rule keeps {pick}; table: {decision}")
+        if isinstance(judge, GpuStudentRule) and candidates:
+            best, fails = judge.best(candidates, shipped)
+            path = decision.parent / f"{best['name']}-card.md"
+            check_output(path, inputs=[*figures, *bundles])
+            text = card(best, ROOT / Path(best["model"]).expanduser(), table, peers_by_language(peers),
+                        peers_by_language([args.small_pools]), best.get("recipe") or "", judge, claims, fails)
+            with atomic_write(path) as f:
+                f.write(text)
+            print(f"the best candidate's card, with the clauses it fails: {path}")
         return pick, table
     winner, winner_file = next((f, p) for f, p in zip(candidates, candidate_files) if f["name"] == pick)
     recipe = winner.get("recipe") or args.recipe
@@ -505,10 +524,12 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
 
 def ship_spec(args: argparse.Namespace, train_flags: list[str]) -> None:
     """`python train/ship.py RECIPE`: every stage from the spec (train/pipeline.py), judged by this file's rule."""
-    sys.path.insert(0, str(ROOT / "train"))
-    from pipeline import ship_recipe
+    import importlib.util
 
-    record = ship_recipe(args.spec, lambda shipped, fig, rule_name, decision: judge_files(args, shipped, [fig], rule_name,
+    spec = importlib.util.spec_from_file_location("pipeline", ROOT / "train/pipeline.py")  # a script beside this one
+    pipeline = sys.modules["pipeline"] = importlib.util.module_from_spec(spec)  # registered: its dataclasses need it
+    spec.loader.exec_module(pipeline)
+    record = pipeline.ship_recipe(args.spec, lambda shipped, fig, rule_name, decision: judge_files(args, shipped, [fig], rule_name,
                                                                                          decision),
                          args.stop_after, train_flags, args.docs)
     done = list(record.get("stages", {}))
