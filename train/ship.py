@@ -299,7 +299,10 @@ def refit_words(refit: dict | None) -> str:
 
 
 def student_reproduce(training: dict) -> str:
-    return (f"Reproduce: `python train/student_folder.py STUDENT.safetensors --out BUNDLE` (the {training['student']['file']} "
+    refit = training["student"].get("table", {}).get("refit")
+    refit_flag = f" --refit-data {refit['data']}" if refit else ""
+    return (f"Reproduce: `python train/student_folder.py STUDENT.safetensors --out BUNDLE{refit_flag}` (the "
+            f"{training['student']['file']} "
             "of the GPU run), then train/figures.py and `train/ship.py --rule gpu-students` (studies/gpu-students/README.md).")
 
 
