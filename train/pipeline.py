@@ -35,7 +35,8 @@ from edge_xsent.atomic import atomic_write
 from edge_xsent.config import ShipConfig, TrainConfig, portable
 from edge_xsent.data.corpus import resolve
 from edge_xsent.errors import UserError
-from edge_xsent.inputs import read_bytes, read_json, read_text
+from edge_xsent.encode.bundle import sha256
+from edge_xsent.inputs import read_json, read_text
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("datasets", "train", "interpolate", "debias", "export", "calibrate", "figures", "judge")
@@ -47,25 +48,17 @@ BLOCK = ("<!-- ship record: written by train/ship.py from {record}; do not edit 
 def fingerprint(path: Path) -> str:
     """SHA-256 of a file, or of a folder's files (each one's relative name and SHA-256, in name order)."""
     if path.is_file():
-        return _file_sha(path)
+        return sha256(path)
     whole = hashlib.sha256()
     for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        whole.update(f"{f.relative_to(path).as_posix()}\0{_file_sha(f)}\n".encode())
+        whole.update(f"{f.relative_to(path).as_posix()}\0{sha256(f)}\n".encode())
     return whole.hexdigest()
-
-
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def model_sha(folder: Path) -> str | None:
     """A model folder's fingerprint: its manifest's SHA-256 (the manifest lists every file's); None when absent."""
     manifest = folder / "manifest.json"
-    return hashlib.sha256(read_bytes(manifest)).hexdigest() if manifest.exists() else None
+    return sha256(manifest) if manifest.exists() else None
 
 
 @dataclass

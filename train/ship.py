@@ -486,11 +486,15 @@ def judge_by(name: str, e5_oog: Path, claims: Claims) -> MultilingualRule | Stud
     return StudentRule(peer_oog(e5_oog, E5), claims) if name == "student" else MultilingualRule()
 
 
+def peer_files(args: argparse.Namespace) -> list[Path]:
+    """The peers' figures the card reads: --peers, else USE-m's and e5-small's on the wide benchmark."""
+    return args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
+
+
 def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: list[Path], rule_name: str,
                 decision: Path) -> tuple[str, list[str]]:
     """The rule over figures files: the decision's table written, the winner (if any) shipped to --out."""
-    claims = Claims(peer_oog(args.e5_oog_m1, E5))
-    peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
+    claims, peers = Claims(peer_oog(args.e5_oog_m1, E5)), peer_files(args)
     judge = judge_by(rule_name, args.e5_oog, claims)
     shipped = load(shipped_file, "shipped", judge.needs)
     candidates = [load(c, "candidate", judge.needs) for c in candidate_files]
@@ -578,8 +582,7 @@ def main() -> None:
     if train_flags or args.stop_after:
         raise UserError("--stop-after and flags after -- go with a recipe: python train/ship.py RECIPE --stop-after train")
     if args.recard:
-        claims = Claims(peer_oog(args.e5_oog_m1, E5))
-        peers = args.peers or [ROOT / "benchmarks/results/oog-m1-peers.json", ROOT / "benchmarks/results/oog-m1-e5-small.json"]
+        claims, peers = Claims(peer_oog(args.e5_oog_m1, E5)), peer_files(args)
         langs = recard(args.out, peers_by_language(peers), peers_by_language([args.small_pools]), claims, args.e5_oog)
         print(f"{args.out}: card and config.json rewritten; claims en and {len(langs)} languages: {', '.join(langs)}")
         return

@@ -43,13 +43,11 @@ class RefitConfig:
 def refit_texts(data: str, seed: int = 0) -> Iterator[str]:
     """Text to refit on, endlessly: both sides of the corpus's train pairs (each language alike: balanced
     order) interleaved with its monolingual texts, then again from the start."""
-    from pathlib import Path
-
     from edge_xsent.data.corpus import balanced_mono, balanced_order, read_mono, read_pairs, resolve
 
     pairs = balanced_order(read_pairs(data, split="train"), seed)
     mono_file = resolve(data) / "mono.tsv"
-    mono = [row[1] for row in balanced_mono(read_mono(mono_file), seed)] if Path(mono_file).exists() else []
+    mono = [row[1] for row in balanced_mono(read_mono(mono_file), seed)] if mono_file.exists() else []
     sides = [t for p in pairs for t in (p.b, p.a)]
     texts = [t for group in itertools.zip_longest(sides, mono) for t in group if t]
     if not texts:
