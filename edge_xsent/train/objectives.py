@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from edge_xsent.config import DISTILL_LOSSES, SPECIAL_IDS, TrainConfig
 from edge_xsent.encode.model import DualEncoder, mean_pool
 from edge_xsent.encode.tokenizer import MASK_ID, Tokenizer
+from edge_xsent.errors import UserError
 
 
 def real_tokens(ids: torch.Tensor, mask: torch.Tensor, special_ids=SPECIAL_IDS) -> torch.Tensor:
@@ -291,15 +292,28 @@ class Objective(nn.Module):
         super().__init__()
         self.model, self.cfg = model, cfg
         self.register_buffer("avoid", avoid, persistent=False)
-        # Training only: maps the student's vector into the teacher's space (not saved with the model).
-        self.teacher_proj = nn.Linear(model.cfg.d_model, teacher_dim) if teacher_dim else None
-        if self.teacher_proj is not None and teacher_space and teacher_dim == model.cfg.d_model:
+        # Training only: maps the student's vector into the teacher's space (not saved with the model), or,
+        # with teacher_proj = "none", the identity: what the model exports is then what met the teacher.
+        self.teacher_proj = self.projection(model.cfg.d_model, teacher_dim, cfg.teacher_proj)
+        if isinstance(self.teacher_proj, nn.Linear) and teacher_space and teacher_dim == model.cfg.d_model:
             with torch.no_grad():  # a student pruned from the teacher starts in its space: no map to learn first
                 self.teacher_proj.weight.copy_(torch.eye(teacher_dim))
                 self.teacher_proj.bias.zero_()
         self.start = start.requires_grad_(False).eval() if start is not None else None
         self.register_buffer("anchored", anchored, persistent=False)
         self.token_teacher = token_teacher.requires_grad_(False).eval() if token_teacher is not None else None
+
+    @staticmethod
+    def projection(d_model: int, teacher_dim: int, kind: str) -> nn.Module | None:
+        """None without a teacher; a learned Linear; or the identity, which needs the teacher's width."""
+        if not teacher_dim:
+            return None
+        if kind == "learned":
+            return nn.Linear(d_model, teacher_dim)
+        if teacher_dim != d_model:
+            raise UserError(f'teacher_proj = "none" needs the teacher\'s width: the model is {d_model}-d, the teacher '
+                            f'{teacher_dim}-d; set d_model = {teacher_dim} or teacher_proj = "learned"')
+        return nn.Identity()
 
     def train(self, mode: bool = True) -> "Objective":
         super().train(mode)
@@ -422,10 +436,13 @@ class Objective(nn.Module):
         """A sentence and its translation both towards the teacher's vector of the sentence,
         and monolingual texts towards their own; the mean of the terms."""
         kind, proj, t = self.cfg.teacher_loss, self.teacher_proj, batch["t"]
-        terms = [distill_loss(proj(u), t, kind), distill_loss(proj(v), t, kind)]
+        preds, targets = [proj(u), proj(v)], [t, t]
         if "m" in batch:
-            terms.append(distill_loss(proj(self.model(batch["m"], batch["mm"])), batch["tm"], kind))
-        return sum(terms) / len(terms)
+            preds.append(proj(self.model(batch["m"], batch["mm"])))
+            targets.append(batch["tm"])
+        if kind == "mse+nce":  # one batch of every item, as the GPU students' record: each row's negatives are all the others
+            return distill_loss(torch.cat(preds), torch.cat(targets), kind)
+        return sum(distill_loss(p, target, kind) for p, target in zip(preds, targets)) / len(preds)
 
 
     def token_distill(self, sides, states=None) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """When a run's steps happen: the learning rate of each step, and a run's end in wall time (max_minutes).
 
-A run with `max_minutes` times its first steps and then fixes `max_steps` to what fits before the
-deadline, so its learning rate still decays to the floor by its last step (the GPU students' schedule
+A run with `max_minutes` times its steps up to the end of the warm-up (the learning rate until then does
+not depend on `max_steps`) and then fixes `max_steps` to what fits before the deadline, so its learning
+rate still decays to the floor by its last step (the GPU students' schedule
 ended at a deadline: a device lends minutes, not steps). From then on the run is an ordinary one of
 that many steps, deterministic and resumable; the fitted length is kept in the checkpoint, so a resumed
 run keeps its schedule. A step that ends past the deadline anyway (a slow validation) pauses the run
@@ -15,7 +16,10 @@ import time
 
 from edge_xsent.config import TrainConfig
 
-TIMED_STEPS = 10  # steps timed, after the first (which warms caches and kernels), before max_steps is fitted
+TIMED_STEPS = 10  # the fewest steps timed before max_steps is fitted
+# The pace is timed over the second half of the warm-up (at least TIMED_STEPS steps, after the first): on a GPU
+# the first steps ran 5x slower than the rest (new batch shapes), and a fit on them ended a run at a third of
+# the steps its minutes held (studies/gpu-students/README.md).
 MARGIN = 0.9  # of the time left, the share given to steps: the rest for validations and the final save
 
 
@@ -41,6 +45,8 @@ class Deadline:
         """`fitted`: max_steps is fitted already (a resumed run keeps its checkpoint's)."""
         self.cfg, self.fitted = cfg, fitted
         self.end_at = started + 60 * cfg.max_minutes if cfg.max_minutes else None
+        self.fit_at = max(1 + TIMED_STEPS, cfg.warmup_steps)  # the step after which max_steps is fitted
+        self.time_from = max(1, min(self.fit_at // 2, self.fit_at - TIMED_STEPS))  # the step timing begins at
         self.timing: tuple[int, float] | None = None  # (step, time) when timing began
 
     def after_step(self, step: int, now: float | None = None) -> bool:
@@ -50,8 +56,9 @@ class Deadline:
         now = time.time() if now is None else now
         if not self.fitted:
             if self.timing is None:
-                self.timing = (step, now)
-            elif step - self.timing[0] >= TIMED_STEPS:
+                if step >= self.time_from:
+                    self.timing = (step, now)
+            elif step >= self.fit_at and step - self.timing[0] >= TIMED_STEPS:
                 pace = (now - self.timing[1]) / (step - self.timing[0])
                 self.cfg.max_steps = steps_that_fit(step, pace, self.end_at - now, self.cfg.max_steps)
                 self.fitted = True
