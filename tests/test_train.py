@@ -71,6 +71,24 @@ def test_batch_plan_by_pair_keeps_each_batch_in_one_group():
     assert np.array_equal(plan.indices(5), BatchPlan(lengths, 32, 3, groups=groups).indices(5))
 
 
+def test_forked_workers_cut_text_as_the_calling_process_does(monkeypatch):
+    """The set-up's parallel cut (encode_texts): the same ids, in order, empty texts included."""
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.tokenizer import Tokenizer
+    from edge_xsent.train import batches
+
+    tok = Tokenizer.load(DEFAULT_MODEL / "tokenizer.model")
+    rows = (ROOT / "edge_xsent/resources/sample-corpus/train.tsv").read_text(encoding="utf-8").splitlines()[1:2000]
+    texts = [r.split("\t")[2] for r in rows] + ["", "   "] + [r.split("\t")[3] for r in rows]
+    monkeypatch.setattr(batches, "CHUNK", 300)  # several chunks, the last a short one
+    monkeypatch.setattr(batches, "PARALLEL_FROM", 0)
+    forked = batches.encode_texts(tok, texts, 24, workers=2)
+    here = tok.encode(texts, 24)
+    assert len(forked) == len(texts) and [x.tolist() for x in forked] == here
+    assert forked[0].dtype == np.int64 and len(forked[1999]) == 0
+    assert batches.prep_workers(1) == 1  # a run held to one thread cuts in one process
+
+
 def test_lr_schedule():
     cfg = TrainConfig(warmup_steps=10, max_steps=110, lr=1.0, min_lr_ratio=0.1)
     assert lr_at(0, cfg) == pytest.approx(0.1) and lr_at(9, cfg) == pytest.approx(1.0)

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The device side of a recipe's GPU run (train/device_pack.py packs it here; docs/training.md, "On a lent GPU"):
-# joins the staged pack, runs a smoke run (10 steps on 2,000 pairs: a CUDA fault ends the call in a minute, before
+# joins the staged pack, runs a smoke run (10 steps on the first 2,000 pairs: a CUDA fault ends the call in a minute, before
 # the long runs), then run `a` (the recipe; A_FLAGS, e.g. --max-steps 5434) with the minutes the call has left,
 # then run `b` (B_FLAGS) if more than B_MIN minutes are still left. Each run's student comes back under $OUT/NAME/.
 #   BUDGET=575 bash train/device_run.sh        # on the device: the seconds this call may use (under its timeout)
@@ -12,7 +12,8 @@ left() { python3 -c "import time; print(round(($T0 + $BUDGET - time.time()) / 60
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__)"
 mkdir -p /tmp/pack "$O" && cp .devpack/call-*/* /tmp/pack/ && python3 train/device_pack.py join /tmp/pack /tmp/in || exit 1
 echo "joined at +$(( $(date +%s) - T0 )) s"
-python3 -m edge_xsent train --config "$CFG" --data $D --out /tmp/smoke --max-train-pairs 2000 --max-mono-texts 500 \
+mkdir -p /tmp/in/smoke && for f in train valid mono; do head -n 2001 $D/$f.tsv > /tmp/in/smoke/$f.tsv; done  # not 200 MB read for 2,000 pairs
+python3 -m edge_xsent train --config "$CFG" --data /tmp/in/smoke --out /tmp/smoke --max-train-pairs 2000 --max-mono-texts 500 \
     --valid-pairs 100 --warmup-steps 5 --max-steps 10 --eval-every 5 --checkpoint-every 10 --quiet ${SMOKE_FLAGS:-} \
     > "$O/smoke.log" 2>&1 || { tail -40 "$O/smoke.log"; exit 1; }
 echo "smoke done at +$(( $(date +%s) - T0 )) s"

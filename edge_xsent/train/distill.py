@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from edge_xsent.train.batches import TokenizedTexts
+from edge_xsent.train.batches import TokenizedTexts, encode_texts, prep_workers
 from edge_xsent.config import TrainConfig
 from edge_xsent.data.corpus import balanced_mono, read_mono, resolve
 from edge_xsent.errors import UserError
@@ -53,9 +53,9 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
         offset += len(rows)
     if not mono_texts:
         return None
-    ids = tok.encode(mono_texts, cfg.model.max_len)
-    keep = [i for i, x in enumerate(ids) if x]
-    return TokenizedTexts([np.asarray(ids[i], dtype=np.int64) for i in keep], vecs, rows_of[offset + np.array(keep)])
+    ids = encode_texts(tok, mono_texts, cfg.model.max_len, prep_workers(cfg.threads))
+    keep = [i for i, x in enumerate(ids) if len(x)]
+    return TokenizedTexts([ids[i] for i in keep], vecs, rows_of[offset + np.array(keep)])
 
 
 def _mono_texts(cfg: TrainConfig, path, known: set[str] | None) -> list[str]:

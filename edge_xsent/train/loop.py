@@ -28,7 +28,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.train.batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, tokenize_pairs
+from edge_xsent.train.batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, prep_workers, tokenize_pairs
 from edge_xsent.encode.bundle import read_training, save_model
 from edge_xsent.data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
 from edge_xsent.config import TrainConfig, portable
@@ -389,7 +389,7 @@ def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progr
     if procs.is_main:
         out.mkdir(parents=True, exist_ok=True)
     tok = setup_tokenizer(cfg, rows, out, resuming, procs.is_main, procs.world)
-    data = tokenize_pairs(rows, tok, cfg.model.max_len, langs)
+    data = tokenize_pairs(rows, tok, cfg.model.max_len, langs, prep_workers(cfg.threads))
     valid_rows = load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []
     valid = tokenize_pairs(valid_rows, tok, cfg.model.max_len, langs) if len(valid_rows) >= 2 else None
     _check_enough(len(data), cfg, procs.world)
