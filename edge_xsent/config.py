@@ -169,7 +169,7 @@ class TrainConfig:
     weight_decay: float = 1e-5  # adam: L2 weight decay; adamw: decoupled
     warmup_steps: int = 500  # linear warm-up steps before the cosine decay
     max_steps: int = 10_000  # optimiser steps in all; may grow on resume
-    max_minutes: float | None = None  # end the run this long after it starts: its first steps are timed and max_steps becomes what fits (the schedule ends there; recorded for a resume)
+    max_minutes: float | None = None  # end the run this long after it starts: the warm-up's second half is timed and max_steps becomes what fits (the schedule ends there; recorded for a resume)
     pause_at: int | None = None  # stop after this step with a checkpoint, the schedule still max_steps'; rerun without it to go on
     grad_clip: float = 1.0  # gradient norm clipped to this
     eval_every: int = 500  # steps between validations (model/ then holds what keep_model says)

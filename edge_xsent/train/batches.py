@@ -47,7 +47,7 @@ class TokenizedTexts:
 
 PARALLEL_FROM = 100_000  # texts: fewer are cut in the calling process
 CHUNK = 25_000  # texts a worker cuts at a time
-_WORKER: tuple[Tokenizer, int] | None = None  # a forked worker's tokenizer and max_len (inherited, never pickled)
+_WORKER: tuple[Tokenizer, list[str], int] | None = None  # a forked worker's tokenizer, texts, max_len (inherited, never pickled)
 
 
 def prep_workers(threads: int | None) -> int:
@@ -63,19 +63,20 @@ def encode_texts(tok: Tokenizer, texts: list[str], max_len: int, workers: int = 
     if workers <= 1 or len(texts) < PARALLEL_FROM or sys.platform != "linux":
         return [np.asarray(x, dtype=np.int64) for x in tok.encode(texts, max_len)]
     global _WORKER
-    _WORKER = (tok, max_len)
+    _WORKER = (tok, texts, max_len)
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_encode_chunk, [texts[s:s + CHUNK] for s in range(0, len(texts), CHUNK)])
+            parts = pool.map(_encode_chunk, range(0, len(texts), CHUNK))
     finally:
         _WORKER = None
     return [ids for flat, lengths in parts for ids in np.split(flat, np.cumsum(lengths)[:-1])] if parts else []
 
 
-def _encode_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """One chunk's ids, flat, and each text's length: two arrays pickle at a fraction of a list of lists."""
-    tok, max_len = _WORKER
-    ids = tok.encode(texts, max_len)
+def _encode_chunk(start: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ids of the chunk from `start`, flat, and each text's length: two arrays pickle at a fraction of a
+    list of lists."""
+    tok, texts, max_len = _WORKER
+    ids = tok.encode(texts[start:start + CHUNK], max_len)
     lengths = np.array([len(x) for x in ids], dtype=np.int64)
     return np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(lengths.sum())), lengths
 

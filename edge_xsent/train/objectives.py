@@ -434,13 +434,14 @@ class Objective(nn.Module):
 
     def distill(self, u: torch.Tensor, v: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """A sentence and its translation both towards the teacher's vector of the sentence,
-        and monolingual texts towards their own; the mean of the terms."""
+        and monolingual texts towards their own; the mean of the three terms, or with mse+nce one
+        in-batch problem over all of them."""
         kind, proj, t = self.cfg.teacher_loss, self.teacher_proj, batch["t"]
         preds, targets = [proj(u), proj(v)], [t, t]
         if "m" in batch:
             preds.append(proj(self.model(batch["m"], batch["mm"])))
             targets.append(batch["tm"])
-        if kind == "mse+nce":  # one batch of every item, as the GPU students' record: each row's negatives are all the others
+        if kind == "mse+nce":  # as the GPU students' record: each row's negatives are all the others
             return distill_loss(torch.cat(preds), torch.cat(targets), kind)
         return sum(distill_loss(p, target, kind) for p, target in zip(preds, targets)) / len(preds)
 
