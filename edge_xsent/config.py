@@ -338,6 +338,13 @@ def portable(value):
     return value
 
 
+def shown_path(path: str | Path, root: Path) -> str:
+    """A path as a record names it: relative to `root` (a checkout) when inside it, the same on every clone;
+    else as `portable` writes it (~/... under the home folder)."""
+    where = Path(path).resolve()
+    return str(where.relative_to(root)) if where.is_relative_to(root) else portable(str(where))
+
+
 SHIP_PARTS = ("general", "oog", "oog_wide", "oog_small", "corpus_g", "speed")  # train/figures.py's parts
 
 

@@ -31,6 +31,7 @@ import warnings
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write, check_name, check_output
+from edge_xsent.config import shown_path
 from edge_xsent.inputs import read_bytes, read_json
 from edge_xsent.threads import thread_count
 from edge_xsent.train.bench import _spawn, machine_info
@@ -127,9 +128,7 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
     int8 = model / ONNX_INT8
     training = model / FILES["training"]
     record = read_json(training, what="training.json") if training.exists() else {}
-    where = model.resolve()
-    shown = where.relative_to(ROOT) if where.is_relative_to(ROOT) else Path(str(where).replace(str(Path.home()), "~"))
-    return {"name": name, "model": str(shown),
+    return {"name": name, "model": shown_path(model, ROOT),
             "manifest_sha256": hashlib.sha256(read_bytes(manifest)).hexdigest() if manifest.exists() else None,
             "recipe": recipe or info.get("recipe") or record.get("recipe") or record.get("interpolated", {}).get("recipe"),
             "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None,

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.config import ShipConfig, TrainConfig, portable
+from edge_xsent.config import ShipConfig, TrainConfig, portable, shown_path
 from edge_xsent.data.corpus import resolve
 from edge_xsent.errors import UserError
 from edge_xsent.encode.bundle import sha256
@@ -108,7 +108,8 @@ class Record:
         self.path = path
         recipe_sha = fingerprint(plan.recipe)
         self.data = read_json(path, what="ship record") if path.exists() else {
-            "recipe": _shown(plan.recipe), "recipe_sha256": recipe_sha, "started": _now(), "datasets": {}, "stages": {}}
+            "recipe": shown_path(plan.recipe, ROOT), "recipe_sha256": recipe_sha, "started": _now(), "datasets": {},
+            "stages": {}}
         if self.data.get("recipe_sha256") != recipe_sha:
             raise UserError(f"{plan.recipe}: changed since {path} was begun (its SHA-256 differs): the stages done "
                             f"would mix two recipes; remove {path} to ship afresh, or restore the recipe")
@@ -118,12 +119,12 @@ class Record:
         changed one: calibration rewrites the export's manifest)."""
         seen, written = self.data["stages"].get(stage), self.data.setdefault("written", {})
         return bool(seen) and seen["inputs"] == inputs and all(
-            written.get(_shown(p)) == _sha(p) is not None for p in outputs.values())
+            written.get(shown_path(p, ROOT)) == _sha(p) is not None for p in outputs.values())
 
     def mark(self, stage: str, inputs: dict[str, str | None], outputs: dict[str, Path], **extra) -> None:
         shas = {k: _sha(p) for k, p in outputs.items()}
         self.data["stages"][stage] = {"done": _now(), "inputs": inputs, "outputs": shas, **extra}
-        self.data.setdefault("written", {}).update({_shown(p): shas[k] for k, p in outputs.items()})
+        self.data.setdefault("written", {}).update({shown_path(p, ROOT): shas[k] for k, p in outputs.items()})
         self.save()
 
     def save(self) -> None:
@@ -140,11 +141,6 @@ def _sha(path: Path) -> str | None:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%d %H:%M")
-
-
-def _shown(path: Path) -> str:
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(portable(str(path)))
 
 
 def run(cmd: list[str]) -> None:
@@ -231,7 +227,7 @@ def figures(plan: Plan, record: Record) -> Path:
     common = ["--threads", 1, "--parts", ",".join(plan.ship.parts), "--data", plan.judging_data,
               *[x for k, v in bench.items() for x in (f"--{k.replace('_', '-')}", v)]]
     run([sys.executable, ROOT / "train/figures.py", plan.target / "bundle", "--name", plan.target.name, "--out", out,
-         "--recipe", _shown(plan.recipe), *common])
+         "--recipe", shown_path(plan.recipe, ROOT), *common])
     if "speed" in plan.ship.parts:  # the model shipped now, on this machine too, for the table
         run([sys.executable, ROOT / "train/figures.py", SHIPPED, "--name", "shipped", "--out", outputs["shipped"],
              "--threads", 1, "--parts", "speed", "--data", plan.judging_data])
@@ -265,7 +261,7 @@ def ship_recipe(recipe: Path, judge: Callable[[Path, Path, str, Path], tuple[str
         pick, table = judge(plan.results / "shipped.json", fig, plan.ship.rule, decision)
         shipped = pick == plan.target.name
         record.mark("judge", inputs, {"decision": decision, **({"default": SHIPPED} if shipped else {})},
-                    pick=pick, shipped=shipped, table=table, figures=_shown(fig))
+                    pick=pick, shipped=shipped, table=table, figures=shown_path(fig, ROOT))
     write_blocks(record, docs)
     return record.data
 
@@ -290,7 +286,7 @@ def block_lines(record: dict) -> list[str]:
 
 def write_blocks(record: Record, docs: Path = ROOT) -> None:
     """DECISIONS.md's ship block from the record; the README's too when the record shipped a default."""
-    shown = _shown(record.path)
+    shown = shown_path(record.path, ROOT)
     write_block(docs / "train/DECISIONS.md", shown, block_lines(record.data))
     judged = record.data["stages"].get("judge", {})
     if judged.get("shipped"):

@@ -24,7 +24,7 @@ from pathlib import Path
 from edge_xsent.eval import decisions as rule
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.inputs import read_json, read_text
-from edge_xsent.config import SHIP_RULES
+from edge_xsent.config import SHIP_RULES, shown_path
 from edge_xsent.export.card import start_lines
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means
@@ -435,13 +435,7 @@ def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str,
         no_home_paths(tmp)
         (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe, judge, claims))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
-        write_manifest(tmp, {**extra, "recipe": recipe, "figures": repo_path(figures)})
-
-
-def repo_path(path: Path) -> str:
-    """A path as a record names it: relative to the repository when inside it (the same on every clone)."""
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+        write_manifest(tmp, {**extra, "recipe": recipe, "figures": shown_path(figures, ROOT)})
 
 
 def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, dict[str, float]], claims: Claims,
