@@ -67,6 +67,17 @@ def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joine
         assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
 
 
+def test_a_pack_says_which_recipes_it_fits(joined):
+    """Packing takes minutes: a pack records the settings that chose its text, and names those a recipe changes."""
+    tmp, _ = joined
+    manifest = devicepack.read_manifest(tmp / "pack")
+    assert devicepack.misfits(recipe(tmp, lr=1.0, batch_items=False), manifest) == []  # the text is the same
+    assert devicepack.misfits(recipe(tmp, max_train_pairs=41, seed=1), manifest) == [
+        "max_train_pairs 40 in the pack, 41 in the recipe", "seed 0 in the pack, 1 in the recipe"]
+    with pytest.raises(UserError, match="pack it again"):
+        devicepack.misfits(recipe(tmp), {k: v for k, v in manifest.items() if k != "reads"})
+
+
 def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
     tmp, manifest = joined
     stage = tmp_path / "stage"

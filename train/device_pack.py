@@ -1,6 +1,7 @@
 """A recipe's GPU run on a lent device (edge_xsent/train/devicepack.py; docs/training.md, "On a lent GPU").
 
     python train/device_pack.py pack --config train/gpu-students.toml --out .devpack    # here: call-1/, call-2/, ...
+    python train/device_pack.py fits --config train/gpu-students.toml .devpack   # here: does a pack still fit the recipe?
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 
 
@@ -27,6 +29,10 @@ def main(argv: list[str] | None = None) -> None:
     pk.add_argument("--data", help="the corpus, if not the recipe's")
     pk.add_argument("--out", type=Path, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
     pk.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
+    ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
+    ft.add_argument("--config", type=Path, required=True, help="the recipe")
+    ft.add_argument("--data", help="the corpus, if not the recipe's")
+    ft.add_argument("pack", type=Path)
     jn = sub.add_parser("join", help="staged chunks -> corpus/ and e5-small-q4.bin")
     jn.add_argument("staged", type=Path)
     jn.add_argument("into", type=Path)
@@ -36,10 +42,16 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     from edge_xsent.train import devicepack
 
-    if args.action == "pack":
+    if args.action in ("pack", "fits"):
         from edge_xsent.config import TrainConfig
 
         cfg = TrainConfig.from_toml(args.config, {"data": args.data} if args.data else None)
+    if args.action == "fits":
+        differ = devicepack.misfits(cfg, devicepack.read_manifest(args.pack))
+        if differ:
+            raise UserError(f"{args.pack} does not fit {args.config}: " + "; ".join(differ) + "; pack it again")
+        print(f"{args.pack} fits {args.config}: it carries the text the recipe reads")
+    elif args.action == "pack":
         m = devicepack.pack(cfg, args.out, int(args.chunk_mb * 2**20))
         print(f"{args.out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
               f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))

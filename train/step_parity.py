@@ -16,7 +16,6 @@ import importlib.util
 import io
 import json
 import math
-import sys
 import tempfile
 from pathlib import Path
 
@@ -24,11 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from edge_xsent.atomic import atomic_write  # noqa: E402
-from edge_xsent.config import TrainConfig  # noqa: E402
-from edge_xsent.data.corpus import balanced_mono, balanced_order, read_mono, read_pairs, resolve  # noqa: E402
+from edge_xsent.atomic import atomic_write
+from edge_xsent.config import TrainConfig
+from edge_xsent.data.corpus import balanced_mono, balanced_order, read_mono, read_pairs, resolve
 
 
 def record_module(recipe: Path):

@@ -67,6 +67,27 @@ def carried_corpus(cfg, folder: Path) -> list[str]:
     return texts
 
 
+READS = ("data", "langs", "train_order", "max_train_pairs", "valid_pairs", "seed", "max_mono_texts")  # choose the text
+
+
+def reads(cfg) -> dict:
+    """The settings that choose what a run reads (carried_corpus), as the pack's manifest records them."""
+    from edge_xsent.config import portable
+    from edge_xsent.data.corpus import resolve
+
+    return {"data": portable(str(resolve(cfg.data))), **{k: getattr(cfg, k) for k in READS[1:]},
+            "mono": bool(cfg.mono_batch_size)}
+
+
+def misfits(cfg, manifest: dict) -> list[str]:
+    """The settings in which recipe `cfg` would read other text than the pack carries ([] when it fits)."""
+    if "reads" not in manifest:
+        raise UserError("the pack records no recipe (made before packs did): pack it again for this recipe")
+    want = reads(cfg)
+    return [f"{k} {manifest['reads'].get(k)!r} in the pack, {v!r} in the recipe" for k, v in want.items()
+            if manifest["reads"].get(k) != v]
+
+
 def needed_rows(texts: list[str], f) -> np.ndarray:
     """(table rows,) bool: the e5 rows read for `texts` (up to the teacher's 512 ids; the student reads a
     prefix of the same pieces), for either of e5's prefixes (a word of its own, cut alike before any text),
@@ -112,8 +133,8 @@ def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Pa
         teacher = cut_teacher(e5_path.read_bytes(), f, keep)
         files = {CORPUS: _tar_xz(tmp / ".corpus" / "corpus"), TEACHER: lzma.compress(teacher, preset=0)}  # 6: 4% smaller, 4x the time
         shutil.rmtree(tmp / ".corpus")
-        manifest = {"format": "edge-xsent-device-pack", "texts": len(texts), "rows_kept": int(keep.sum()),
-                    "rows": int(len(keep)), "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
+        manifest = {"format": "edge-xsent-device-pack", "reads": reads(cfg), "texts": len(texts),
+                    "rows_kept": int(keep.sum()), "rows": int(len(keep)), "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
                     "files": {name: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b), "parts": []}
                               for name, b in files.items()}}
         manifest["calls"] = _write_calls(tmp, files, manifest, chunk_bytes)
@@ -143,6 +164,14 @@ def _tar_xz(folder: Path) -> bytes:
         for path in sorted(folder.iterdir()):
             tar.add(path, arcname=f"corpus/{path.name}")
     return buf.getvalue()
+
+
+def read_manifest(pack: str | Path) -> dict:
+    """The manifest of a pack folder as `pack` wrote it (in its last call folder)."""
+    found = sorted(Path(pack).glob(f"call-*/{MANIFEST}"))
+    if not found:
+        raise UserError(f"{pack}: no call-*/{MANIFEST}; not a pack (train/device_pack.py pack writes one)")
+    return json.loads(found[-1].read_text())
 
 
 def join(staged: str | Path, into: str | Path) -> dict:
