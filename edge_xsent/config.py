@@ -202,6 +202,7 @@ class TrainConfig:
     freeze_table: bool = False  # the token table keeps its start's rows (a student that keeps e5's tokenizer: any cut of the table later reads e5's rows)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
+    type_row: bool = False  # a row added to every position, trained apart from the position table and folded into it when saved (e5's token-type row, as the GPU students' record trained it)
     batch_items: bool = False  # teacher only: each side of a pair and each monolingual text an item of its own, a step's 2 x batch_size + mono_batch_size items drawn from all alike (the GPU students' record)
     anchor_weight: float = 0.0  # > 0 (needs init): sentences in the init's languages keep the init's vectors (cosine), so new languages are learnt without forgetting old ones
     token_weight: float = 0.0  # > 0 (init = "e5-small"): token states pulled to e5-small's on the same pieces, TinyBERT-style (distill.TokenTeacher)

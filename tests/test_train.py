@@ -399,17 +399,18 @@ def test_a_pinned_start_is_that_model_or_an_error_before_any_work(tiny_run, tmp_
 
 
 def test_batch_by_pair_reaches_the_training_plan(tmp_path, monkeypatch):
+    import edge_xsent.train.batches as B
     import edge_xsent.train.loop as T
     from conftest import tiny_config
 
     seen = []
 
-    class Recording(T.BatchPlan):
+    class Recording(B.BatchPlan):
         def __init__(self, *args, groups=None, **kwargs):
             seen.append(groups)
             super().__init__(*args, groups=groups, **kwargs)
 
-    monkeypatch.setattr(T, "BatchPlan", Recording)
+    monkeypatch.setattr(B, "BatchPlan", Recording)
     T.train(tiny_config(tmp_path / "run", batch_by_pair=True, max_steps=3, eval_every=3, checkpoint_every=3), progress=False)
     pairs = seen[0]
     assert pairs is not None and len(np.unique(pairs)) == 4  # en with de, es, fr, it: one label per language pair

@@ -240,6 +240,35 @@ def test_teacher_proj_none_meets_the_teacher_with_the_models_own_vectors_in_one_
         obj.Objective(tiny(), cfg, torch.zeros(V, dtype=torch.bool), teacher_dim=8)
 
 
+def test_type_row_adds_one_trained_row_to_every_position_and_a_saved_model_holds_it():
+    """type_row: the row (its own parameter, in the checkpoint and the clipping) moves every position alike; the
+    model a folder keeps (Trainer.saved_model) gives the training model's vectors without the row's hook."""
+    from edge_xsent.train.loop import Trainer
+
+    cfg = TrainConfig(model=tiny().cfg, objective="none", align_weight=0.0, sim_weight=0.0, teacher_loss="mse+nce",
+                      teacher_proj="none", teacher="e5-passage", batch_items=True, type_row=True, lr=1e-2,
+                      optimizer="adamw", warmup_steps=1)
+    model, g = tiny(), torch.Generator().manual_seed(5)
+    m, mm = padded([[7, 8, 9], [10, 11], [12, 13, 14, 15]])
+    batch = {"m": m, "mm": mm, "tm": nn.functional.normalize(torch.randn(3, 16, generator=g), dim=-1)}
+    before = model(m, mm).detach()
+    trainer = Trainer(cfg, model, torch.zeros(V, dtype=torch.bool), torch.device("cpu"), teacher_dim=16)
+    assert torch.allclose(model(m, mm), before)  # the row starts at zero
+    positions = model.pos_emb.weight.detach().clone()
+    for step in range(3):
+        trainer.step(batch, step, torch.Generator())
+    row = trainer.objective.type_row.detach()
+    assert row.abs().sum() > 0 and torch.equal(trainer.state()["type_row"], row)
+    saved = trainer.saved_model()
+    assert saved is not model and not saved.pos_emb._forward_hooks
+    assert torch.allclose(saved(m, mm), model(m, mm), atol=1e-6)
+    assert torch.allclose(saved.pos_emb.weight, model.pos_emb.weight.detach() + row)
+    assert not torch.allclose(model.pos_emb.weight.detach(), positions)  # the positions train as well
+    again = Trainer(cfg, tiny(), torch.zeros(V, dtype=torch.bool), torch.device("cpu"), teacher_dim=16)
+    again.load_state(trainer.state())
+    assert torch.equal(again.objective.type_row, trainer.objective.type_row)
+
+
 def test_a_batch_of_items_is_one_in_batch_problem_over_its_texts_alone():
     """batch_items: a batch holds texts (m, mm) and their targets (tm) only; the loss is theirs, weighted."""
     cfg = TrainConfig(model=tiny().cfg, objective="none", align_weight=0.0, sim_weight=0.0, teacher_loss="mse+nce",

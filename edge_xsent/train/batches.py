@@ -14,10 +14,12 @@ import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 
+from edge_xsent.config import TrainConfig
 from edge_xsent.encode.tokenizer import pad_batch
 from edge_xsent.data.corpus import Pair
 from edge_xsent.encode.tokenizer import PAD_ID, Tokenizer
@@ -179,3 +181,20 @@ def distill_items(data: TokenizedPairs, mono: TokenizedTexts | None) -> Tokenize
     extra = [mono] if mono is not None else []
     return TokenizedTexts(data.a + data.b + [x for m in extra for x in m.ids], data.t_vecs,
                           np.concatenate([data.t_idx, data.t_idx] + [m.t_idx for m in extra]))
+
+
+def step_batches(cfg: TrainConfig, data: TokenizedPairs, mono: TokenizedTexts | None, world: int, rank: int,
+                 device: torch.device) -> Callable[[int], dict[str, torch.Tensor]]:
+    """Process `rank`'s batch of each step, on `device`: pairs (both sides) and monolingual texts, each from its
+    own plan; with `cfg.batch_items`, texts alone (distill_items) from one plan."""
+    if cfg.batch_items:
+        items = distill_items(data, mono)
+        plan = BatchPlan(np.array([len(x) for x in items.ids]), 2 * cfg.batch_size + cfg.mono_batch_size, cfg.seed,
+                         world)
+        return lambda step: text_batch(items, plan.indices(step, rank), device)
+    plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
+                     groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)
+    mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
+        if mono else None
+    return lambda step: make_batch(data, plan.indices(step, rank), device, mono,
+                                   mono_plan.indices(step, rank) if mono_plan else None)

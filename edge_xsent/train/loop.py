@@ -20,7 +20,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -29,8 +28,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.train.batches import (BatchPlan, TokenizedPairs, TokenizedTexts, distill_items, make_batch, prep_workers,
-                                      text_batch, tokenize_pairs)
+from edge_xsent.train.batches import TokenizedPairs, TokenizedTexts, make_batch, prep_workers, step_batches, tokenize_pairs
 from edge_xsent.encode.bundle import read_training, save_model
 from edge_xsent.data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
 from edge_xsent.config import TrainConfig, portable
@@ -183,14 +181,27 @@ class Trainer:
         self.scaler.scale(loss).backward()
         for opt in self.optimizers():
             self.scaler.unscale_(opt)
+        clipped = [*self.model.parameters(), *([self.objective.type_row] if self.objective.type_row is not None else [])]
         if self.table_opt is None:
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+            nn.utils.clip_grad_norm_(clipped, self.cfg.grad_clip)
         else:  # torch's clipping takes no sparse gradient
-            clip_grad_norm(self.model.parameters(), self.cfg.grad_clip)
+            clip_grad_norm(clipped, self.cfg.grad_clip)
         for opt in self.optimizers():
             self.scaler.step(opt)
         self.scaler.update()
         return losses
+
+    def saved_model(self) -> DualEncoder:
+        """The model as a folder keeps it: with type_row, a copy whose positions hold the row (the training model
+        adds it in a hook of its own, which a copy must not carry)."""
+        row = self.objective.type_row
+        if row is None:
+            return self.model
+        state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
+        state["pos_emb.weight"] = state["pos_emb.weight"] + row.detach().cpu()
+        model = DualEncoder(self.model.cfg)
+        model.load_state_dict(state)
+        return model
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.opt] + ([self.table_opt] if self.table_opt is not None else [])
@@ -199,6 +210,7 @@ class Trainer:
         proj = self.objective.teacher_proj
         return {"model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "scaler": self.scaler.state_dict(),
                 **({"teacher_proj": proj.state_dict()} if proj is not None else {}),
+                **({"type_row": self.objective.type_row.detach().cpu()} if self.objective.type_row is not None else {}),
                 **({"anchor": {"start": self.anchor.start.state_dict(), "langs": self.anchor.langs}} if self.anchor else {}),
                 **({"table_optimizer": self.table_opt.state_dict()} if self.table_opt is not None else {})}
 
@@ -206,6 +218,9 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         if self.objective.teacher_proj is not None:
             self.objective.teacher_proj.load_state_dict(state["teacher_proj"])
+        if self.objective.type_row is not None:
+            with torch.no_grad():
+                self.objective.type_row.copy_(state["type_row"])
         if "optimizer" not in state:  # a carried checkpoint (edge_xsent/train/carry.py): Adam's moments start afresh
             return
         self.opt.load_state_dict(state["optimizer"])
@@ -296,7 +311,7 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         if cfg.max_minutes and fitted:
             cfg.max_steps = fitted
         deadline = Deadline(cfg, started, fitted=fitted is not None)
-        batch_at = step_batches(cfg, prep, procs)
+        batch_at = step_batches(cfg, prep.data, prep.mono, procs.world, procs.rank, procs.device)
         log = RunLog(out, cfg, procs, step, progress)
         trainer.model.train()
         history: list[dict] = []
@@ -340,23 +355,6 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
             lock.close()  # the lock goes with the descriptor
         if procs.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
-
-
-def step_batches(cfg: TrainConfig, prep: Prepared, procs: Processes) -> Callable[[int], dict[str, torch.Tensor]]:
-    """This process's batch of each step, on its device: pairs (both sides) and monolingual texts, each
-    from its own plan; with batch_items, texts alone (distill_items) from one plan."""
-    data, mono, world, rank, device = prep.data, prep.mono, procs.world, procs.rank, procs.device
-    if cfg.batch_items:
-        items = distill_items(data, mono)
-        plan = BatchPlan(np.array([len(x) for x in items.ids]), 2 * cfg.batch_size + cfg.mono_batch_size, cfg.seed,
-                         world)
-        return lambda step: text_batch(items, plan.indices(step, rank), device)
-    plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
-                     groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)
-    mono_plan = BatchPlan(np.array([len(x) for x in mono.ids]), cfg.mono_batch_size, cfg.seed + 1, world) \
-        if mono else None
-    return lambda step: make_batch(data, plan.indices(step, rank), device, mono,
-                                   mono_plan.indices(step, rank) if mono_plan else None)
 
 
 def start_processes(cfg: TrainConfig) -> Processes:
@@ -507,7 +505,7 @@ def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs:
     folder = Path(cfg.out) / "model"
     if prep.valid is None:
         if procs.is_main:
-            _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, info), step, folder)
+            _saving(lambda: save_model(folder, trainer.saved_model(), prep.tok, prep.langs, info), step, folder)
         return best_val
     val = validate(trainer.objective, prep.valid, cfg, procs.device)
     history.append({"step": step, **val})
@@ -518,7 +516,7 @@ def evaluate_and_keep(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs:
     best_val = min(best_val, val["val_total"])
     if improved or cfg.keep_model == "last":
         if procs.is_main:
-            _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, {**info, **val}), step, folder)
+            _saving(lambda: save_model(folder, trainer.saved_model(), prep.tok, prep.langs, {**info, **val}), step, folder)
     return best_val
 
 
@@ -536,7 +534,7 @@ def keep_step(cfg: TrainConfig, trainer: Trainer, prep: Prepared, procs: Process
     when it was also an eval step."""
     val = history[-1] if history and history[-1]["step"] == step else {}
     folder = Path(cfg.out) / f"model-step{step}"
-    _saving(lambda: save_model(folder, trainer.model, prep.tok, prep.langs, {**model_info(cfg, prep, procs, step), **val}),
+    _saving(lambda: save_model(folder, trainer.saved_model(), prep.tok, prep.langs, {**model_info(cfg, prep, procs, step), **val}),
             step, folder)
 
 

@@ -302,6 +302,11 @@ class Objective(nn.Module):
         self.start = start.requires_grad_(False).eval() if start is not None else None
         self.register_buffer("anchored", anchored, persistent=False)
         self.token_teacher = token_teacher.requires_grad_(False).eval() if token_teacher is not None else None
+        # type_row: one row added to every position's, with its own Adam moments (the record trained e5's token-type
+        # row apart from the positions); the model's state never holds it: Trainer.saved_model folds it in.
+        self.type_row = nn.Parameter(torch.zeros(model.cfg.d_model)) if cfg.type_row else None
+        if self.type_row is not None:
+            model.pos_emb.register_forward_hook(lambda _module, _ids, rows: rows + self.type_row)
 
     @staticmethod
     def projection(d_model: int, teacher_dim: int, kind: str) -> nn.Module | None:
