@@ -67,15 +67,16 @@ def carried_corpus(cfg, folder: Path) -> list[str]:
     return texts
 
 
-READS = ("data", "langs", "train_order", "max_train_pairs", "valid_pairs", "seed", "max_mono_texts")  # choose the text
+READS = ("langs", "train_order", "max_train_pairs", "valid_pairs", "seed", "max_mono_texts")  # with data: the text
 
 
 def reads(cfg) -> dict:
-    """The settings that choose what a run reads (carried_corpus), as the pack's manifest records them."""
+    """The settings that choose what a run reads (carried_corpus), as the pack's manifest records them: the corpus
+    (resolved, under ~), READS as they are, and whether monolingual text is read at all."""
     from edge_xsent.config import portable
     from edge_xsent.data.corpus import resolve
 
-    return {"data": portable(str(resolve(cfg.data))), **{k: getattr(cfg, k) for k in READS[1:]},
+    return {"data": portable(str(resolve(cfg.data))), **{k: getattr(cfg, k) for k in READS},
             "mono": bool(cfg.mono_batch_size)}
 
 
@@ -134,7 +135,8 @@ def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Pa
         files = {CORPUS: _tar_xz(tmp / ".corpus" / "corpus"), TEACHER: lzma.compress(teacher, preset=0)}  # 6: 4% smaller, 4x the time
         shutil.rmtree(tmp / ".corpus")
         manifest = {"format": "edge-xsent-device-pack", "reads": reads(cfg), "texts": len(texts),
-                    "rows_kept": int(keep.sum()), "rows": int(len(keep)), "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
+                    "rows_kept": int(keep.sum()), "rows": int(len(keep)),
+                    "e5_version": f"{version()}+cut-{hashlib.sha256(teacher).hexdigest()[:12]}",
                     "files": {name: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b), "parts": []}
                               for name, b in files.items()}}
         manifest["calls"] = _write_calls(tmp, files, manifest, chunk_bytes)
