@@ -3,7 +3,7 @@
 settings in edge_xsent (e5_start, the e5-passage teacher, distill_items' batch, Trainer.step), on CPU,
 compared at each stage: the ids, the teacher's vectors, the untrained cut's vectors, the loss of K steps
 on one batch, and the vectors after them (beside how far the steps moved them, so a match is not a
-still model's).
+still model's). Also how much text the record's cuts (128 teacher ids, 400 characters) would have changed.
 
     python train/step_parity.py --recipe ../shared/students/recipe --data ~/edge-xsent-data/corpus-m1 \
         --out benchmarks/results/students/step-parity.json
@@ -115,6 +115,25 @@ def our_side(inputs: list[str], targets: list[str], steps: int, lr: float) -> di
             "losses": losses}
 
 
+def beyond_the_records_cuts(data: str, n_pairs: int) -> dict:
+    """What the record cut and the recipe keeps, on `n_pairs` random pairs of the train split: the share of English
+    sides over 128 e5 ids (the record's teacher read 128, ours 512) and of texts over 400 characters (the record
+    dropped them)."""
+    import random
+
+    from edge_xsent.train.e5 import E5Tokenizer, read_e5
+    from edge_xsent.train.student import PREFIX
+
+    with open(resolve(data) / "train.tsv", encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f][1:]
+    rows = random.Random(0).sample(rows, n_pairs)
+    english = [r[2] if r[0] == "en" else r[3] for r in rows]
+    ids = E5Tokenizer(read_e5()).encode(english, 512, PREFIX)
+    texts = [t for r in rows for t in r[2:4]]
+    return {"pairs": n_pairs, "english_over_128_ids": round(sum(len(x) > 128 for x in ids) / n_pairs, 4),
+            "texts_over_400_chars": round(sum(len(t) > 400 for t in texts) / len(texts), 4)}
+
+
 def cosines(a: torch.Tensor, b: torch.Tensor) -> dict:
     c = F.cosine_similarity(a.float(), b.float(), dim=-1)
     return {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
@@ -128,6 +147,7 @@ def main() -> None:
     ap.add_argument("--mono", type=int, default=32)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--lr", type=float, default=1.5e-4, help="both sides' rate from the first step (no warm-up)")
+    ap.add_argument("--length-pairs", type=int, default=20_000, help="random train pairs for the length shares")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     torch.manual_seed(0)
@@ -145,6 +165,7 @@ def main() -> None:
             "losses": [round(x, 5) for x in rec["losses"]],
             "max_loss_gap": round(max(abs(a - b) for a, b in zip(rec["losses"], ours["losses"])), 6),
             "end_cos": cosines(rec["end"], ours["end"]), "moved_cos": cosines(rec["start"], rec["end"])}
+    result["beyond_the_records_cuts"] = beyond_the_records_cuts(args.data, args.length_pairs)
     print(json.dumps(result, indent=1))
     if args.out:
         with atomic_write(args.out) as f:
