@@ -109,7 +109,8 @@ def main() -> None:
     from edge_xsent.eval.evaluate import average, xsr
     from edge_xsent.encode.tokenizer import Tokenizer
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train.loop import load_texts, train
+    from edge_xsent.train.batches import load_texts
+    from edge_xsent.train.loop import train
     from edge_xsent.train.runfolder import training_minutes
 
     torch.set_num_threads(args.threads)

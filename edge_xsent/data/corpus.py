@@ -260,3 +260,45 @@ def _round_robin(items: Iterable, lang_of, seed: int) -> list:
         rng.shuffle(by_lang[lang])
     groups = [by_lang[lang] for lang in sorted(by_lang)]
     return [x for batch in itertools.zip_longest(*groups) for x in batch if x is not None]
+
+
+JOIN_MOST = 4  # pairs in one joined pair, at most
+SPACELESS = ("ja", "zh", "th", "lo", "km", "my")  # languages written without spaces between sentences
+
+
+def joined_pairs(rows: list[Pair], share: float, max_chars: int, seed: int = 0) -> list[Pair]:
+    """Long pairs for a run whose short ones leave it weak on long text (verses, paragraphs): each made of
+    2..JOIN_MOST pairs that follow each other in `rows` (give them in the corpus file's order) with the same
+    languages and source, both sides joined (with a space, or none in a language written without spaces) and
+    each within `max_chars`. About `share` x len(rows) of them, none reusing a start; the rows' own text only."""
+    import random
+
+    if share <= 0:
+        return []
+    same = [i for i in range(len(rows) - 1) if _join_key(rows[i]) == _join_key(rows[i + 1])]
+    rng = random.Random(seed)
+    rng.shuffle(same)
+    out: list[Pair] = []
+    for start in same:
+        if len(out) >= round(share * len(rows)):
+            break
+        parts = [rows[start]]
+        for row in rows[start + 1: start + rng.randint(2, JOIN_MOST)]:
+            if _join_key(row) != _join_key(parts[0]) or len(_join(parts + [row], "a")) > max_chars \
+                    or len(_join(parts + [row], "b")) > max_chars:
+                break
+            parts.append(row)
+        if len(parts) >= 2:
+            first = parts[0]
+            out.append(Pair(first.lang_a, first.lang_b, _join(parts, "a"), _join(parts, "b"), first.source, first.domain))
+    return out
+
+
+def _join_key(p: Pair) -> tuple[str, str, str]:
+    return p.lang_a, p.lang_b, p.source
+
+
+def _join(parts: list[Pair], side: str) -> str:
+    lang = parts[0].lang_a if side == "a" else parts[0].lang_b
+    sep = "" if lang.split("_")[0] in SPACELESS else " "
+    return sep.join(getattr(p, side) for p in parts)

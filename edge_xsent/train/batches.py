@@ -1,5 +1,5 @@
-"""Batches for training and for timing the training step: tokenised pairs, the plan of which
-pairs form each step's batch, and padding into tensors.
+"""A run's data and batches, for training and for timing the training step: the pairs it reads
+(load_texts, train_rows), tokenised, the plan of which pairs form each step's batch, and padding into tensors.
 
     data = tokenize_pairs(rows, tok, max_len=128, langs=["de", "en"])
     plan = BatchPlan(np.array([max(len(a), len(b)) for a, b in zip(data.a, data.b)]), batch_size=128, seed=0)
@@ -10,6 +10,7 @@ The training loop (loop.py) and every benchmark that times its step (bench.time_
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
@@ -23,6 +24,38 @@ from edge_xsent.config import TrainConfig
 from edge_xsent.encode.tokenizer import pad_batch
 from edge_xsent.data.corpus import Pair
 from edge_xsent.encode.tokenizer import PAD_ID, Tokenizer
+
+
+def load_texts(cfg: TrainConfig, split: str, limit: int | None = None, file_order: bool = False) -> list[Pair]:
+    """The split's pairs a run reads, in the order it reads them; `file_order`: the same pairs in the corpus
+    file's order (where pairs that follow each other belong together: joined_pairs)."""
+    from edge_xsent.data.corpus import balanced_order, read_pairs, resolve
+    from edge_xsent.data.reserved import is_reserved_folder
+    from edge_xsent.errors import UserError
+
+    if is_reserved_folder(resolve(cfg.data)):  # the out-of-genre benchmark judges models; it never trains them
+        raise UserError(f"{cfg.data} is a reserved evaluation set (edge-xsent data reserved): train on a corpus "
+                        "built by `edge-xsent data build`")
+    langs = tuple(cfg.langs.split(",")) if cfg.langs else None
+    rows = read_pairs(cfg.data, langs=langs, split=split)
+    if cfg.train_order == "balanced" and split == "train":
+        in_file = list(rows)
+        rows = balanced_order(in_file, cfg.seed)
+        if file_order:
+            chosen = {id(p) for p in rows[:limit]}
+            return [p for p in in_file if id(p) in chosen]
+    return list(itertools.islice(rows, limit))
+
+
+def train_rows(cfg: TrainConfig) -> list[Pair]:
+    """The train pairs a run reads, then (join_share) the long pairs joined from them."""
+    from edge_xsent.data.corpus import joined_pairs
+
+    rows = load_texts(cfg, "train", cfg.max_train_pairs)
+    if not cfg.join_share:
+        return rows
+    in_file = load_texts(cfg, "train", cfg.max_train_pairs, file_order=True)
+    return rows + joined_pairs(in_file, cfg.join_share, cfg.join_chars, cfg.seed)
 
 
 @dataclass

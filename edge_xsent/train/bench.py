@@ -186,7 +186,8 @@ def _worker_train(args: dict) -> dict:
     from edge_xsent.train.objectives import punctuation_pieces
     from edge_xsent.config import TrainConfig
     from edge_xsent.threads import set_torch_threads
-    from edge_xsent.train.loop import Trainer, load_texts, pick_device
+    from edge_xsent.train.batches import load_texts
+    from edge_xsent.train.loop import Trainer, pick_device
 
     set_torch_threads(args["threads"])
     rss0 = peak_rss_mb()

