@@ -282,15 +282,18 @@ def joined_pairs(rows: list[Pair], share: float, max_chars: int, seed: int = 0) 
     for start in same:
         if len(out) >= round(share * len(rows)):
             break
-        parts = [rows[start]]
+        first = rows[start]
+        sep_a, sep_b = _separator(first.lang_a), _separator(first.lang_b)
+        end, chars_a, chars_b = start + 1, len(first.a), len(first.b)
         for row in rows[start + 1: start + rng.randint(2, JOIN_MOST)]:
-            if _join_key(row) != _join_key(parts[0]) or len(_join(parts + [row], "a")) > max_chars \
-                    or len(_join(parts + [row], "b")) > max_chars:
+            chars_a, chars_b = chars_a + len(sep_a) + len(row.a), chars_b + len(sep_b) + len(row.b)
+            if _join_key(row) != _join_key(first) or chars_a > max_chars or chars_b > max_chars:
                 break
-            parts.append(row)
-        if len(parts) >= 2:
-            first = parts[0]
-            out.append(Pair(first.lang_a, first.lang_b, _join(parts, "a"), _join(parts, "b"), first.source, first.domain))
+            end += 1
+        if end - start >= 2:
+            parts = rows[start:end]
+            out.append(Pair(first.lang_a, first.lang_b, sep_a.join(p.a for p in parts), sep_b.join(p.b for p in parts),
+                            first.source, first.domain))
     return out
 
 
@@ -298,7 +301,5 @@ def _join_key(p: Pair) -> tuple[str, str, str]:
     return p.lang_a, p.lang_b, p.source
 
 
-def _join(parts: list[Pair], side: str) -> str:
-    lang = parts[0].lang_a if side == "a" else parts[0].lang_b
-    sep = "" if lang.split("_")[0] in SPACELESS else " "
-    return sep.join(getattr(p, side) for p in parts)
+def _separator(lang: str) -> str:
+    return "" if lang.split("_")[0] in SPACELESS else " "

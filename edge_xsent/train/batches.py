@@ -29,6 +29,20 @@ from edge_xsent.encode.tokenizer import PAD_ID, Tokenizer
 def load_texts(cfg: TrainConfig, split: str, limit: int | None = None, file_order: bool = False) -> list[Pair]:
     """The split's pairs a run reads, in the order it reads them; `file_order`: the same pairs in the corpus
     file's order (where pairs that follow each other belong together: joined_pairs)."""
+    rows, in_file = _read_split(cfg, split, limit)
+    return in_file if file_order else rows
+
+
+def train_rows(cfg: TrainConfig) -> list[Pair]:
+    """The train pairs a run reads, then (join_share) the long pairs joined from them."""
+    from edge_xsent.data.corpus import joined_pairs
+
+    rows, in_file = _read_split(cfg, "train", cfg.max_train_pairs)
+    return rows + joined_pairs(in_file, cfg.join_share, cfg.join_chars, cfg.seed) if cfg.join_share else rows
+
+
+def _read_split(cfg: TrainConfig, split: str, limit: int | None) -> tuple[list[Pair], list[Pair]]:
+    """(the pairs in the run's order, the same in the file's), read once."""
     from edge_xsent.data.corpus import balanced_order, read_pairs, resolve
     from edge_xsent.data.reserved import is_reserved_folder
     from edge_xsent.errors import UserError
@@ -37,25 +51,14 @@ def load_texts(cfg: TrainConfig, split: str, limit: int | None = None, file_orde
         raise UserError(f"{cfg.data} is a reserved evaluation set (edge-xsent data reserved): train on a corpus "
                         "built by `edge-xsent data build`")
     langs = tuple(cfg.langs.split(",")) if cfg.langs else None
-    rows = read_pairs(cfg.data, langs=langs, split=split)
-    if cfg.train_order == "balanced" and split == "train":
-        in_file = list(rows)
-        rows = balanced_order(in_file, cfg.seed)
-        if file_order:
-            chosen = {id(p) for p in rows[:limit]}
-            return [p for p in in_file if id(p) in chosen]
-    return list(itertools.islice(rows, limit))
-
-
-def train_rows(cfg: TrainConfig) -> list[Pair]:
-    """The train pairs a run reads, then (join_share) the long pairs joined from them."""
-    from edge_xsent.data.corpus import joined_pairs
-
-    rows = load_texts(cfg, "train", cfg.max_train_pairs)
-    if not cfg.join_share:
-        return rows
-    in_file = load_texts(cfg, "train", cfg.max_train_pairs, file_order=True)
-    return rows + joined_pairs(in_file, cfg.join_share, cfg.join_chars, cfg.seed)
+    pairs = read_pairs(cfg.data, langs=langs, split=split)
+    if cfg.train_order != "balanced" or split != "train":
+        rows = list(itertools.islice(pairs, limit))  # a prefix of the file: its order
+        return rows, rows
+    in_file = list(pairs)
+    rows = balanced_order(in_file, cfg.seed)[:limit]
+    chosen = {id(p) for p in rows}
+    return rows, [p for p in in_file if id(p) in chosen]
 
 
 @dataclass
