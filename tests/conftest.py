@@ -39,6 +39,28 @@ def train_each_tokenizer_once():
     Tokenizer.train = classmethod(real)
 
 
+def built_once(tmp_path_factory, name: str, build) -> tuple[Path, object]:
+    """`build(folder)` once for the whole run: pytest-xdist's workers share the folder (a file lock: the first
+    builds, the others wait and read), so a heavy session fixture costs one build, not one per worker (2 on
+    CI's 2 cores: ~70 s of fixtures each). Returns the folder and what `build` returned (kept as JSON). A
+    fixture so built is read-only to every test, as a session fixture always was."""
+    import json
+    import shutil
+
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built-once"
+    root.mkdir(exist_ok=True)
+    folder, done = root / name, root / f"{name}.json"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():  # a build that failed left no record: the next worker builds again
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            done.write_text(json.dumps(build(folder)))
+    return folder, json.loads(done.read_text())
+
+
 def script_module(rel: str):
     """A script of the repository (train/, benchmarks/: not part of the package) imported as a module."""
     import importlib.util
@@ -104,11 +126,11 @@ def tiny_run(tmp_path_factory) -> Path:
     """A trained tiny model (train output folder); its model/ is a loadable model folder."""
     from edge_xsent.train.loop import train
 
-    out = tmp_path_factory.mktemp("tiny") / "run"
-    cfg = tiny_config(out, max_steps=60, model=dict(d_model=48, n_heads=4, d_ff=96))
-    summary = train(cfg, progress=False)
-    assert summary["steps"] == 60
-    return out
+    def build(folder: Path) -> None:
+        cfg = tiny_config(folder / "run", max_steps=60, model=dict(d_model=48, n_heads=4, d_ff=96))
+        assert train(cfg, progress=False)["steps"] == 60
+
+    return built_once(tmp_path_factory, "tiny-run", build)[0] / "run"
 
 
 @pytest.fixture(scope="session")
@@ -128,9 +150,8 @@ def tiny_bundle(tiny_model, tmp_path_factory):
     """The tiny model exported with --int8: (bundle folder, parity report)."""
     from edge_xsent.export.exporter import export_bundle
 
-    out = tmp_path_factory.mktemp("bundle") / "bundle"
-    parity = export_bundle(tiny_model, out, parity_pairs=80)
-    return out, parity
+    folder, parity = built_once(tmp_path_factory, "bundle", lambda f: export_bundle(tiny_model, f / "bundle", parity_pairs=80))
+    return folder / "bundle", parity
 
 
 @pytest.fixture(scope="session")
@@ -138,9 +159,9 @@ def tiny_bundle_table4(tiny_model, tmp_path_factory):
     """The tiny model exported with --table-bits 4 (the token table in 4-bit blocks): (bundle, parity)."""
     from edge_xsent.export.exporter import export_bundle
 
-    out = tmp_path_factory.mktemp("bundle-t4") / "bundle"
-    parity = export_bundle(tiny_model, out, parity_pairs=80, torchscript=False, table_bits=4)
-    return out, parity
+    folder, parity = built_once(tmp_path_factory, "bundle-t4", lambda f: export_bundle(
+        tiny_model, f / "bundle", parity_pairs=80, torchscript=False, table_bits=4))
+    return folder / "bundle", parity
 
 
 @pytest.fixture(scope="session")
@@ -149,9 +170,11 @@ def tiny_bundle_per_row(tiny_model, tmp_path_factory) -> Path:
     4-bit blocks and int8 activations scaled per row (`--table-bits 4 --int8-activations per-row`)."""
     from edge_xsent.export.exporter import export_bundle
 
-    out = tmp_path_factory.mktemp("bundle-per-row") / "bundle"
-    export_bundle(tiny_model, out, parity_pairs=80, torchscript=False, table_bits=4, int8_activations="per-row")
-    return out
+    def build(folder: Path) -> None:
+        export_bundle(tiny_model, folder / "bundle", parity_pairs=80, torchscript=False, table_bits=4,
+                      int8_activations="per-row")
+
+    return built_once(tmp_path_factory, "bundle-per-row", build)[0] / "bundle"
 
 
 @pytest.fixture(scope="session")
@@ -159,9 +182,10 @@ def tiny_debiased(tiny_model, tmp_path_factory) -> Path:
     """The tiny model with its language subspace removed (rank 1): the projection is not identity."""
     from edge_xsent.train.debias import debias_model
 
-    out = tmp_path_factory.mktemp("deb") / "m"
-    debias_model(tiny_model, "sample", out, rank=1, per_lang=200)
-    return out
+    def build(folder: Path) -> None:
+        debias_model(tiny_model, "sample", folder / "m", rank=1, per_lang=200)
+
+    return built_once(tmp_path_factory, "debiased", build)[0] / "m"
 
 
 @pytest.fixture(scope="session")
@@ -169,9 +193,10 @@ def tiny_debiased_bundle(tiny_debiased, tmp_path_factory) -> Path:
     """The debiased tiny model exported with --int8 (no TorchScript)."""
     from edge_xsent.export.exporter import export_bundle
 
-    out = tmp_path_factory.mktemp("debb") / "bundle"
-    export_bundle(tiny_debiased, out, torchscript=False, parity_pairs=80)
-    return out
+    def build(folder: Path) -> None:
+        export_bundle(tiny_debiased, folder / "bundle", torchscript=False, parity_pairs=80)
+
+    return built_once(tmp_path_factory, "debiased-bundle", build)[0] / "bundle"
 
 
 @pytest.fixture(scope="session")
@@ -192,9 +217,12 @@ def student_file(tmp_path_factory):
         out[f"layers.0.{name}.bias"] = t[f"l0.{name}.b"]
     for name in ("aln", "oln"):
         out[f"layers.0.{name}.weight"], out[f"layers.0.{name}.bias"] = t[f"l0.{name}.w"], t[f"l0.{name}.b"]
-    path = tmp_path_factory.mktemp("student") / "student-1block.safetensors"
-    save_file({k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()}, str(path))
-    return path
+
+    def build(folder: Path) -> None:
+        save_file({k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()},
+                  str(folder / "student-1block.safetensors"))
+
+    return built_once(tmp_path_factory, "student-file", build)[0] / "student-1block.safetensors"
 
 
 @pytest.fixture(scope="session")
@@ -204,9 +232,10 @@ def tiny_student_bundle(student_file, tmp_path_factory) -> Path:
     from edge_xsent.export.exporter import export_bundle
     from edge_xsent.train.student import cut_table, load_student, table_rows_rule
 
-    model, tok, record = load_student(student_file)
-    root = tmp_path_factory.mktemp("student")
-    save_model(root / "folder", cut_table(model, table_rows_rule(tok, 3000)), tok, [], {"student": record})
-    export_bundle(root / "folder", root / "bundle", torchscript=False, table_bits=4, int8_activations="per-row",
-                  parity_pairs=80)
-    return root / "bundle"
+    def build(root: Path) -> None:
+        model, tok, record = load_student(student_file)
+        save_model(root / "folder", cut_table(model, table_rows_rule(tok, 3000)), tok, [], {"student": record})
+        export_bundle(root / "folder", root / "bundle", torchscript=False, table_bits=4, int8_activations="per-row",
+                      parity_pairs=80)
+
+    return built_once(tmp_path_factory, "student-bundle", build)[0] / "bundle"

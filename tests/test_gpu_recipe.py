@@ -69,6 +69,22 @@ def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joine
         assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
 
 
+def test_the_pack_command_tells_which_recipes_a_pack_fits(joined, tmp_path, capsys):
+    """`device_pack.py fits` with --join-share: one pack made with joins serves the runs without them."""
+    from conftest import script_module
+
+    tmp, _ = joined
+    toml = tmp_path / "r.toml"
+    toml.write_text('data = "sample"\nmax_train_pairs = 40\nvalid_pairs = 8\njoin_share = 0.25\n')
+    fits = script_module("train/device_pack.py").main
+    fits(["fits", "--config", str(toml), str(tmp / "pack")])
+    fits(["fits", "--config", str(toml), "--join-share", "0", str(tmp / "pack")])
+    assert capsys.readouterr().out.count("fits") == 2
+    with pytest.raises(SystemExit) as e:
+        fits(["fits", "--config", str(toml), "--join-share", "0.5", str(tmp / "pack")])
+    assert e.value.code == 1 and "join_share 0.25 in the pack, 0.5 in the recipe" in capsys.readouterr().err
+
+
 def test_a_balanced_run_joins_pairs_that_follow_each_other_in_the_corpus(tmp_path):
     """train_order = "balanced" shuffles each language's pairs; the joins still read the file's order."""
     from edge_xsent.data.corpus import read_pairs

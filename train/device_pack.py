@@ -2,6 +2,8 @@
 
     python train/device_pack.py pack --config train/gpu-students.toml --out .devpack    # here: call-1/, call-2/, ...
     python train/device_pack.py fits --config train/gpu-students.toml .devpack   # here: does a pack still fit the recipe?
+    python train/device_pack.py pack --config train/gpu-students.toml --join-share 0.25 --out .devpack  # also serves
+                                                   # runs with long pairs joined (the recipe's own join_share otherwise)
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
 
@@ -27,11 +29,14 @@ def main(argv: list[str] | None = None) -> None:
     pk = sub.add_parser("pack", help="the recipe's text and teacher, in call folders")
     pk.add_argument("--config", type=Path, required=True, help="the recipe (train/gpu-students.toml)")
     pk.add_argument("--data", help="the corpus, if not the recipe's")
+    pk.add_argument("--join-share", type=float, help="join_share, if not the recipe's: the pack then also carries the "
+                                                     "teacher rows the joined pairs read")
     pk.add_argument("--out", type=Path, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
     pk.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
     ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
     ft.add_argument("--config", type=Path, required=True, help="the recipe")
     ft.add_argument("--data", help="the corpus, if not the recipe's")
+    ft.add_argument("--join-share", type=float, help="join_share, if not the recipe's")
     ft.add_argument("pack", type=Path)
     jn = sub.add_parser("join", help="staged chunks -> corpus/ and e5-small-q4.bin")
     jn.add_argument("staged", type=Path)
@@ -45,7 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.action in ("pack", "fits"):
         from edge_xsent.config import TrainConfig
 
-        cfg = TrainConfig.from_toml(args.config, {"data": args.data} if args.data else None)
+        over = {k: v for k, v in (("data", args.data), ("join_share", args.join_share)) if v is not None}
+        cfg = TrainConfig.from_toml(args.config, over or None)
     if args.action == "fits":
         differ = devicepack.misfits(cfg, devicepack.read_manifest(args.pack))
         if differ:
