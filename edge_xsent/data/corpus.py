@@ -279,15 +279,16 @@ def joined_pairs(rows: list[Pair], share: float, max_chars: int, seed: int = 0) 
     rng = random.Random(seed)
     rng.shuffle(same)
     out: list[Pair] = []
+    want = round(share * len(rows))
     for start in same:
-        if len(out) >= round(share * len(rows)):
+        if len(out) >= want:
             break
-        first = rows[start]
+        first, key = rows[start], _join_key(rows[start])
         sep_a, sep_b = _separator(first.lang_a), _separator(first.lang_b)
         end, chars_a, chars_b = start + 1, len(first.a), len(first.b)
         for row in rows[start + 1: start + rng.randint(2, JOIN_MOST)]:
             chars_a, chars_b = chars_a + len(sep_a) + len(row.a), chars_b + len(sep_b) + len(row.b)
-            if _join_key(row) != _join_key(first) or chars_a > max_chars or chars_b > max_chars:
+            if _join_key(row) != key or chars_a > max_chars or chars_b > max_chars:
                 break
             end += 1
         if end - start >= 2:

@@ -35,10 +35,16 @@ def load_texts(cfg: TrainConfig, split: str, limit: int | None = None, file_orde
 
 def train_rows(cfg: TrainConfig) -> list[Pair]:
     """The train pairs a run reads, then (join_share) the long pairs joined from them."""
+    rows, in_file = _read_split(cfg, "train", cfg.max_train_pairs)
+    return rows + joined_rows(cfg, in_file)
+
+
+def joined_rows(cfg: TrainConfig, in_file: list[Pair]) -> list[Pair]:
+    """The run's joined pairs (join_share, join_chars) of its train pairs in the file's order: one call for the
+    run and for the device pack, which must hold the teacher rows the same joins read."""
     from edge_xsent.data.corpus import joined_pairs
 
-    rows, in_file = _read_split(cfg, "train", cfg.max_train_pairs)
-    return rows + joined_pairs(in_file, cfg.join_share, cfg.join_chars, cfg.seed) if cfg.join_share else rows
+    return joined_pairs(in_file, cfg.join_share, cfg.join_chars, cfg.seed)
 
 
 def _read_split(cfg: TrainConfig, split: str, limit: int | None) -> tuple[list[Pair], list[Pair]]:
@@ -219,14 +225,19 @@ def distill_items(data: TokenizedPairs, mono: TokenizedTexts | None) -> Tokenize
                           np.concatenate([data.t_idx, data.t_idx] + [m.t_idx for m in extra]))
 
 
+def items_per_step(cfg: TrainConfig) -> int:
+    """With batch_items, the texts a process's step draws: both sides of batch_size pairs' worth and the
+    monolingual batch."""
+    return 2 * cfg.batch_size + cfg.mono_batch_size
+
+
 def step_batches(cfg: TrainConfig, data: TokenizedPairs, mono: TokenizedTexts | None, world: int, rank: int,
                  device: torch.device) -> Callable[[int], dict[str, torch.Tensor]]:
     """Process `rank`'s batch of each step, on `device`: pairs (both sides) and monolingual texts, each from its
     own plan; with `cfg.batch_items`, texts alone (distill_items) from one plan."""
     if cfg.batch_items:
         items = distill_items(data, mono)
-        plan = BatchPlan(np.array([len(x) for x in items.ids]), 2 * cfg.batch_size + cfg.mono_batch_size, cfg.seed,
-                         world)
+        plan = BatchPlan(np.array([len(x) for x in items.ids]), items_per_step(cfg), cfg.seed, world)
         return lambda step: text_batch(items, plan.indices(step, rank), device)
     plan = BatchPlan(np.array([max(len(x), len(y)) for x, y in zip(data.a, data.b)]), cfg.batch_size, cfg.seed, world,
                      groups=data.lang_a * 1000 + data.lang_b if cfg.batch_by_pair else None)

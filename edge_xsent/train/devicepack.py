@@ -44,15 +44,14 @@ Q4_ROW_BYTES = 384 // 32 * 18  # a table row of e5-small in Q4_0 blocks
 
 def carried_corpus(cfg, folder: Path) -> list[str]:
     """The corpus folder of what the run reads (train, valid, monolingual text); returns its texts."""
-    from edge_xsent.data.corpus import (CORPUS_HEADER, MONO_HEADER, balanced_mono, joined_pairs, read_mono, resolve,
-                                        write_header, write_pair)
-    from edge_xsent.train.batches import load_texts
+    from edge_xsent.data.corpus import CORPUS_HEADER, MONO_HEADER, balanced_mono, read_mono, resolve, write_header, write_pair
+    from edge_xsent.train.batches import joined_rows, load_texts
 
     folder.mkdir(parents=True)
     train = load_texts(cfg, "train", cfg.max_train_pairs, file_order=True)
     splits = {"train": train,
               "valid": load_texts(cfg, "valid", cfg.valid_pairs) if resolve(cfg.data).is_dir() else []}
-    texts = [x for p in joined_pairs(train, cfg.join_share, cfg.join_chars, cfg.seed) for x in (p.a, p.b)]
+    texts = [x for p in joined_rows(cfg, train) for x in (p.a, p.b)]
     for split, rows in splits.items():
         with open(folder / f"{split}.tsv", "w", encoding="utf-8") as f:
             write_header(f, CORPUS_HEADER)

@@ -27,8 +27,8 @@ import torch.nn as nn
 from tqdm import tqdm
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.train.batches import (TokenizedPairs, TokenizedTexts, load_texts, make_batch, prep_workers, step_batches,
-                                     tokenize_pairs, train_rows)
+from edge_xsent.train.batches import (TokenizedPairs, TokenizedTexts, items_per_step, load_texts, make_batch, prep_workers,
+                                     step_batches, tokenize_pairs, train_rows)
 from edge_xsent.encode.bundle import read_training, save_model
 from edge_xsent.data.corpus import pair_langs, resolve
 from edge_xsent.config import TrainConfig, portable
@@ -51,8 +51,6 @@ from edge_xsent.train.warmstart import (check_pinned_start, check_token_start, l
 class TrainingStopped(UserError):
     """Training stopped cleanly (NaN loss, failed save); the last good checkpoint is intact."""
 
-
-# ----------------------------------------------------------------------------- data
 
 # ----------------------------------------------------------------------------- evaluation during training
 
@@ -467,7 +465,7 @@ class RunLog:
         return "items" if self.cfg.batch_items else "pairs"
 
     def rate(self) -> float:
-        per_step = 2 * self.cfg.batch_size + self.cfg.mono_batch_size if self.cfg.batch_items else self.cfg.batch_size
+        per_step = items_per_step(self.cfg) if self.cfg.batch_items else self.cfg.batch_size
         return self.steps_done * per_step * self.procs.world / max(time.time() - self.t_start, 1e-9)
 
     def step(self, step: int, losses: dict[str, torch.Tensor]) -> None:
