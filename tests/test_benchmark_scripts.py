@@ -155,3 +155,15 @@ def test_students_table(tiny_student_bundle, tmp_path, monkeypatch):
     text = out.read_text()
     assert "| student-1 | 1 | 384 | 3,000 | 6,123,456 | 80 | 1.50 | 20.0 | 900 | 600 | 1.50 | 80.0 | 70.0 |" in text
     assert "| old | - | - | - | - |" in text and "| hi | 50.0 | - |" in text
+
+
+def test_joined_pairs_counts_what_join_share_adds(tmp_path, monkeypatch):
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('data = "sample"\ntrain_order = "balanced"\nmax_train_pairs = 400\n')  # every language
+    out = tmp_path / "j.json"
+    run_script("joined_pairs.py", "--config", str(recipe), "--join-share", "0.25", "--out", str(out),
+               monkeypatch=monkeypatch)
+    got = json.loads(out.read_text())
+    assert (got["pairs"], got["joined"], got["join_share"]) == (400, 100, 0.25)
+    assert got["english_chars_median"]["joined"] > got["english_chars_median"]["pairs"]
+    assert sum(got["joined_by_source"].values()) == 100 and set(got["joined_share_by_language"]) == {"de", "es", "fr", "it"}
