@@ -273,11 +273,12 @@ class TrainConfig:
             raise UserError("max_mono_texts limits the monolingual texts a run reads: set mono_batch_size too (e.g. 8)")
 
     def _check_items(self) -> None:
-        """batch_items trains on the teacher's vectors alone: a loss that needs a pair in the batch has none."""
+        """batch_items trains each text towards its teacher vector (and e5's token states of the same text, with
+        token_weight): a loss that needs a pair in the batch has none."""
         if not self.teacher:
             raise UserError("batch_items makes each text an item towards its teacher vector: set a teacher "
                             "(--teacher e5-passage) or batch_items = false")
-        pair_losses = [name for name in ("align_weight", "sim_weight", "distance_weight", "anchor_weight", "token_weight")
+        pair_losses = [name for name in ("align_weight", "sim_weight", "distance_weight", "anchor_weight")
                        if getattr(self, name)] + (["objective"] if self.objective != "none" else []) \
             + (["batch_by_pair"] if self.batch_by_pair else [])
         if pair_losses:

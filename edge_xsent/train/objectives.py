@@ -329,8 +329,7 @@ class Objective(nn.Module):
 
     def forward(self, batch: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
         if "a" not in batch:  # batch_items: texts alone, each towards its teacher vector
-            loss = distill_loss(self.teacher_proj(self.model(batch["m"], batch["mm"])), batch["tm"], self.cfg.teacher_loss)
-            return {"teacher": loss, "total": self.cfg.teacher_weight * loss}
+            return self.items(batch["m"], batch["mm"], batch["tm"])
         m, cfg, V = self.model, self.cfg, self.model.cfg.vocab_size
         a, am, b, bm, la, lb = (batch[k] for k in ("a", "am", "b", "bm", "la", "lb"))
         states = None  # every block's token states of the unmasked pair, where a branch computes them
@@ -453,6 +452,19 @@ class Objective(nn.Module):
             return distill_loss(torch.cat(preds), torch.cat(targets), kind)
         return sum(distill_loss(p, target, kind) for p, target in zip(preds, targets)) / len(preds)
 
+
+    def items(self, ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+        """batch_items' losses: each text towards its teacher vector and, with token_weight, its token states
+        towards e5-small's on the same text (one forward of the student gives both)."""
+        m, cfg = self.model, self.cfg
+        states = m.encode_layers(ids, mask) if self.token_teacher is not None else None
+        vec = m(ids, mask) if states is None else m.remove_language(mean_pool(states[-1], mask))
+        losses = {"teacher": distill_loss(self.teacher_proj(vec), targets, cfg.teacher_loss)}
+        losses["total"] = cfg.teacher_weight * losses["teacher"]
+        if states is not None:
+            losses["token"] = self.token_distill(((ids, mask),), (states,))
+            losses["total"] = losses["total"] + cfg.token_weight * losses["token"]
+        return losses
 
     def token_distill(self, sides, states=None) -> torch.Tensor:
         """Both sides' mapped student blocks towards e5-small's on the same pieces; a branch that ran the

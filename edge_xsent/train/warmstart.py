@@ -78,14 +78,14 @@ def starts_in_teacher_space(cfg: TrainConfig) -> bool:
 def check_token_start(cfg: TrainConfig) -> None:
     """The token-level target has e5 read the student's own pieces: only a student whose blocks and
     pieces descend from e5-small's (its init chain reaches the pruned start, no tokenizer replaced on
-    the way) has them."""
+    the way; `tokenizer = "e5-small"` keeps e5's own) has them."""
     if not cfg.token_weight:
         return
     chain = [cfg, *(made for _, made in ancestors(cfg))]
     if chain[-1].init != E5_INIT:
         raise UserError(f"{TOKEN_INIT}: {cfg.init} does not descend from e5-small's pruned start (no training.json "
                         "along its init chain has init = \"e5-small\")")
-    replaced = next((c.tokenizer for c in chain if c.tokenizer), None)
+    replaced = next((c.tokenizer for c in chain if c.tokenizer and c.tokenizer != E5_INIT), None)  # e5's own: kept
     if replaced:
         raise UserError(f"{TOKEN_INIT}: tokenizer = {replaced!r} along its init chain replaced e5's pieces; leave "
                         "tokenizer unset")
