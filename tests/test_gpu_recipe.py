@@ -278,3 +278,32 @@ def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_
     fitted = load_checkpoint(checkpoint_path(tmp_path / "run"))["max_steps"]
     assert paused["paused"] and paused["steps"] == 15 and 15 < fitted < 1000
     assert train(cfg(), progress=False)["steps"] == fitted
+
+
+def test_the_device_script_runs_the_recipe_and_a_lever_together(joined, tmp_path):
+    """train/device_run.sh as a lent GPU's call runs it, rehearsed here on the tiny pack: the call folders staged
+    and joined, the smoke run, then (TOGETHER) run a, the recipe, beside run b, the token arm; both students come back."""
+    import os
+    import subprocess
+
+    from conftest import ROOT
+
+    tmp, _ = joined
+    cfg = recipe(tmp_path)
+    lines = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg).items() if k != "model" and v is not None]
+    toml = tmp_path / "recipe.toml"
+    toml.write_text("\n".join(lines + ["[model]"] + [f"{k} = {json.dumps(v)}" for k, v in vars(cfg.model).items()
+                                                     if k in ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff",
+                                                              "max_len", "dropout")]) + "\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "OUT": str(out),
+           "DEVPACK": str(tmp / "pack"), "CONFIG": str(toml), "BUDGET": "600", "TOGETHER": "1",
+           "A_FLAGS": "--max-steps 2", "B_FLAGS": "--max-steps 2 --token-weight 1 --token-layers 0"}
+    res = subprocess.run(["bash", "train/device_run.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "smoke done" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]
+    for name in "ab":
+        assert f"run {name} rc=0" in res.stdout, res.stdout[-3000:]
+        assert json.loads((out / f"{name}-summary.json").read_text())["steps"] == 2
+        assert any((out / name).iterdir())  # the student file's parts
+    logged = (tmp_path / "work" / "run-b" / "log.jsonl").read_text()
+    assert '"val_token"' in logged and '"val_token"' not in (tmp_path / "work" / "run-a" / "log.jsonl").read_text()
