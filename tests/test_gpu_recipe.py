@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -280,9 +281,10 @@ def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_
     assert train(cfg(), progress=False)["steps"] == fitted
 
 
-def test_the_device_script_runs_the_recipe_and_a_lever_together(joined, tmp_path):
-    """train/device_run.sh as a lent GPU's call runs it, rehearsed here on the tiny pack: the call folders staged
-    and joined, the smoke run, then (TOGETHER) run a, the recipe, beside run b, the token arm; both students come back."""
+def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_machine(joined, tmp_path):
+    """train/device_run.sh as a lent GPU's calls run it, rehearsed here on the tiny pack: the first call stages the
+    call folders, joins them, runs the smoke run and run a (the recipe); the next call finds the pack joined (its call
+    folders not carried again) and runs a (long items) and b (the token arm) TOGETHER; every student comes back."""
     import os
     import subprocess
 
@@ -291,19 +293,27 @@ def test_the_device_script_runs_the_recipe_and_a_lever_together(joined, tmp_path
     tmp, _ = joined
     cfg = recipe(tmp_path)
     lines = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg).items() if k != "model" and v is not None]
+    model = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg.model).items() if k in ("vocab_size", "n_layers", "d_model",
+                                                                                      "n_heads", "d_ff", "max_len", "dropout")]
     toml = tmp_path / "recipe.toml"
-    toml.write_text("\n".join(lines + ["[model]"] + [f"{k} = {json.dumps(v)}" for k, v in vars(cfg.model).items()
-                                                     if k in ("vocab_size", "n_layers", "d_model", "n_heads", "d_ff",
-                                                              "max_len", "dropout")]) + "\n")
-    out = tmp_path / "out"
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "OUT": str(out),
-           "DEVPACK": str(tmp / "pack"), "CONFIG": str(toml), "BUDGET": "600", "TOGETHER": "1",
-           "A_FLAGS": "--max-steps 2", "B_FLAGS": "--max-steps 2 --token-weight 1 --token-layers 0"}
-    res = subprocess.run(["bash", "train/device_run.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0 and "smoke done" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]
-    for name in "ab":
-        assert f"run {name} rc=0" in res.stdout, res.stdout[-3000:]
-        assert json.loads((out / f"{name}-summary.json").read_text())["steps"] == 2
-        assert any((out / name).iterdir())  # the student file's parts
-    logged = (tmp_path / "work" / "run-b" / "log.jsonl").read_text()
-    assert '"val_token"' in logged and '"val_token"' not in (tmp_path / "work" / "run-a" / "log.jsonl").read_text()
+    toml.write_text("\n".join(lines + ["[model]"] + model) + "\n")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "CONFIG": str(toml),
+           "BUDGET": "600", "A_FLAGS": "--max-steps 2 --join-share 0"}
+
+    def call(out: Path, **more: str) -> str:
+        res = subprocess.run(["bash", "train/device_run.sh"], cwd=ROOT, env={**env, "OUT": str(out), **more},
+                             capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        return res.stdout
+
+    first = call(tmp_path / "out1", DEVPACK=str(tmp / "pack"))
+    assert "smoke done" in first and "run a rc=0" in first and "no run b (B_FLAGS unset" in first, first[-3000:]
+    again = call(tmp_path / "out2", DEVPACK=str(tmp_path / "not-carried"), TOGETHER="1",
+                 A_FLAGS="--max-steps 2", B_FLAGS="--max-steps 2 --token-weight 1 --token-layers 0")
+    assert "joined and smoke-run by an earlier call" in again and "smoke done" not in again, again[-3000:]
+    for out, name in (("out1", "a"), ("out2", "a"), ("out2", "b")):
+        assert json.loads((tmp_path / out / f"{name}-summary.json").read_text())["steps"] == 2
+        assert any((tmp_path / out / name).iterdir())  # the student file's parts
+    runs = {p.name.rsplit("-", 1)[0]: p for p in (tmp_path / "work").glob("run-*")}
+    assert len(list((tmp_path / "work").glob("run-*"))) == 3  # each call's runs in folders of their own
+    assert '"val_token"' in (runs["run-b"] / "log.jsonl").read_text()

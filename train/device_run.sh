@@ -8,7 +8,8 @@
 # so). Each run's student comes back under $OUT/NAME/.
 #   BUDGET=575 bash train/device_run.sh        # on the device: the seconds this call may use (under its timeout)
 # CONFIG: the recipe (train/gpu-students.toml); SMOKE_FLAGS: added to the smoke run's; WORK: where the pack is staged
-# and joined and the runs write (/tmp, which stays while the machine is warm); DEVPACK: the call folders (.devpack).
+# and joined and the runs write (/tmp, which stays while the machine is warm: a later call finds the pack joined there
+# and needs neither the call folders nor a smoke run again); DEVPACK: the call folders (.devpack).
 set -u -o pipefail
 W=${WORK:-/tmp}
 export PYTHONUNBUFFERED=1 PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} EDGE_XSENT_E5=$W/in/e5-small-q4.bin
@@ -16,20 +17,27 @@ T0=$(date +%s); BUDGET=${BUDGET:-520}; CFG=${CONFIG:-train/gpu-students.toml}; D
 left() { python3 -c "import time; print(round(($T0 + $BUDGET - time.time()) / 60 - ${1:-0}, 2))"; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>&1
 python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__)"
-mkdir -p "$W/pack" "$O" && cp "${DEVPACK:-.devpack}"/call-*/* "$W/pack/" && python3 train/device_pack.py join "$W/pack" "$W/in" || exit 1
-echo "joined at +$(( $(date +%s) - T0 )) s"
-mkdir -p "$W/in/smoke" && for f in train valid mono; do [ ! -f "$D/$f.tsv" ] || head -n 2001 "$D/$f.tsv" > "$W/in/smoke/$f.tsv"; done
-MONO=(); [ ! -f "$D/mono.tsv" ] || MONO=(--max-mono-texts 500)  # the first 2,000 pairs (and texts), not 200 MB read
-python3 -m edge_xsent train --config "$CFG" --data "$W/in/smoke" --out "$W/smoke" --max-train-pairs 2000 "${MONO[@]}" \
-    --valid-pairs 100 --warmup-steps 5 --max-steps 10 --eval-every 5 --checkpoint-every 10 --quiet ${SMOKE_FLAGS:-} \
-    > "$O/smoke.log" 2>&1 || { tail -40 "$O/smoke.log"; exit 1; }
-echo "smoke done at +$(( $(date +%s) - T0 )) s"
+mkdir -p "$O"
+if [ -d "$W/in/corpus" ] && [ -f "$W/in/e5-small-q4.bin" ]; then  # a warm machine's earlier call joined and smoke-ran it
+    echo "joined and smoke-run by an earlier call: $W/in"; SMOKED=1
+else
+    mkdir -p "$W/pack" && cp "${DEVPACK:-.devpack}"/call-*/* "$W/pack/" && python3 train/device_pack.py join "$W/pack" "$W/in" || exit 1
+    echo "joined at +$(( $(date +%s) - T0 )) s"
+fi
+if [ -z "${SMOKED:-}" ]; then  # the first 2,000 pairs (and texts): not 200 MB read for them
+    mkdir -p "$W/in/smoke" && for f in train valid mono; do [ ! -f "$D/$f.tsv" ] || head -n 2001 "$D/$f.tsv" > "$W/in/smoke/$f.tsv"; done
+    MONO=(); [ ! -f "$D/mono.tsv" ] || MONO=(--max-mono-texts 500)
+    python3 -m edge_xsent train --config "$CFG" --data "$W/in/smoke" --out "$W/smoke" --max-train-pairs 2000 "${MONO[@]}" \
+        --valid-pairs 100 --warmup-steps 5 --max-steps 10 --eval-every 5 --checkpoint-every 10 --quiet ${SMOKE_FLAGS:-} \
+        > "$O/smoke.log" 2>&1 || { tail -40 "$O/smoke.log"; exit 1; }
+    echo "smoke done at +$(( $(date +%s) - T0 )) s"
+fi
 run() {  # NAME MINUTES FLAGS...
     local name=$1 minutes=$2; shift 2
-    python3 -m edge_xsent train --config "$CFG" --data "$D" --out "$W/run-$name" --max-minutes "$minutes" --quiet "$@" \
-        > "$O/train-$name.log" 2>&1 && python3 train/device_pack.py student "$W/run-$name/model" "$O/$name"
+    python3 -m edge_xsent train --config "$CFG" --data "$D" --out "$W/run-$name-$T0" --max-minutes "$minutes" --quiet "$@" \
+        > "$O/train-$name.log" 2>&1 && python3 train/device_pack.py student "$W/run-$name-$T0/model" "$O/$name"
     local rc=$?; echo "run $name rc=$rc at +$(( $(date +%s) - T0 )) s"; tail -6 "$O/train-$name.log"
-    cp "$W/run-$name/summary.json" "$O/$name-summary.json" 2>/dev/null; return $rc
+    cp "$W/run-$name-$T0/summary.json" "$O/$name-summary.json" 2>/dev/null; return $rc
 }
 if [ -n "${TOGETHER:-}" ]; then
     M=$(left 0.7)
