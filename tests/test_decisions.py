@@ -123,3 +123,22 @@ def test_the_gpu_student_rule_takes_the_best_oog_m1_and_within_half_a_point_the_
     assert fails["one"] == ["oog-m1 mean 72.8, not above the shipped 72.8", "oog mean 5.1 below the shipped (> 5, over by 0.1)"]
     assert rule.gpu_student_default({"six": rows["six"]}, shipped) is None
     assert rule.gpu_student_failures(row(19_000_000, None, 88.0, 83.0), shipped) == ["speed not measured"]
+
+
+def test_the_gpu_run_rules_reproduce_within_a_point_and_keep_a_lever_at_half_a_point():
+    from edge_xsent.eval.decisions import lever_failures, reproduction_failures
+
+    run = lambda steps, oog, wide: {"steps": steps, "oog_mean": oog, "oog_wide_mean": wide}  # noqa: E731
+    record = run(5434, 88.42, 79.12)
+    assert reproduction_failures(run(5434, 87.42, 80.12), record) == []  # each exactly 1.0 away: within
+    assert reproduction_failures(run(5434, 84.02, 73.43), record) == [  # the first run of the trainer (C)
+        "oog mean 84.02, -4.40 from the record's 88.42 (within 1 needed)",
+        "oog-m1 mean 73.43, -5.69 from the record's 79.12 (within 1 needed)"]
+    assert "not judged" in reproduction_failures(run(1721, 88.4, 79.1), record)[0]  # cut short by its deadline
+    a = run(5434, 88.0, 79.0)
+    assert lever_failures(run(5434, 87.5, 79.5), a) == []  # +0.5 and -0.5: both at the boundary, kept
+    assert lever_failures(run(5434, 87.4, 79.4), a) == ["oog-m1 mean +0.40 (at least +0.5 needed)",
+                                                        "oog mean -0.60 (at most 0.5 below allowed)"]
+    assert "not the same as" in lever_failures(run(6000, 90.0, 82.0), a)[0]  # J or T must run A's steps
+    assert lever_failures(run(9000, 88.0, 80.0), a, longer=True) == []
+    assert "more than" in lever_failures(run(5434, 88.0, 80.0), a, longer=True)[0]

@@ -317,3 +317,41 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
     runs = {p.name.rsplit("-", 1)[0]: p for p in (tmp_path / "work").glob("run-*")}
     assert len(list((tmp_path / "work").glob("run-*"))) == 3  # each call's runs in folders of their own
     assert '"val_token"' in (runs["run-b"] / "log.jsonl").read_text()
+
+
+def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_path, capsys):
+    """train/levers.py on the committed record and first run (C as A: 4.4 and 5.7 points under, no reproduction),
+    then levers made up around it: B replaces A, J is judged against B (not the same steps: not judged), T against B."""
+    from conftest import ROOT, script_module
+
+    levers = script_module("train/levers.py")
+    res = ROOT / "benchmarks" / "results" / "students"
+
+    def made_up(name: str, steps: int, oog: float, wide: float) -> str:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"name": name, "oog": {"mean": oog}, "oog_wide": {"mean": wide}}))
+        (tmp_path / f"{name}-summary.json").write_text(json.dumps({"steps": steps}))
+        return f"{tmp_path / name}.json:{tmp_path / name}-summary.json"
+
+    args = ["--record", str(res / "student-4.json"), "--record-steps", "5434",
+            "--a", f"{res / 'student-4-ours.json'}:{res / 'gpu-run-20261128' / 'c-summary.json'}",
+            "--b", made_up("B", 9000, 84.0, 74.0), "--j", made_up("J", 5434, 85.0, 76.0),
+            "--t", made_up("T", 9000, 83.0, 74.2), "--out", str(tmp_path / "levers.md")]
+    import sys
+
+    old, sys.argv = sys.argv, ["levers.py", *args]
+    try:
+        levers.main()
+    finally:
+        sys.argv = old
+    table = (tmp_path / "levers.md").read_text()
+    assert table == capsys.readouterr().out
+    rows = table.splitlines()
+    assert rows[3].startswith("| A | student-4-ours | 5,434 | 84.02 | 73.43 | the record (student-4) | does not reproduce")
+    assert rows[4].endswith("| A | the longer run: replaces A |")
+    assert "| B | long items joined: B stays (5,434 steps, not the same as the compared run's 9,000" in rows[5]
+    assert rows[6].endswith("| B | the token-level arm: B stays (oog-m1 mean +0.20 (at least +0.5 needed); "
+                            "oog mean -1.00 (at most 0.5 below allowed)) |")
+    with pytest.raises(UserError, match="FIGURES.json:SUMMARY.json"):
+        levers.run_row(str(res / "student-4.json"))
+    with pytest.raises(UserError, match="train/figures.py --parts oog,oog_wide"):
+        levers.row(res / "step-parity.json", 1)

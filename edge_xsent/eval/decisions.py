@@ -261,3 +261,37 @@ def gpu_student_default(rows: dict[str, dict], shipped: dict) -> str | None:
     best = max(r["oog_wide_mean"] for r in ok.values())
     near = {k: r for k, r in ok.items() if r["oog_wide_mean"] >= best - GPU_TIE_POINTS}
     return max(near, key=lambda k: near[k]["speed_ratio"])
+
+
+# The recipe's GPU runs (studies/gpu-students/README.md, each rule written before its run): run A reproduces the
+# record when its `oog` and `oog-m1` means are each within REPRODUCE_POINTS of the record's student's, at the
+# record's steps; a lever's run (B longer, J joined items, T the token arm) replaces the run it is compared with when
+# its `oog-m1` mean is at least LEVER_GAIN above it and its `oog` mean at most LEVER_OOG_DROP below, at the same
+# steps (B: at more). A run with fewer steps than its rule needs is reported, not judged.
+REPRODUCE_POINTS = 1.0
+LEVER_GAIN = 0.5
+LEVER_OOG_DROP = 0.5
+_EPS = 1e-9  # a boundary the rule includes stays included in float arithmetic
+
+
+def reproduction_failures(run: dict, record: dict) -> list[str]:
+    """run, record: {"steps", "oog_mean", "oog_wide_mean"} -> why the run does not reproduce the record (none: it does)."""
+    if run["steps"] < record["steps"]:
+        return [f"{run['steps']:,d} steps where the record ran {record['steps']:,d}: reported, not judged"]
+    return [f"{name} mean {run[key]:.2f}, {run[key] - record[key]:+.2f} from the record's {record[key]:.2f} "
+            f"(within {REPRODUCE_POINTS:g} needed)"
+            for key, name in (("oog_mean", "oog"), ("oog_wide_mean", "oog-m1"))
+            if abs(run[key] - record[key]) > REPRODUCE_POINTS + _EPS]
+
+
+def lever_failures(run: dict, compared: dict, longer: bool = False) -> list[str]:
+    """run, compared: {"steps", "oog_mean", "oog_wide_mean"} -> why the lever's run does not replace the compared
+    run (none: it does); `longer`: the longer-run lever, whose run must have more steps, not the same."""
+    if not (run["steps"] > compared["steps"] if longer else run["steps"] == compared["steps"]):
+        need = "more than" if longer else "the same as"
+        return [f"{run['steps']:,d} steps, not {need} the compared run's {compared['steps']:,d}: reported, not judged"]
+    gain, drop = run["oog_wide_mean"] - compared["oog_wide_mean"], compared["oog_mean"] - run["oog_mean"]
+    return [msg for ok, msg in [
+        (gain >= LEVER_GAIN - _EPS, f"oog-m1 mean {gain:+.2f} (at least +{LEVER_GAIN:g} needed)"),
+        (drop <= LEVER_OOG_DROP + _EPS, f"oog mean {-drop:+.2f} (at most {LEVER_OOG_DROP:g} below allowed)"),
+    ] if not ok]

@@ -1,0 +1,96 @@
+"""The verdicts of the recipe's GPU runs by the rules studies/gpu-students/README.md wrote before them
+(edge_xsent/eval/decisions.py): A against the record's student (the reproduction rule), then each lever's run
+against the project's candidate so far (A, or the run that replaced it): B the longer run, J long items joined,
+T the token-level arm. Each run is its figures (`train/figures.py --parts oog,oog_wide`) and the summary its
+training wrote (steps).
+
+    python train/levers.py --record benchmarks/results/students/student-4.json --record-steps 5434 \\
+        --a A.json:a-summary.json [--b B.json:b-summary.json] [--j J.json:j-summary.json] [--t T.json:t-summary.json] \\
+        [--out benchmarks/results/students/levers.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from edge_xsent.atomic import atomic_write
+from edge_xsent.errors import UserError
+from edge_xsent.eval import decisions
+from edge_xsent.failures import script_errors
+
+LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level arm"}
+
+
+def row(figures: Path, steps: int) -> dict:
+    """A run as the rules read it: its steps and its `oog` and `oog-m1` means."""
+    try:
+        fig = json.loads(Path(figures).read_text())
+        return {"steps": steps, "oog_mean": fig["oog"]["mean"], "oog_wide_mean": fig["oog_wide"]["mean"],
+                "name": fig.get("name", Path(figures).stem)}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{figures}: not a figures file with oog and oog_wide ({e}); make it with "
+                        "train/figures.py --parts oog,oog_wide") from None
+
+
+def run_row(spec: str) -> dict:
+    """FIGURES:SUMMARY -> row, the steps read from the training's summary.json."""
+    figures, sep, summary = spec.partition(":")
+    if not sep:
+        raise UserError(f"{spec}: give FIGURES.json:SUMMARY.json (the run's figures, then its training summary)")
+    try:
+        steps = int(json.loads(Path(summary).read_text())["steps"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{summary}: not a training summary with steps ({e})") from None
+    return row(Path(figures), steps)
+
+
+def verdicts(record: dict, a: dict, levers: dict[str, dict]) -> list[dict]:
+    """One line per run, in the rules' order; a lever that passes becomes the candidate the next is compared with."""
+    fails = decisions.reproduction_failures(a, record)
+    lines = [{"run": "A", **a, "against": f"the record ({record['name']})", "failures": fails,
+              "verdict": "reproduces the record" if not fails else "does not reproduce the record"}]
+    candidate, candidate_name = a, "A"
+    for key, run in levers.items():
+        fails = decisions.lever_failures(run, candidate, longer=key == "b")
+        lines.append({"run": key.upper(), **run, "against": candidate_name, "failures": fails,
+                      "verdict": f"{LEVERS[key]}: replaces {candidate_name}" if not fails else
+                      f"{LEVERS[key]}: {candidate_name} stays"})
+        if not fails:
+            candidate, candidate_name = run, key.upper()
+    return lines
+
+
+def to_markdown(lines: list[dict], record: dict) -> str:
+    out = ["| run | figures | steps | `oog` | `oog-m1` | judged against | verdict |", "|---|---|---|---|---|---|---|",
+           f"| record | {record['name']} | {record['steps']:,d} | {record['oog_mean']:.2f} | "
+           f"{record['oog_wide_mean']:.2f} | | |"]
+    for x in lines:
+        why = f" ({'; '.join(x['failures'])})" if x["failures"] else ""
+        out.append(f"| {x['run']} | {x['name']} | {x['steps']:,d} | {x['oog_mean']:.2f} | {x['oog_wide_mean']:.2f} | "
+                   f"{x['against']} | {x['verdict']}{why} |")
+    return "\n".join(out) + "\n"
+
+
+@script_errors
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--record", type=Path, required=True, help="the record's student's figures (student-4.json)")
+    ap.add_argument("--record-steps", type=int, required=True, help="the steps the record ran (5434)")
+    ap.add_argument("--a", required=True, help="run A, the recipe: FIGURES.json:SUMMARY.json")
+    for key, what in LEVERS.items():
+        ap.add_argument(f"--{key}", help=f"run {key.upper()}, {what}: FIGURES.json:SUMMARY.json")
+    ap.add_argument("--out", type=Path, help="also write the table here (markdown)")
+    args = ap.parse_args()
+    record = row(args.record, args.record_steps)
+    levers = {key: run_row(getattr(args, key)) for key in LEVERS if getattr(args, key)}
+    table = to_markdown(verdicts(record, run_row(args.a), levers), record)
+    if args.out:
+        with atomic_write(args.out) as f:
+            f.write(table)
+    print(table, end="")
+
+
+if __name__ == "__main__":
+    main()
