@@ -54,7 +54,7 @@ def figures(cfg: TrainConfig, pairs: int, rounds: int) -> dict:
     model, tok, _ = e5_start(range(n), cfg.model.max_len)
     token_teacher = TokenTeacher.for_student(tok, n, cfg.token_layers)
     t = time.perf_counter()
-    targets = torch.from_numpy(load_teacher(cfg.teacher).encode(english))
+    targets = torch.from_numpy(load_teacher(cfg.teacher, max_len=cfg.teacher_max_len).encode(english))
     label_s = time.perf_counter() - t
     trainer = Trainer(cfg, model.train(), torch.zeros(tok.vocab_size, dtype=torch.bool), torch.device("cpu"),
                       teacher_dim=targets.shape[1], token_teacher=token_teacher)

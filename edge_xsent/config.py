@@ -46,7 +46,7 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "weight_decay": (0.0, None), "warmup_steps": (0, None), "max_steps": (1, None), "pause_at": (1, None), "grad_clip": (1e-12, None),
                 "eval_every": (1, None), "checkpoint_every": (1, None), "log_every": (1, None), "valid_pairs": (0, None),
                 "max_train_pairs": (1, None), "max_mono_texts": (1, None), "seed": (0, 2**32 - 1), "threads": (1, 1024), "distance_weight": (0.0, None),
-                "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None),
+                "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None), "teacher_max_len": (3, 512),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
                 "anchor_weight": (0.0, None), "token_weight": (0.0, None), "max_minutes": (0.1, None),
                 "join_share": (0.0, 1.0), "join_chars": (1, 100_000)}
@@ -197,6 +197,7 @@ class TrainConfig:
     teacher_loss: str = "cos"  # cos | mse | nce | mse+nce (objectives.distill_loss)
     teacher_proj: str = "learned"  # learned: a linear map to the teacher's space, trained with the student and not saved | none: the student's own vector meets the teacher's (a start in its space, its width)
     teacher_cache: str = "~/.cache/edge-xsent/teacher"  # where teacher vectors are kept between runs
+    teacher_max_len: int = 512  # e5 teachers: the ids a text's teacher vector reads, <s> and </s> included (the GPU students' record: 128)
     mono_batch_size: int = 0  # monolingual texts (the corpus's mono.tsv) per step, teacher only
     max_mono_texts: int | None = None  # read at most this many monolingual texts, round-robin over languages in train/label.py's order (all when unset)
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)

