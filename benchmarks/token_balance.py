@@ -12,6 +12,7 @@ without it on that batch, in turns (e5's blocks read the items too).
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import time
@@ -56,21 +57,23 @@ def figures(cfg: TrainConfig, pairs: int, rounds: int) -> dict:
     t = time.perf_counter()
     targets = torch.from_numpy(load_teacher(cfg.teacher, max_len=cfg.teacher_max_len).encode(english))
     label_s = time.perf_counter() - t
-    trainer = Trainer(cfg, model.train(), torch.zeros(tok.vocab_size, dtype=torch.bool), torch.device("cpu"),
-                      teacher_dim=targets.shape[1], token_teacher=token_teacher)
+    avoid = torch.zeros(tok.vocab_size, dtype=torch.bool)
+    without = Trainer(dataclasses.replace(cfg, token_weight=0.0), copy.deepcopy(model).train(), avoid,
+                      torch.device("cpu"), teacher_dim=targets.shape[1])  # the same start, for the step's cost
+    trainer = Trainer(cfg, model.train(), avoid, torch.device("cpu"), teacher_dim=targets.shape[1],
+                      token_teacher=token_teacher)
     params = [p for p in trainer.objective.parameters() if p.requires_grad]  # what the optimiser moves
     ids, mask = (torch.from_numpy(x) for x in pad_batch(tok.encode(texts, cfg.model.max_len)))
-    losses = trainer.objective({"m": ids, "mm": mask, "tm": targets}, torch.Generator())
+    batch = {"m": ids, "mm": mask, "tm": targets}
+    losses = trainer.objective(batch, torch.Generator())
     vec_norm, vec_grads = grad_norm(losses["teacher"], params)
     token_norm, token_grads = grad_norm(losses["token"], params)
     cosine = sum((a * b).sum() for a, b in zip(vec_grads, token_grads)) / (vec_norm * token_norm)
-    batch = {"m": ids, "mm": mask, "tm": targets}
-    without = Trainer(dataclasses.replace(cfg, token_weight=0.0), e5_start(range(n), cfg.model.max_len)[0].train(),
-                      torch.zeros(tok.vocab_size, dtype=torch.bool), torch.device("cpu"), teacher_dim=targets.shape[1])
     step_s = step_seconds({"token": trainer, "without": without}, batch, rounds)
     return {"data": portable(cfg.data), "blocks": n, "token_pairs": token_teacher.pairs, "items": len(texts),
             "tokens": int(mask.sum()), "teacher_loss": cfg.teacher_loss, "label_seconds": round(label_s, 1),
-            "loss": {"vector": round(float(losses["teacher"].detach()), 4), "token": round(float(losses["token"].detach()), 4)},
+            "loss": {"vector": round(float(losses["teacher"].detach()), 4),
+                     "token": round(float(losses["token"].detach()), 4)},
             "grad_norm": {"vector": round(vec_norm, 4), "token": round(token_norm, 4)},
             "ratio": round(vec_norm / token_norm, 2), "grad_cosine": round(float(cosine), 3),
             "step_seconds": step_s, "step_ratio": round(step_s["token"] / step_s["without"], 2),

@@ -289,12 +289,12 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
     import subprocess
 
     from conftest import ROOT
+    from edge_xsent.flags import MODEL_FLAGS
 
     tmp, _ = joined
     cfg = recipe(tmp_path)
     lines = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg).items() if k != "model" and v is not None]
-    model = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg.model).items() if k in ("vocab_size", "n_layers", "d_model",
-                                                                                      "n_heads", "d_ff", "max_len", "dropout")]
+    model = [f"{k} = {json.dumps(getattr(cfg.model, k))}" for k in MODEL_FLAGS if getattr(cfg.model, k) is not None]
     toml = tmp_path / "recipe.toml"
     toml.write_text("\n".join(lines + ["[model]"] + model) + "\n")
     env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "CONFIG": str(toml),

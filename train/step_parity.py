@@ -100,7 +100,8 @@ def our_side(inputs: list[str], targets: list[str], steps: int, lr: float) -> di
     order = e5_order(read_e5())
     ids = [np.asarray(x, dtype=np.int64) for x in tok.encode(inputs, cfg.model.max_len)]
     with tempfile.TemporaryDirectory() as cache:  # label() as a run labels: normalised, cached, a memory map
-        vecs, rows = label(targets, load_teacher(cfg.teacher, threads=torch.get_num_threads(), max_len=cfg.teacher_max_len), cache, progress=False)
+        teacher = load_teacher(cfg.teacher, threads=torch.get_num_threads(), max_len=cfg.teacher_max_len)
+        vecs, rows = label(targets, teacher, cache, progress=False)
         items = TokenizedTexts(ids, np.array(vecs), rows)
     trainer = Trainer(cfg, model, torch.zeros(model.cfg.vocab_size, dtype=torch.bool), torch.device("cpu"), teacher_dim=384)
     batch = text_batch(items, np.arange(len(ids)))

@@ -35,6 +35,7 @@ MAGIC = b"E5S1"
 QK = 32  # weights per Q4_0 block
 PREFIX = "query: "
 E5_BOS, E5_PAD = 0, 1  # e5's ids; ours swap them (pad first)
+E5_MAX_LEN = 512  # the ids e5 reads at most (its positions); a teacher may read fewer (teacher_max_len)
 
 
 @dataclass
@@ -226,7 +227,7 @@ class E5Tokenizer:
 
         return TextRules(self.norm, prefix).normalize(text)
 
-    def encode(self, texts: Sequence[str], max_len: int = 512, prefix: str = PREFIX) -> list[list[int]]:
+    def encode(self, texts: Sequence[str], max_len: int = E5_MAX_LEN, prefix: str = PREFIX) -> list[list[int]]:
         """Token ids in our order, <s> and </s> included, the content cut to `max_len` - 2."""
         ids = self.sp.encode([self.normalize(t, prefix) for t in texts])
         return [[self.bos, *x[: max_len - 2], self.eos] for x in ids]
@@ -272,7 +273,7 @@ class E5Teacher:
     dim = 384
     languages = None  # about 100, not listed: every text is labelled
 
-    def __init__(self, path: str | Path | None = None, threads: int | None = None, max_len: int = 512,
+    def __init__(self, path: str | Path | None = None, threads: int | None = None, max_len: int = E5_MAX_LEN,
                  onnx: str | Path | None = None, prefix: str = PREFIX, device: str = "cpu"):
         from edge_xsent.threads import check_threads, set_torch_threads
 
@@ -281,7 +282,7 @@ class E5Teacher:
         self.version = version()
         kind = "torch" if onnx is None else "onnx-int8"
         self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": ")) + \
-            ("" if max_len == 512 else f"-{max_len}ids")  # labels of another length go to a cache of their own
+            ("" if max_len == E5_MAX_LEN else f"-{max_len}ids")  # labels of another length go to a cache of their own
         if onnx is None:
             set_torch_threads(threads)
             self.model, self.tokenizer = load_e5(path)

@@ -33,8 +33,7 @@ from edge_xsent.atomic import atomic_write, check_into
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import read_bytes, read_json
 from edge_xsent.text import normalize
-
-E5_MAX_LEN = 512  # the ids an e5 teacher reads at most (its positions); teacher_max_len may cut them shorter
+from edge_xsent.train.e5 import E5_MAX_LEN
 
 FORMAT = "edge-xsent-teacher-cache"
 KEY_BYTES = 16
