@@ -20,6 +20,7 @@ from edge_xsent.train.e5 import E5_FILE_ENV, E5Tokenizer, dequantize_q4, our_id,
 from edge_xsent.errors import UserError
 from edge_xsent.train.objectives import distill_loss
 from edge_xsent.train.schedule import TIMED_STEPS, Deadline, steps_that_fit
+from test_build import fake_cache  # noqa: F401  (a fixture: a small apt cache laid out like the real one)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -33,6 +34,16 @@ def recipe(tmp, **over) -> TrainConfig:
                 warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0, join_share=0.25)
     model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
     return TrainConfig(model=model, **{**base, **over})
+
+
+def recipe_toml(cfg: TrainConfig, path: Path, tables: str = "") -> Path:
+    """`cfg` as a recipe file (every setting, then [model]), with more tables after."""
+    from edge_xsent.flags import MODEL_FLAGS
+
+    lines = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg).items() if k != "model" and v is not None]
+    model = [f"{k} = {json.dumps(getattr(cfg.model, k))}" for k in MODEL_FLAGS if getattr(cfg.model, k) is not None]
+    path.write_text("\n".join(lines + ["[model]"] + model) + "\n" + tables)
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +96,29 @@ def test_the_pack_command_tells_which_recipes_a_pack_fits(joined, tmp_path, caps
     with pytest.raises(SystemExit) as e:
         fits(["fits", "--config", str(toml), "--join-share", "0.5", str(tmp / "pack")])
     assert e.value.code == 1 and "join_share 0.25 in the pack, 0.5 in the recipe" in capsys.readouterr().err
+
+
+def test_inputs_builds_what_is_missing_then_packs_and_does_neither_twice(fake_cache, tmp_path, capsys):  # noqa: F811
+    """`device_pack.py inputs`, a bare machine's one command: the recipe's corpus built by its [ship.datasets] (here
+    from a small apt cache), then the pack; again, both are kept; a pack there that does not fit is refused, kept."""
+    from conftest import script_module
+
+    built, pack = tmp_path / "corpus", tmp_path / "pack"
+    cfg = recipe(tmp_path, data=str(built), join_share=0.0)
+    toml = recipe_toml(cfg, tmp_path / "r.toml", f'[ship]\nparts = ["general"]\n[ship.datasets]\n'
+                                                 f'"{built}" = "build --langs fr --offline --cache {fake_cache}"\n')
+    inputs = ["inputs", "--config", str(toml), "--out", str(pack)]
+    main = script_module("train/device_pack.py").main
+    main(inputs)
+    assert f"{built} (training): ready" in capsys.readouterr().out and (built / "stats.json").exists()
+    assert devicepack.misfits(cfg, devicepack.read_manifest(pack)) == []
+    stamps = {p: p.stat().st_mtime_ns for p in [*built.iterdir(), *pack.rglob("*")]}
+    main(inputs)
+    assert f"{pack} fits" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        main([*inputs, "--join-share", "0.5"])
+    assert e.value.code == 1 and "does not fit" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in [*built.iterdir(), *pack.rglob("*")]} == stamps
 
 
 def test_a_balanced_run_joins_pairs_that_follow_each_other_in_the_corpus(tmp_path):
@@ -289,14 +323,9 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
     import subprocess
 
     from conftest import ROOT
-    from edge_xsent.flags import MODEL_FLAGS
 
     tmp, _ = joined
-    cfg = recipe(tmp_path)
-    lines = [f"{k} = {json.dumps(v)}" for k, v in vars(cfg).items() if k != "model" and v is not None]
-    model = [f"{k} = {json.dumps(getattr(cfg.model, k))}" for k in MODEL_FLAGS if getattr(cfg.model, k) is not None]
-    toml = tmp_path / "recipe.toml"
-    toml.write_text("\n".join(lines + ["[model]"] + model) + "\n")
+    toml = recipe_toml(recipe(tmp_path), tmp_path / "recipe.toml")
     env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "CONFIG": str(toml),
            "BUDGET": "600", "A_FLAGS": "--max-steps 2 --join-share 0"}
 

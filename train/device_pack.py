@@ -4,9 +4,13 @@
     python train/device_pack.py fits --config train/gpu-students.toml .devpack   # here: does a pack still fit the recipe?
     python train/device_pack.py pack --config train/gpu-students.toml --join-share 0.25 --out .devpack  # also serves
                                                    # runs with long pairs joined (the recipe's own join_share otherwise)
+    python train/device_pack.py inputs --config train/gpu-students.toml --join-share 0.25 --out .devpack  # a bare
+                       # machine: the recipe's datasets built where missing ([ship.datasets]), then the pack unless it fits
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
 
+`inputs` is the one command that rebuilds every input of such a run and of its judging on a bare machine (the
+corpus, `oog`, `oog-m1`: hours of `edge-xsent data` the first time; then minutes of packing) and does nothing twice.
 `pack` writes what the run reads, the text and e5-small's file cut to the pieces that text needs, split
 into call folders that each fit one call beside the checkout. Each call carries one (`carry`) and
 copies it to the device's /tmp/pack; the call that trains joins them first. `student` writes a trained
@@ -16,10 +20,47 @@ run's student as a student file (e5's table left out), which `train/student_fold
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 from pathlib import Path
 
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
+
+HERE = Path(__file__).resolve().parent
+
+
+def pipeline():
+    """train/pipeline.py, the ship's stages (a script beside this one, as train/ship.py loads it)."""
+    spec = importlib.util.spec_from_file_location("pipeline", HERE / "pipeline.py")
+    module = sys.modules["pipeline"] = importlib.util.module_from_spec(spec)  # registered: its dataclasses need it
+    spec.loader.exec_module(module)
+    return module
+
+
+def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
+    """The recipe's datasets built where missing, then its pack at `out` unless one there fits (never replaced)."""
+    from edge_xsent.train import devicepack
+
+    ship = pipeline()
+    for name, (path, role, _) in ship.build_missing(ship.Plan.read(config)).items():
+        print(f"{name} ({role}): ready")
+    if out.exists() and any(out.iterdir()):
+        differ = devicepack.misfits(cfg, devicepack.read_manifest(out))
+        if differ:
+            raise UserError(f"{out}: a pack that does not fit {config} (" + "; ".join(differ) + "); remove it, or name "
+                            "another --out")
+        print(f"{out} fits {config}: it carries the text the recipe reads")
+        return
+    packed(cfg, out, chunk_bytes)
+
+
+def packed(cfg, out: Path, chunk_bytes: int) -> None:
+    from edge_xsent.train import devicepack
+
+    m = devicepack.pack(cfg, out, chunk_bytes)
+    print(f"{out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
+          f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
 
 
 @script_errors
@@ -33,6 +74,12 @@ def main(argv: list[str] | None = None) -> None:
                                                      "teacher rows the joined pairs read")
     pk.add_argument("--out", type=Path, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
     pk.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
+    ip = sub.add_parser("inputs", help="every input of the recipe's run and its judging, built where missing, and "
+                                       "the pack unless one at --out fits")
+    ip.add_argument("--config", type=Path, required=True, help="the recipe, with its [ship.datasets]")
+    ip.add_argument("--join-share", type=float, help="join_share, if not the recipe's (as pack)")
+    ip.add_argument("--out", type=Path, required=True, help="the pack's folder (as pack); a pack there that fits is kept")
+    ip.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
     ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
     ft.add_argument("--config", type=Path, required=True, help="the recipe")
     ft.add_argument("--data", help="the corpus, if not the recipe's")
@@ -47,20 +94,20 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     from edge_xsent.train import devicepack
 
-    if args.action in ("pack", "fits"):
+    if args.action in ("pack", "fits", "inputs"):
         from edge_xsent.config import TrainConfig
 
-        over = {k: v for k, v in (("data", args.data), ("join_share", args.join_share)) if v is not None}
+        over = {k: v for k, v in (("data", getattr(args, "data", None)), ("join_share", args.join_share)) if v is not None}
         cfg = TrainConfig.from_toml(args.config, over or None)
     if args.action == "fits":
         differ = devicepack.misfits(cfg, devicepack.read_manifest(args.pack))
         if differ:
             raise UserError(f"{args.pack} does not fit {args.config}: " + "; ".join(differ) + "; pack it again")
         print(f"{args.pack} fits {args.config}: it carries the text the recipe reads")
+    elif args.action == "inputs":
+        inputs(args.config, cfg, args.out, int(args.chunk_mb * 2**20))
     elif args.action == "pack":
-        m = devicepack.pack(cfg, args.out, int(args.chunk_mb * 2**20))
-        print(f"{args.out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
-              f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
+        packed(cfg, args.out, int(args.chunk_mb * 2**20))
     elif args.action == "join":
         m = devicepack.join(args.staged, args.into)
         print(f"{args.into}: corpus/ and {devicepack.E5_NAME} ({m['e5_version']}) joined and checked")

@@ -152,12 +152,12 @@ def run(cmd: list[str]) -> None:
                         "message is above); mend it and run the same command again: it goes on where it stopped")
 
 
-def datasets(plan: Plan, record: Record) -> None:
+def build_missing(plan: Plan) -> dict[str, tuple[Path, str, str | None]]:
     """Every dataset of the spec's `[ship.datasets]` (built where missing, in the spec's order: a benchmark that
-    excludes a corpus comes after it) and every one the ship reads, fingerprinted; a fingerprint that differs from
-    the record's is refused."""
+    excludes a corpus comes after it) and every one the ship reads: name -> (path, role, its build's arguments)."""
     builds = {str(Path(k).expanduser()): v for k, v in plan.ship.datasets.items()}
     reads = plan.datasets()
+    ready = {}
     for name in [*plan.ship.datasets, *(n for n in reads if n not in plan.ship.datasets)]:
         path, role = resolve(name), reads.get(name, "an input of another's build")
         how = builds.get(str(path))
@@ -167,6 +167,13 @@ def datasets(plan: Plan, record: Record) -> None:
                                 f'"{name}" = "build --langs ... --sources ..." (or "reserved ...") under '
                                 f"[ship.datasets] in {plan.recipe}")
             run([*CLI, "data", *shlex.split(how), "--out", path])
+        ready[name] = (path, role, how)
+    return ready
+
+
+def datasets(plan: Plan, record: Record) -> None:
+    """build_missing's datasets fingerprinted; a fingerprint that differs from the record's is refused."""
+    for name, (path, role, how) in build_missing(plan).items():
         sha = fingerprint(path)
         seen = record.data["datasets"].get(name)
         if seen and seen["sha256"] != sha:
