@@ -350,7 +350,8 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
 
 def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_path, capsys):
     """train/levers.py on the committed record and first run (C as A: 4.4 and 5.7 points under, no reproduction),
-    then levers made up around it: B replaces A, J is judged against B (not the same steps: not judged), T against B."""
+    then levers made up around it: B replaces A, J is judged against B (not the same steps: not judged), T against B,
+    F (5 blocks) replaces B at the rule's boundary."""
     from conftest import ROOT, script_module
 
     levers = script_module("train/levers.py")
@@ -364,7 +365,7 @@ def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_pat
     args = ["--record", str(res / "student-4.json"), "--record-steps", "5434",
             "--a", f"{res / 'student-4-ours.json'}:{res / 'gpu-run-20261128' / 'c-summary.json'}",
             "--b", made_up("B", 9000, 84.0, 74.0), "--j", made_up("J", 5434, 85.0, 76.0),
-            "--t", made_up("T", 9000, 83.0, 74.2), "--out", str(tmp_path / "levers.md")]
+            "--t", made_up("T", 9000, 83.0, 74.2), "--f", made_up("F", 9000, 84.0, 74.5), "--out", str(tmp_path / "levers.md")]
     import sys
 
     old, sys.argv = sys.argv, ["levers.py", *args]
@@ -380,6 +381,7 @@ def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_pat
     assert "| B | long items joined: B stays (5,434 steps, not the same as the compared run's 9,000" in rows[5]
     assert rows[6].endswith("| B | the token-level arm: B stays (oog-m1 mean +0.20 (at least +0.5 needed); "
                             "oog mean -1.00 (at most 0.5 below allowed)) |")
+    assert rows[7].endswith("| B | 5 blocks: replaces B |")  # +0.5 oog-m1 at B's steps, oog equal
     with pytest.raises(UserError, match="FIGURES.json:SUMMARY.json"):
         levers.run_row(str(res / "student-4.json"))
     with pytest.raises(UserError, match="train/figures.py --parts oog,oog_wide"):

@@ -1,12 +1,12 @@
 """The verdicts of the recipe's GPU runs by the rules studies/gpu-students/README.md wrote before them
 (edge_xsent/eval/decisions.py): A against the record's student (the reproduction rule), then each lever's run
 against the project's candidate so far (A, or the run that replaced it): B the longer run, J long items joined,
-T the token-level arm. Each run is its figures (`train/figures.py --parts oog,oog_wide`) and the summary its
-training wrote (steps).
+T the token-level arm, F five blocks. Each run is its figures (`train/figures.py --parts oog,oog_wide`) and the
+summary its training wrote (steps).
 
     python train/levers.py --record benchmarks/results/students/student-4.json --record-steps 5434 \\
         --a A.json:a-summary.json [--b B.json:b-summary.json] [--j J.json:j-summary.json] [--t T.json:t-summary.json] \\
-        [--out benchmarks/results/students/levers.md]
+        [--f F.json:f-summary.json] [--out benchmarks/results/students/levers.md]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval import decisions
 from edge_xsent.failures import script_errors
 
-LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level arm"}
+LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level arm", "f": "5 blocks"}
 
 
 def row(figures: Path, steps: int) -> dict:
