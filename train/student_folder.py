@@ -30,8 +30,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--refit-data", help="a corpus: train the kept rows on its text towards the whole table's "
                                          "vectors (edge_xsent/train/refit.py); default: no refit")
     ap.add_argument("--refit-steps", type=int, default=RefitConfig.max_steps, help="steps of the refit")
+    ap.add_argument("--refit-lr", type=float, default=RefitConfig.lr, help="the refit's peak learning rate (Adam)")
     args = ap.parse_args(argv)
-    refit = RefitConfig(data=args.refit_data, max_steps=args.refit_steps) if args.refit_data else None
+    refit = RefitConfig(data=args.refit_data, max_steps=args.refit_steps, lr=args.refit_lr) if args.refit_data else None
     print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows, refit=refit), indent=1))
 
 
