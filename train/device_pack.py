@@ -10,7 +10,7 @@
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
 
 `inputs` is the one command that rebuilds every input of such a run and of its judging on a bare machine (the
-corpus, `oog`, `oog-m1`: hours of `edge-xsent data` the first time; then minutes of packing) and does nothing twice.
+corpus, `oog`, `oog-m1`: most of an hour of `edge-xsent data` the first time, then 8 minutes of packing) and does nothing twice.
 `pack` writes what the run reads, the text and e5-small's file cut to the pieces that text needs, split
 into call folders that each fit one call beside the checkout. Each call carries one (`carry`) and
 copies it to the device's /tmp/pack; the call that trains joins them first. `student` writes a trained
