@@ -19,12 +19,11 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>&1
 python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__)"
 mkdir -p "$O"
 if [ -d "$W/in/corpus" ] && [ -f "$W/in/e5-small-q4.bin" ]; then  # a warm machine's earlier call joined and smoke-ran it
-    echo "joined and smoke-run by an earlier call: $W/in"; SMOKED=1
+    echo "joined and smoke-run by an earlier call: $W/in"
 else
     mkdir -p "$W/pack" && cp "${DEVPACK:-.devpack}"/call-*/* "$W/pack/" && python3 train/device_pack.py join "$W/pack" "$W/in" || exit 1
     echo "joined at +$(( $(date +%s) - T0 )) s"
-fi
-if [ -z "${SMOKED:-}" ]; then  # the first 2,000 pairs (and texts): not 200 MB read for them
+    # the smoke run reads the first 2,000 pairs (and texts): not 200 MB read for them
     mkdir -p "$W/in/smoke" && for f in train valid mono; do [ ! -f "$D/$f.tsv" ] || head -n 2001 "$D/$f.tsv" > "$W/in/smoke/$f.tsv"; done
     MONO=(); [ ! -f "$D/mono.tsv" ] || MONO=(--max-mono-texts 500)
     python3 -m edge_xsent train --config "$CFG" --data "$W/in/smoke" --out "$W/smoke" --max-train-pairs 2000 "${MONO[@]}" \
