@@ -124,7 +124,11 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.option("--table-bits", type=click.Choice([str(b) for b in TABLE_BITS]), default=None,
               callback=lambda ctx, p, v: None if v is None else int(v),
               help="The int8 graph's token table at 8 bits, or 4 (blocks of 32; the MatMuls stay int8): a large "
-                   "vocabulary at about half the size, at int8's speed. Default: the folder's int8 graph's, else 8.")
+                   "vocabulary at about half the size, at int8's speed; or 1: a whole table tiered, the first "
+                   "--table-exact-rows ids at 4 bits, every other id at 1 bit. Default: the folder's int8 graph's, else 8.")
+@click.option("--table-exact-rows", type=click.IntRange(5), default=None,
+              help="With --table-bits 1: the ids kept at 4 bits (the first ones: a student orders its ids by "
+                   "frequency). Default: the folder's int8 graph's.")
 @click.option("--int8-activations", type=click.Choice(list(INT8_ACTIVATIONS)), default=None,
               help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic) or per-row (a "
                    "text's vector does not depend on the texts batched with it). Default: the folder's, else per-tensor.")
@@ -134,7 +138,7 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @THREADS_OPTION
 @user_errors
 def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, table_bits,
-               int8_activations, keep_vocab_from, force):
+               table_exact_rows, int8_activations, keep_vocab_from, force):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
     MODEL_PATH `default` is the shipped model: its full bundle has the float weights that
     sentence-transformers and transformers read.
@@ -158,7 +162,8 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     keep = [line for _, line in read_lines(keep_vocab_from) if line.strip()] if keep_vocab_from else None
     parity = export_bundle(model_path, out, int8=int8, torchscript=torchscript, min_cosine=min_cosine,
                            parity_data=parity_data, fuse=fuse, int4=int4, keep_vocab=keep, int8_weights=int8_weights,
-                           force=force, table_bits=table_bits, int8_activations=int8_activations)
+                           force=force, table_bits=table_bits, int8_activations=int8_activations,
+                           table_exact_rows=table_exact_rows)
     if "pruned" in parity:
         click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(format_parity(parity, out))

@@ -28,7 +28,7 @@ INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUIn
 DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (results/int8-variants.md)
 SHIP_RULES = ("multilingual", "student", "gpu-students")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
 # studies/pruned-student/README.md
-TABLE_BITS = (8, 4)  # the int8 graph's token table: int8, or 4-bit blocks (export.quantize_int8)
+TABLE_BITS = (8, 4, 1)  # the int8 graph's token table: int8, 4-bit blocks, or tiered: 4 bits then 1 (export.quantize_int8)
 # The int8 graph's activation scales: one per MatMul input over the whole batch (quantize_dynamic), or one per row,
 # so a text's vector does not depend on its batch (edge_xsent/export/rowquant.py).
 INT8_ACTIVATIONS = ("per-tensor", "per-row")

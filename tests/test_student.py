@@ -93,6 +93,46 @@ def test_the_folder_reads_text_as_the_students_pipeline(e5, student, student_fil
     assert record["blocks"] == 1 and tok.vocab_size == len(e5.pieces)
 
 
+# decomposed text (NFD) in several scripts: a letter and its combining marks, Hangul jamo, kana sound marks
+COMPOSED = ["Xin chào thế giới, tiếng Việt rất đẹp", "한국어 문장을 씁니다", "Ελληνικά: ά έ ΐ ϊ", "Йогурт и ёлка",
+            "naïve café à Noël", "ガイド パン", "Ça marche très bien", "Größe: 3½ Zoll"]
+
+
+def e5_sentencepiece(e5):
+    """e5's own tokenizer as SentencePiece runs it: e5's pieces and scores (in a student's id order) with the
+    normaliser its model was built with, SentencePiece's `nmt_nfkc` (longest-match rules on sequences
+    as well as characters), not edge-xsent's code."""
+    import io
+
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    from edge_xsent.train.e5 import sentencepiece_proto
+    from edge_xsent.train.student import e5_order
+
+    throwaway = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(["a b c d e f g h"] * 8), model_writer=throwaway, vocab_size=12,
+                                   model_type="char", normalization_rule_name="nmt_nfkc", minloglevel=2)
+    nmt = pb.ModelProto()
+    nmt.ParseFromString(throwaway.getvalue())
+    proto = pb.ModelProto()
+    proto.ParseFromString(sentencepiece_proto(e5, e5_order(e5)))
+    proto.normalizer_spec.CopyFrom(nmt.normalizer_spec)
+    return spm.SentencePieceProcessor(model_proto=proto.SerializeToString())
+
+
+def test_decomposed_text_reads_as_e5s_own_sentencepiece_reads_it(e5, student):
+    import unicodedata
+
+    _, tok, _ = student
+    sp = e5_sentencepiece(e5)
+    forms = {form: [unicodedata.normalize(form, t) for t in COMPOSED] for form in ("NFC", "NFD")}
+    assert forms["NFD"] != forms["NFC"]
+    want = [[3, *x, 4] for x in sp.encode(["passage: " + t for t in forms["NFD"]])]
+    assert tok.encode(forms["NFD"]) == tok.encode(forms["NFC"]) == want
+    assert tok.encode(["\uff76\uff9e"]) == tok.encode(["\u30ac"])  # half-width kana and its sound mark: one letter
+
+
 def test_a_long_text_keeps_its_closing_id(student):
     _, tok, _ = student
     ids = tok.encode(["word " * 400], 128)[0]
@@ -144,6 +184,12 @@ def test_the_rules_round_trip_and_read_as_the_students_normalisation():
     again = TextRules.from_json(rules.to_json(), "x")
     assert again == rules
     assert rules.normalize("\uff21\t\u200b b") == "passage: A b"
+    composing = TextRules({0xFF76: "\u30ab", 0xFF9E: "\u3099"}, "", compose="NFC")
+    assert TextRules.from_json(composing.to_json(), "x") == composing
+    assert composing.normalize("e\u0301 \uff76\uff9e") == "\u00e9 \u30ac"  # composed before the map and after it
+    assert rules.normalize("e\u0301") == "passage: e\u0301"  # rules written before `compose` read as they did
+    with pytest.raises(UserError, match="compose"):
+        TextRules.from_json({**composing.to_json(), "compose": "NFKD"}, "x")
 
 
 def test_a_student_file_of_something_else_is_one_error(tmp_path):
@@ -169,15 +215,18 @@ def test_the_table_rule_takes_all_the_budget_allows():
 
 
 def test_tokenizer_json_gives_the_same_ids_in_tokenizers(student):
-    """The Rust `tokenizers` (fastembed, optimum, sentence-transformers) read e5's map exactly; a blank text is
-    the one difference: edge-xsent gives it no tokens (a zero vector), they read `<s> passage: </s>`."""
+    """The Rust `tokenizers` (fastembed, optimum, sentence-transformers) read e5's map exactly, decomposed text
+    too; a blank text is the one difference: edge-xsent gives it no tokens (a zero vector), they read
+    `<s> passage: </s>`."""
+    import unicodedata
+
     from tokenizers import Tokenizer as HF
 
     from edge_xsent.encode.hf import tokenizer_json
 
     _, tok, _ = student
     hf = HF.from_str(json.dumps(tokenizer_json(tok)))
-    texts = [t for t in SCRIPTS if t.strip()]
+    texts = [t for t in SCRIPTS if t.strip()] + [unicodedata.normalize("NFD", t) for t in COMPOSED]
     assert [e.ids for e in hf.encode_batch(texts)] == tok.encode(texts)
 
 

@@ -4,6 +4,7 @@
     python train/student_folder.py STUDENT --out DIR --rows 48000        # a table size of one's own
     python train/student_folder.py out/student/ --out models/student-4   # the parts a device run returned
     python train/student_folder.py STUDENT --out DIR --refit-data ~/edge-xsent-data/corpus-m1   # kept rows refitted
+    python train/student_folder.py STUDENT --out DIR --table tiered    # every piece a row: 4 bits, then 1 bit
 
 The table's size follows the rule in student.rows_for_budget (the most rows within --max-bytes);
 the build record (rule, rows, graph bytes, parity) is printed as JSON and kept in training.json.
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from edge_xsent.failures import script_errors
 from edge_xsent.train.refit import RefitConfig
-from edge_xsent.train.student import MAX_GRAPH_BYTES, build_folder
+from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder
 
 
 @script_errors
@@ -26,14 +27,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small), or a folder of its parts")
     ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
     ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
-    ap.add_argument("--rows", type=int, help="table rows (default: the rule's, from --max-bytes)")
+    ap.add_argument("--table", choices=TABLES, default="cut", help="the table's form: cut (the rows that fit, the "
+                    "rest reading their nearest) or tiered (every piece: the rows that fit at 4 bits, the rest at 1 bit)")
+    ap.add_argument("--rows", type=int, help="table rows, 4-bit rows when tiered (default: the rule's, from --max-bytes)")
     ap.add_argument("--refit-data", help="a corpus: train the kept rows on its text towards the whole table's "
                                          "vectors (edge_xsent/train/refit.py); default: no refit")
     ap.add_argument("--refit-steps", type=int, default=RefitConfig.max_steps, help="steps of the refit")
     ap.add_argument("--refit-lr", type=float, default=RefitConfig.lr, help="the refit's peak learning rate (Adam)")
     args = ap.parse_args(argv)
     refit = RefitConfig(data=args.refit_data, max_steps=args.refit_steps, lr=args.refit_lr) if args.refit_data else None
-    print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows, refit=refit), indent=1))
+    print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows, refit=refit, table=args.table),
+                     indent=1))
 
 
 if __name__ == "__main__":

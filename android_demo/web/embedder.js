@@ -56,13 +56,14 @@ export class Embedder {
   }
 }
 
-// A student of multilingual-e5-small reads text by e5's rules (the folder's tokenizer_rules.json): its
-// per-character map, runs of spaces collapsed, a prefix, <s> ... </s>. tokenizers.js approximates that map
+// A student of multilingual-e5-small reads text by e5's rules (the folder's tokenizer_rules.json): NFC, its
+// per-character map, NFC, runs of spaces collapsed, a prefix, <s> ... </s>. tokenizers.js approximates that map
 // by NFKC, so the page applies the map itself and lets tokenizers.js only mark the spaces.
 class Rules {
   constructor(rules) {
     this.map = new Map(Object.entries(rules.char_map).map(([cp, out]) => [Number(cp), out]));
     this.prefix = rules.prefix;
+    this.compose = rules.compose === "NFC";
     this.head = rules.bos_id === null ? [] : [rules.bos_id];
     this.tail = rules.eos_id === null ? [] : [rules.eos_id];
   }
@@ -73,13 +74,15 @@ class Rules {
              normalizer: { type: "Sequence", normalizers: tokJson.normalizer.normalizers.filter(keep) } };
   }
 
+  // As TextRules.normalize: NFC (when the rules compose), the map, NFC again, runs of spaces collapsed.
   normalize(text) {
     let out = "";
-    for (const ch of this.prefix + text) {
+    const nfc = (s) => (this.compose ? s.normalize("NFC") : s);
+    for (const ch of nfc(this.prefix + text)) {
       const to = this.map.get(ch.codePointAt(0));
       out += to === undefined ? ch : to;
     }
-    return out.replace(/ {2,}/g, " ");
+    return nfc(out).replace(/ {2,}/g, " ");
   }
 
   wrap(ids, maxLen) {

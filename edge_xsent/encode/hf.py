@@ -139,8 +139,9 @@ def tokenizer_json(tok: "Tokenizer") -> dict:
             replace({"Regex": "^ +| +$"}, "")]
     post = None
     if tok.rules:  # a student's: e5's map (exact in `tokenizers`; transformers.js approximates it by NFKC)
-        text = [{"type": "Prepend", "prepend": tok.rules.prefix}, {"type": "Precompiled", "precompiled_charsmap":
-                base64.b64encode(charsmap(tok.rules.char_map)).decode()}, replace({"Regex": " {2,}"}, " ")]
+        compose = [{"type": tok.rules.compose}] if tok.rules.compose else []  # TextRules.compose: NFC, map, NFC
+        text = [{"type": "Prepend", "prepend": tok.rules.prefix}, *compose, {"type": "Precompiled", "precompiled_charsmap":
+                base64.b64encode(charsmap(tok.rules.char_map)).decode()}, *compose, replace({"Regex": " {2,}"}, " ")]
         post, vocab = rules_template(tok, vocab)
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],

@@ -1,7 +1,7 @@
 """Float weights read back from an int8 ONNX graph, so a model can ship one artifact.
 
 The graph holds every encoder weight: the named float tensors as they are, the embedding tables
-as uint8 with one scale each (or 4-bit blocks, `export --table-bits 4`), the matmuls as int8 per
+as uint8 with one scale each (or 4-bit blocks, `export --table-bits 4`, or tiered, `--table-bits 1`), the matmuls as int8 per
 output channel. Dequantized, they give
 sentence vectors at cosine 0.9999 to the trained fp32 weights and fine-tune alike
 (studies/float-weights/). The generative head, which inference does not use, is not in the graph;
@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.config import EncoderConfig
+from edge_xsent.encode.tiered_table import NAMES, unpack
 from edge_xsent.errors import UserError
 
 LINEARS = ("qkv", "proj", "ff1", "ff2")  # each block's matmuls, in the order the exporter emits them
@@ -70,6 +71,8 @@ def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) 
             w = dequantize(inits[name + "_quantized"], inits[name + "_scale"], inits[name + "_zero_point"])
         elif name + "_Q4" in inits:  # export --table-bits 4
             w = dequantize_blocks(inits[name + "_Q4"], inits[name + "_scales"], _block_size(proto, name + "_Q4"))
+        elif table == "tok_emb" and "tiered_sign_codes" in inits:  # export --table-bits 1
+            w = unpack({k: inits["tiered_" + k] for k in NAMES})
         else:
             raise UserError(f"{graph}: no quantized {table} table; is it an int8 graph made by `edge-xsent export --int8`?")
         state[f"{table}.weight"] = torch.from_numpy(w)

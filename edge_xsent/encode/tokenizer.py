@@ -17,6 +17,7 @@ import io
 import json
 import random
 import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,19 +38,33 @@ class TextRules:
     """How a tokenizer inherited from another model reads text (a student of multilingual-e5-small,
     student.py): that model's own per-character map instead of NFKC, runs of spaces collapsed, a
     prefix, and ids around the pieces. Saved beside tokenizer.model as `tokenizer_rules.json`, which
-    the web, JVM and Hugging Face tokenizers read too."""
+    the web, JVM and Hugging Face tokenizers read too.
+
+    `compose = "NFC"` puts the text in NFC before the map and again after it. e5's SentencePiece
+    normaliser also maps sequences (a letter and its combining marks, Hangul jamo, half-width kana and
+    their sound marks) to one character; a per-character map alone never does, so decomposed text
+    (much Vietnamese on the web) read as other pieces than the same text composed. NFC, map, NFC equals
+    SentencePiece's own nmt_nfkc normaliser on the sample corpus in NFC, NFD and NFKD alike, and every
+    stack has NFC. Rules written before it (no `compose`) read as they did."""
     char_map: dict[int, str] = field(repr=False)
     prefix: str = ""
     bos_id: int | None = None
     eos_id: int | None = None
     source: str = ""
+    compose: str = ""  # "NFC" or "" (none: rules files written before it)
 
     def normalize(self, text: str) -> str:
-        return _SPACES.sub(" ", (self.prefix + text).translate(self.char_map))  # {code point: replacement}
+        text = self.prefix + text
+        if self.compose:
+            text = unicodedata.normalize(self.compose, unicodedata.normalize(self.compose, text).translate(self.char_map))
+        else:
+            text = text.translate(self.char_map)  # {code point: replacement}
+        return _SPACES.sub(" ", text)
 
     def to_json(self) -> dict:
-        return {"char_map": {str(k): v for k, v in sorted(self.char_map.items())}, "collapse_spaces": True,
-                "prefix": self.prefix, "bos_id": self.bos_id, "eos_id": self.eos_id, "source": self.source}
+        out = {"char_map": {str(k): v for k, v in sorted(self.char_map.items())}, "collapse_spaces": True,
+               "prefix": self.prefix, "bos_id": self.bos_id, "eos_id": self.eos_id, "source": self.source}
+        return {**out, "compose": self.compose} if self.compose else out
 
     @classmethod
     def from_json(cls, d: object, where: str | Path) -> "TextRules":
@@ -61,7 +76,9 @@ class TextRules:
             if not all(isinstance(v, str) for v in [*char_map.values(), d["prefix"], d.get("source", "")]) or \
                     not all(i is None or (isinstance(i, int) and not isinstance(i, bool) and i >= 0) for i in ids):
                 raise ValueError("char_map values, prefix and source are strings; bos_id and eos_id ids or null")
-            return cls(char_map, d["prefix"], *ids, d.get("source", ""))
+            if d.get("compose", "") not in ("", "NFC"):
+                raise ValueError(f"compose is \"NFC\" or absent, not {d.get('compose')!r}")
+            return cls(char_map, d["prefix"], *ids, d.get("source", ""), d.get("compose", ""))
         except (KeyError, ValueError, TypeError, AttributeError) as e:
             raise UserError(f"{where}: corrupt tokenizer rules ({e}); re-export or re-download the model") from None
 

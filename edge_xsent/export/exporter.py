@@ -111,12 +111,14 @@ def strip_stack_traces(path: Path) -> None:
 
 
 def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str = DEFAULT_INT8_WEIGHTS,
-                  table_bits: int = 8, activations: str = DEFAULT_INT8_ACTIVATIONS) -> dict:
+                  table_bits: int = 8, activations: str = DEFAULT_INT8_ACTIVATIONS, table_exact_rows: int = 0) -> dict:
     """`keep_fp32`: node names left unquantised (`projection_nodes`); `weights`: a key of INT8_WEIGHTS;
     `activations`: "per-row" scales each row of a MatMul's input on its own (rowquant.py).
     `table_bits = 4`: the token table's Gather goes to 4 bits (`quantize_table_int4`) and only the MatMuls
     to int8. A table of 60,000 x 384 is 22 MB at int8 and 11.5 at 4 bits, and the lookup is cheap at
-    any precision, where a 4-bit MatMul runs ~2.3x slower than int8 here (studies/pruned-student)."""
+    any precision, where a 4-bit MatMul runs ~2.3x slower than int8 here (studies/pruned-student).
+    `table_bits = 1`: a whole table kept tiered (tablequant.py): ids below `table_exact_rows` at 4 bits, every
+    other id at 1 bit, decoded by standard operators."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -132,13 +134,20 @@ def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str 
                 "weight_type": weight_type.name, "per_channel": True, "op_types": op_types,
                 "reduce_range": reduce_range, "fp32_nodes": list(keep_fp32), "table_bits": table_bits}
     table4 = dst.with_name(dst.stem + ".table4.onnx")
+    exclude = list(keep_fp32)
     if table_bits == 4:
         settings["table"] = quantize_table_int4(src, table4)
+        src = table4
+    elif table_bits == 1:
+        from edge_xsent.export.tablequant import rewrite_tiered
+
+        settings["table"] = rewrite_tiered(src, table4, table_exact_rows)
+        exclude += settings["table"].pop("nodes")  # its look-ups stay as they are
         src = table4
     with quiet():
         # DefaultTensorType: fused graphs carry contrib ops whose output types the quantiser cannot infer.
         quantize_dynamic(str(src), str(dst), weight_type=weight_type, per_channel=True, reduce_range=reduce_range,
-                         op_types_to_quantize=op_types, nodes_to_exclude=list(keep_fp32),
+                         op_types_to_quantize=op_types, nodes_to_exclude=exclude,
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     table4.unlink(missing_ok=True)
     if activations == "per-row":
@@ -275,7 +284,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
                   check_parity: bool = True, fuse: bool = False, int4: bool = False,
                   keep_vocab: list[str] | None = None, int8_weights: str = DEFAULT_INT8_WEIGHTS,
                   force: bool = False, table_bits: int | None = None,
-                  int8_activations: str | None = None) -> dict | None:
+                  int8_activations: str | None = None, table_exact_rows: int | None = None) -> dict | None:
     """Write the bundle atomically; raise if int8 falls below `min_cosine` (mean) vs fp32.
     `out` may be new or empty, or a bundle already when `force` (never another folder: see check_target).
     `keep_vocab`: prune the vocabulary to the pieces these texts use (inside the bundle's
@@ -284,8 +293,9 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
     reach `min_cosine`.
     `check_parity=False` only for cost benchmarks of untrained weights."""
     model_dir, out = Path(model_dir), Path(out)
-    table_bits, int8_activations = recorded_int8(model_dir, table_bits, int8_activations) if int8 else \
-        (table_bits or 8, int8_activations or DEFAULT_INT8_ACTIVATIONS)
+    table_bits, int8_activations, table_exact_rows = recorded_int8(
+        model_dir, table_bits, int8_activations, table_exact_rows) if int8 else \
+        (table_bits or 8, int8_activations or DEFAULT_INT8_ACTIVATIONS, 0)
     if table_bits != 8 and not int8:
         raise UserError(f"--table-bits {table_bits} shapes the int8 graph; leave out --no-int8")
     if int8_activations != DEFAULT_INT8_ACTIVATIONS and not int8:
@@ -309,7 +319,7 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
         if int8:
             quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8, projection_nodes(tmp / ONNX_FP32, model),
-                                          int8_weights, table_bits, int8_activations)
+                                          int8_weights, table_bits, int8_activations, table_exact_rows)
         if int4:
             quant["int4"] = quantize_int4(tmp / ONNX_FP32, tmp / ONNX_INT4)
         if torchscript:
@@ -337,9 +347,11 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
     return parity
 
 
-def recorded_int8(folder: Path, table_bits: int | None, activations: str | None) -> tuple[int, str]:
+def recorded_int8(folder: Path, table_bits: int | None, activations: str | None,
+                  exact_rows: int | None = None) -> tuple[int, str, int]:
     """The int8 form asked for, else the one the folder's own int8 graph was made in (its manifest: a shipped
-    student's is a 4-bit table with per-row activations, which `export default` must keep), else the defaults."""
+    student's is a 4-bit table with per-row activations, which `export default` must keep), else the defaults.
+    The third: a tiered table's exact rows (table_bits 1), asked for or recorded."""
     from edge_xsent.inputs import read_json
 
     try:
@@ -350,8 +362,11 @@ def recorded_int8(folder: Path, table_bits: int | None, activations: str | None)
     acts = made.get("activations")  # rowquant's record, present only for per-row
     recorded_bits = made.get("table_bits") if made.get("table_bits") in TABLE_BITS else 8
     recorded_acts = acts.get("activations") if isinstance(acts, dict) else None
+    table = made.get("table") if isinstance(made.get("table"), dict) else {}
+    recorded_rows = table.get("exact_rows") if isinstance(table.get("exact_rows"), int) else 0
     return (recorded_bits if table_bits is None else table_bits,  # what was asked is checked by quantize_int8
-            activations or (recorded_acts if recorded_acts in INT8_ACTIVATIONS else DEFAULT_INT8_ACTIVATIONS))
+            activations or (recorded_acts if recorded_acts in INT8_ACTIVATIONS else DEFAULT_INT8_ACTIVATIONS),
+            recorded_rows if exact_rows is None else exact_rows)
 
 
 def check_gate(parity: dict, min_cosine: float) -> None:

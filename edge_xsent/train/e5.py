@@ -14,7 +14,7 @@ e5-small is a post-LayerNorm BERT with exact GELU and mean pooling, the architec
 row (always type 0) is added to the position table, which is used as it lies (position 0 first).
 Two things differ from an edge-xsent model and live in `E5Tokenizer`: every text is read as
 `query: TEXT` (e5's symmetric-task prefix, as the `e5-small` peer), between <s> and </s>, and
-e5's own normalisation (its per-character map, runs of spaces collapsed) replaces NFKC. Ids 0 and
+e5's own normalisation (NFC, its per-character map, NFC; runs of spaces collapsed) replaces NFKC. Ids 0 and
 1 (<s> and <pad>) trade places so that pad is 0, as `tokenizer.pad_batch` and `DualEncoder` expect.
 """
 
@@ -225,7 +225,7 @@ class E5Tokenizer:
         """e5's normalisation of `prefix` + `text`; `prefix=""` reads text bare, as edge-xsent's models do."""
         from edge_xsent.encode.tokenizer import TextRules
 
-        return TextRules(self.norm, prefix).normalize(text)
+        return TextRules(self.norm, prefix, compose="NFC").normalize(text)
 
     def encode(self, texts: Sequence[str], max_len: int = E5_MAX_LEN, prefix: str = PREFIX) -> list[list[int]]:
         """Token ids in our order, <s> and </s> included, the content cut to `max_len` - 2."""
@@ -279,7 +279,7 @@ class E5Teacher:
 
         check_threads(threads)
         self.max_len, self.prefix, self.device = max_len, prefix, device
-        self.version = version()
+        self.version = version() + "+nfc"  # labels read text as e5 composes it (TextRules.compose)
         kind = "torch" if onnx is None else "onnx-int8"
         self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": ")) + \
             ("" if max_len == E5_MAX_LEN else f"-{max_len}ids")  # labels of another length go to a cache of their own

