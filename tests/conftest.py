@@ -202,25 +202,12 @@ def tiny_debiased_bundle(tiny_debiased, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def student_file(tmp_path_factory):
     """e5-small's embeddings and block 0 under the students' names, in fp16 as the GPU run saved them."""
-    import numpy as np
     from safetensors.numpy import save_file
 
-    from edge_xsent.train.e5 import dequantize_q4, read_e5
-
-    e5 = read_e5()
-    t, H, FF = e5.tensors, e5.d_model, e5.d_ff
-    shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (FF, H), "fo": (H, FF)}
-    out = {"pos.weight": t["emb.pos"].reshape(-1, H), "ttype": t["emb.type"][:H],
-           "eln.weight": t["emb.ln.w"], "eln.bias": t["emb.ln.b"]}
-    for name, (rows, cols) in shapes.items():
-        out[f"layers.0.{name}.weight"] = dequantize_q4(t[f"l0.{name}.w"], rows, cols)
-        out[f"layers.0.{name}.bias"] = t[f"l0.{name}.b"]
-    for name in ("aln", "oln"):
-        out[f"layers.0.{name}.weight"], out[f"layers.0.{name}.bias"] = t[f"l0.{name}.w"], t[f"l0.{name}.b"]
+    from edge_xsent.train.student import e5_as_student
 
     def build(folder: Path) -> None:
-        save_file({k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()},
-                  str(folder / "student-1block.safetensors"))
+        save_file(e5_as_student(1), str(folder / "student-1block.safetensors"))
 
     return built_once(tmp_path_factory, "student-file", build)[0] / "student-1block.safetensors"
 
@@ -239,3 +226,15 @@ def tiny_student_bundle(student_file, tmp_path_factory) -> Path:
                       parity_pairs=80)
 
     return built_once(tmp_path_factory, "student-bundle", build)[0] / "bundle"
+
+
+@pytest.fixture(scope="session")
+def tiny_student_tiered(student_file, tmp_path_factory) -> Path:
+    """That student with every piece kept (the tiered table): its first 3,000 ids at 4 bits, the rest at 1 bit."""
+    from edge_xsent.train.student import build_folder
+
+    def build(root: Path) -> None:
+        build_folder(student_file, root / "bundle", max_bytes=10**9, rows=3000, table="tiered",
+                     export={"parity_pairs": 80})
+
+    return built_once(tmp_path_factory, "student-tiered", build)[0] / "bundle"

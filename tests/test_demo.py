@@ -48,7 +48,8 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
-@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row", "tiny_student_bundle"])
+@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row", "tiny_student_bundle",
+                                   "tiny_student_tiered"])
 def test_page_embeddings_for_benchmarks(which, request, tmp_path):
     """android_demo/test/embed.mjs returns the page's own vectors, in input order, zeros for a text
     without tokens; they agree with Python's onnxruntime on the same int8 file, also where its token
@@ -62,7 +63,8 @@ def test_page_embeddings_for_benchmarks(which, request, tmp_path):
     from prepare import prepare_copy
 
     prepare_copy(bundle, web)
-    texts = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂"]
+    texts = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂",
+             "Xin cha\u0300o the\u0302\u0301 gio\u031b\u0301i", "\u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165"]
     (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
     res = subprocess.run(["node", "test/embed.mjs", "--root", str(web), "--texts", str(tmp_path / "texts.json"),
                           "--out", str(tmp_path / "v.json")], cwd=DEMO, capture_output=True, text=True, timeout=600)
@@ -70,14 +72,14 @@ def test_page_embeddings_for_benchmarks(which, request, tmp_path):
     got = np.array(json.loads((tmp_path / "v.json").read_text())["vectors"], dtype=np.float32)
     ref = Encoder.load(bundle, backend="onnx", precision="int8", threads=1).encode(texts, batch_size=1)
     assert got.shape == ref.shape and np.array_equal(got[1].any(), ref[1].any())  # a student reads "" as `passage: `
-    assert ((got * ref).sum(1)[[0, 2, 3]] > 0.999).all()
+    assert ((got * ref).sum(1)[[0, 2, 3, 4, 5]] > 0.999).all()
     bad = subprocess.run(["node", "test/embed.mjs", "--root", str(web)], cwd=DEMO, capture_output=True, text=True)
     assert bad.returncode == 2 and "missing --texts" in bad.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not MAVEN and not os.environ.get("CI"), reason="needs Java 17 and Maven (offline local repository)")
-@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_per_row", "tiny_student_bundle"])
+@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered"])
 def test_jvm_tokenizer_and_vectors_match_python(which, request, tmp_path):
     """The Android app's shared JVM code (android_demo/jvm) against the same test vectors, also on a
     pruned student's form (4-bit token table, per-row int8 activations)."""

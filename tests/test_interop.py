@@ -42,9 +42,11 @@ STUDENT_INT8_MIN = 0.997
 DEFAULT = ROOT / "edge_xsent/resources/default-model"
 # The package ships the default's int8 graph only. "per-row": a tiny model in the form a student ships in (4-bit
 # token table, int8 activations scaled per row); "student": e5-small's block 0 as a student (e5's tokenizer and
-# rules, a table cut to 3,000 rows).
-CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8"), ("student", "int8")]
-FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row", "student": "tiny_student_bundle"}
+# rules, a table cut to 3,000 rows); "tiered": the same with every piece kept (3,000 rows at 4 bits, the rest at 1 bit).
+CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8"), ("student", "int8"),
+         ("tiered", "int8")]
+FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row", "student": "tiny_student_bundle",
+            "tiered": "tiny_student_tiered"}
 
 
 def folder_of(which: str, request: pytest.FixtureRequest) -> Path:

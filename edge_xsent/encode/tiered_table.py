@@ -36,12 +36,14 @@ def lut4() -> np.ndarray:
 
 
 def pack(table: np.ndarray, exact_rows: int) -> dict[str, np.ndarray]:
-    """The table (rows x dim, dim a multiple of BLOCK) in the tiered form; `exact_rows` may be 0 (all at 1 bit)."""
+    """The table (rows x dim, dim a multiple of BLOCK) in the tiered form; `exact_rows` may be 0 (all at 1 bit)
+    or every row (then one zero row stands for the 1-bit tier: unpack gives one row more)."""
     table = np.asarray(table, dtype=np.float32)
     rows, dim = table.shape
     if dim % BLOCK or not 0 <= exact_rows <= rows:
         raise ValueError(f"a {rows} x {dim} table: dim must be a multiple of {BLOCK} and exact rows within 0..{rows}")
     exact, rest = table[:exact_rows].reshape(exact_rows, dim // BLOCK, BLOCK), table[exact_rows:]
+    rest = rest if len(rest) else np.zeros((1, dim), np.float32)  # a row for Gather to read; Where never takes it
     scales = (np.abs(exact).max(2) / 7).astype(np.float16)  # symmetric: -7..7 used, -8 never
     q = np.clip(np.rint(exact / np.maximum(scales.astype(np.float32), 1e-12)[..., None]), -8, 7).astype(np.int16) + 8
     q = q.reshape(exact_rows, dim // 2, 2)
@@ -54,10 +56,10 @@ def pack(table: np.ndarray, exact_rows: int) -> dict[str, np.ndarray]:
 def unpack(arrays: dict[str, np.ndarray]) -> np.ndarray:
     """Every row as float32, as the graph decodes it."""
     codes, scales = arrays["exact_codes"], arrays["exact_scales"].astype(np.float32)
-    exact = lut4()[codes].reshape(len(codes), -1, BLOCK) * scales[..., None]
+    exact = lut4()[codes].reshape(len(codes), scales.shape[1], BLOCK) * scales[..., None]
     signs = lut1()[arrays["sign_codes"]].reshape(len(arrays["sign_codes"]), -1)
     rest = signs * arrays["sign_scales"].astype(np.float32)[:, None]
-    return np.concatenate([exact.reshape(len(codes), -1), rest]).astype(np.float32)
+    return np.concatenate([exact.reshape(len(codes), rest.shape[1]), rest]).astype(np.float32)
 
 
 def table_bytes(rows: int, dim: int, exact_rows: int) -> int:

@@ -70,6 +70,26 @@ def read_student(path: str | Path) -> dict[str, np.ndarray]:
     return tensors
 
 
+def e5_as_student(blocks: int, e5_path: str | Path | None = None) -> dict[str, np.ndarray]:
+    """e5-small's own first `blocks` blocks (12: e5 itself) under a student file's names, in fp16 as the GPU run
+    saved its students: e5 made the same kind of folder as they are (the default rule's speed peer), and an
+    untrained cut for tests."""
+    from edge_xsent.train.e5 import dequantize_q4, read_e5
+
+    f = read_e5(e5_path)
+    t, H, FF = f.tensors, f.d_model, f.d_ff
+    shapes = {"q": (H, H), "k": (H, H), "v": (H, H), "ao": (H, H), "fi": (FF, H), "fo": (H, FF)}
+    out = {"pos.weight": t["emb.pos"].reshape(-1, H), "ttype": t["emb.type"][:H],
+           "eln.weight": t["emb.ln.w"], "eln.bias": t["emb.ln.b"]}
+    for b in range(blocks):
+        for name, (rows, cols) in shapes.items():
+            out[f"layers.{b}.{name}.weight"] = dequantize_q4(t[f"l{b}.{name}.w"], rows, cols)
+            out[f"layers.{b}.{name}.bias"] = t[f"l{b}.{name}.b"]
+        for name in ("aln", "oln"):
+            out[f"layers.{b}.{name}.weight"], out[f"layers.{b}.{name}.bias"] = t[f"l{b}.{name}.w"], t[f"l{b}.{name}.b"]
+    return {k: np.ascontiguousarray(v, dtype=np.float16) for k, v in out.items()}
+
+
 def student_blocks(tensors: dict[str, np.ndarray]) -> int:
     return len({k.split(".")[1] for k in tensors if k.startswith("layers.")})
 
@@ -245,7 +265,7 @@ def tier_table(model, exact_rows: int):
     tiered = copy.deepcopy(model)
     with torch.no_grad():
         table = tiered.tok_emb.weight.numpy()
-        tiered.tok_emb.weight.copy_(torch.from_numpy(unpack(pack(table, exact_rows))))
+        tiered.tok_emb.weight.copy_(torch.from_numpy(unpack(pack(table, exact_rows))[: len(table)]))
     return tiered.eval()
 
 
