@@ -5,6 +5,7 @@ operators only; a student folder in this form loads and keeps the export's parit
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,7 +81,7 @@ def test_the_rewrite_refuses_a_graph_without_a_whole_table(tmp_path):
         rewrite_tiered(tmp_path / "other.onnx", tmp_path / "t.onnx", 10)
 
 
-def test_a_tiered_student_keeps_every_piece_and_the_gate(tiny_student_tiered):
+def test_a_tiered_student_keeps_every_piece_and_the_gate(tiny_student_tiered, tmp_path):
     """Every piece reads its own row (no id map); the int8 graph agrees with the folder's model (the decoded
     table) as the gate asks, the torch backend reads the same table back from the graph, and the manifest
     records the form so that a re-export keeps it."""
@@ -99,3 +100,15 @@ def test_a_tiered_student_keeps_every_piece_and_the_gate(tiny_student_tiered):
     onnx_vecs = Encoder.load(folder, backend="onnx", precision="int8").encode(texts)
     torch_vecs = Encoder.load(folder, backend="torch").encode(texts)
     assert ((onnx_vecs * torch_vecs).sum(1) > 0.99).all()
+    import shutil
+
+    from edge_xsent.layout import FILES, ONNX_FP32
+
+    from edge_xsent.encode.bundle import write_manifest
+
+    shipped = tmp_path / "shipped"  # as train/ship.py ships a student: no float weights, no fp32 graph
+    shutil.copytree(folder, shipped, ignore=shutil.ignore_patterns(FILES["weights"], Path(ONNX_FP32).name, MANIFEST))
+    made = json.loads((folder / MANIFEST).read_text())
+    write_manifest(shipped, {k: v for k, v in made.items() if k in ("quantization", "parity")})
+    derived = Encoder.load(shipped, backend="torch").encode(texts)  # as it ships: the int8 graph alone
+    assert ((derived * torch_vecs).sum(1) > 0.999).all()

@@ -1,0 +1,56 @@
+"""train/quality_rules.py: studies/quality-model's two rules, at their boundaries, and on the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import script_module
+
+rules = script_module("train/quality_rules.py")
+
+
+def fig(name: str, oog: float, wide: float, long: float = 90.0, size: int = 19_000_000, ratio: float = 3.0,
+        ms: float = 5.0) -> dict:
+    return {"name": name, "int8_bytes": size, "oog": {"mean": oog}, "oog_wide": {"mean": wide},
+            "oog_long": {"mean": long}, "speed": {"e5_ratio": ratio, "batch1_ms": ms}}
+
+
+def test_the_format_nearest_the_whole_table_wins_and_a_near_tie_goes_to_the_smaller_graph():
+    whole = fig("whole", 90.0, 82.0, 93.0, size=66_000_000)
+    forms = {"tiered": fig("tiered", 89.0, 81.0, 92.0, size=19_900_000), "cut": fig("cut", 87.0, 79.0, 90.0)}
+    assert rules.format_gaps(whole, forms) == {"tiered": 1.0, "cut": 3.0}
+    assert rules.chosen_format(whole, forms) == "tiered"
+    near = {**forms, "cut": fig("cut", 88.8, 80.8, 91.8, size=19_000_000)}  # 1.2: within 0.2 of 1.0, and smaller
+    assert rules.chosen_format(whole, near) == "cut"
+    apart = {**forms, "cut": fig("cut", 88.7, 80.7, 91.7, size=19_000_000)}  # 1.3: beyond the tie
+    assert rules.chosen_format(whole, apart) == "tiered"
+
+
+def test_the_default_rule_names_each_clause_missed_and_by_how_much():
+    fast = fig("fast", 89.69, 72.81, size=18_190_816)
+    passing = fig("s3", 89.69, 77.81, ratio=2.5, ms=10.0)
+    assert rules.default_failures(passing, fast, 20_000_000) == []
+    failing = fig("s4", 89.0, 77.0, size=25_000_000, ratio=2.4, ms=10.5)
+    fails = rules.default_failures(failing, fast, 20_000_000)
+    assert len(fails) == 5 and "short by 0.69" in fails[1] and "short by 0.81" in fails[2] and "short by 0.10" in fails[3]
+    assert rules.default_failures(failing, fast, 25_000_000)[0].startswith("oog ")
+    better = fig("s4b", 90.0, 80.0)
+    assert rules.chosen_default({"s3": passing, "s4b": better, "s4": failing}, fast, 20_000_000) == "s4b"
+    assert rules.chosen_default({"s4": failing}, fast, 20_000_000) is None
+
+
+def test_the_command_writes_its_table_and_refuses_figures_without_the_parts(tmp_path, capsys):
+    paths = {}
+    for f in (fig("whole", 90, 82, 93, size=66_000_000), fig("tiered", 89, 81, 92), fig("fast", 89.69, 72.81)):
+        paths[f["name"]] = tmp_path / f"{f['name']}.json"
+        paths[f["name"]].write_text(json.dumps(f))
+    rules.main(["format", "--reference", str(paths["whole"]), str(paths["tiered"]), "--out", str(tmp_path / "f.md")])
+    assert "| tiered | 19,000,000 | 89.00 | 81.00 | 92.00 | 1.00 | **chosen** |" in (tmp_path / "f.md").read_text()
+    rules.main(["default", "--fast", str(paths["fast"]), str(paths["tiered"])])
+    assert "oog 89.00 < the fast model's 89.69" in capsys.readouterr().out
+    (tmp_path / "bare.json").write_text(json.dumps({"name": "bare", "oog": {"mean": 1}}))
+    with pytest.raises(SystemExit) as e:
+        rules.main(["default", "--fast", str(paths["fast"]), str(tmp_path / "bare.json")])
+    assert e.value.code != 0 and "no oog_wide, speed in it" in capsys.readouterr().err

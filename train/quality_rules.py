@@ -1,0 +1,128 @@
+"""The two rules of studies/quality-model, applied to figures files (`train/figures.py`), written before the runs.
+
+The table-format rule: each form's mean gap to the whole-table reference over `oog`, `oog-m1` and `oog_long`
+(reference minus form, averaged); the smallest wins, within 0.2 points the smaller graph.
+The default rule: among students with an int8 graph within the budget, those with `oog` >= the fast model's, `oog-m1`
+>= the fast model's + 5, >= 2.5x e5-small's sentences/s at 1 thread and <= 10 ms at batch 1; the highest `oog-m1`.
+
+    python train/quality_rules.py format --reference whole.json tiered.json cut.json [--out format.md]
+    python train/quality_rules.py default --fast fast.json student-3.json student-4.json [--max-bytes 20000000] [--out d.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from edge_xsent.atomic import atomic_write, check_outputs
+from edge_xsent.errors import UserError
+from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
+
+MEASURES = ("oog", "oog_wide", "oog_long")  # the table-format rule's three measures
+FORMAT_TIE = 0.2  # points: within it, the smaller graph
+OOG_M1_MARGIN = 5.0  # points above the fast model's `oog-m1`
+MIN_E5_RATIO = 2.5  # x multilingual-e5-small's sentences/s at 1 thread
+MAX_BATCH1_MS = 10.0
+
+
+def figures(path: Path, parts: tuple[str, ...]) -> dict:
+    """A figures file with the parts a rule reads, or one error naming the command that makes them."""
+    fig = read_json(path, what="figures file")
+    missing = [p for p in parts if not isinstance(fig, dict) or not isinstance(fig.get(p), dict)]
+    if missing:
+        raise UserError(f"{path}: no {', '.join(missing)} in it; measure them with train/figures.py --parts "
+                        f"{','.join(parts)}")
+    return fig
+
+
+def format_gaps(reference: dict, forms: dict[str, dict]) -> dict[str, float]:
+    """{form: mean gap to the reference over MEASURES, in points}."""
+    return {name: round(sum(reference[m]["mean"] - f[m]["mean"] for m in MEASURES) / len(MEASURES), 2)
+            for name, f in forms.items()}
+
+
+def chosen_format(reference: dict, forms: dict[str, dict]) -> str:
+    gaps = format_gaps(reference, forms)
+    best = min(gaps.values())
+    near = [n for n, g in gaps.items() if g <= best + FORMAT_TIE]
+    return min(near, key=lambda n: (forms[n]["int8_bytes"], gaps[n]))
+
+
+def default_failures(row: dict, fast: dict, max_bytes: int) -> list[str]:
+    """The clauses of the default rule a student's figures miss, each with by how much."""
+    oog, wide, speed = row["oog"]["mean"], row["oog_wide"]["mean"], row["speed"]
+    need_wide = fast["oog_wide"]["mean"] + OOG_M1_MARGIN
+    checks = [
+        (row["int8_bytes"] <= max_bytes, f"int8 graph {row['int8_bytes']:,d} bytes > {max_bytes:,d}"),
+        (oog >= fast["oog"]["mean"], f"oog {oog:.2f} < the fast model's {fast['oog']['mean']:.2f} "
+                                     f"(short by {fast['oog']['mean'] - oog:.2f})"),
+        (wide >= need_wide, f"oog-m1 {wide:.2f} < {need_wide:.2f} (short by {need_wide - wide:.2f})"),
+        (speed["e5_ratio"] >= MIN_E5_RATIO, f"{speed['e5_ratio']:.2f}x e5-small's sentences/s < {MIN_E5_RATIO:g}x "
+                                            f"(short by {MIN_E5_RATIO - speed['e5_ratio']:.2f})"),
+        (speed["batch1_ms"] <= MAX_BATCH1_MS, f"batch 1 {speed['batch1_ms']:.2f} ms > {MAX_BATCH1_MS:g} ms"),
+    ]
+    return [msg for ok, msg in checks if not ok]
+
+
+def chosen_default(rows: dict[str, dict], fast: dict, max_bytes: int) -> str | None:
+    """The student that ships, or None when none passes."""
+    ok = {n: r for n, r in rows.items() if not default_failures(r, fast, max_bytes)}
+    return max(ok, key=lambda n: ok[n]["oog_wide"]["mean"]) if ok else None
+
+
+def format_table(reference: dict, forms: dict[str, dict]) -> str:
+    gaps, choice = format_gaps(reference, forms), chosen_format(reference, forms)
+    lines = ["| form | int8 bytes | `oog` | `oog-m1` | `oog_long` | mean gap to the reference | verdict |",
+             "|---|---|---|---|---|---|---|",
+             f"| {reference['name']} (reference) | {reference['int8_bytes']:,d} | " +
+             " | ".join(f"{reference[m]['mean']:.2f}" for m in MEASURES) + " | | |"]
+    lines += [f"| {n} | {f['int8_bytes']:,d} | " + " | ".join(f"{f[m]['mean']:.2f}" for m in MEASURES) +
+              f" | {gaps[n]:.2f} | {'**chosen**' if n == choice else ''} |" for n, f in forms.items()]
+    return "\n".join(lines) + "\n"
+
+
+def default_table(rows: dict[str, dict], fast: dict, max_bytes: int) -> str:
+    choice = chosen_default(rows, fast, max_bytes)
+    lines = ["| student | int8 bytes | `oog` | `oog-m1` | x e5-small sentences/s | batch 1 ms | verdict |",
+             "|---|---|---|---|---|---|---|",
+             f"| {fast['name']} (the fast model) | {fast['int8_bytes']:,d} | {fast['oog']['mean']:.2f} | "
+             f"{fast['oog_wide']['mean']:.2f} | | | |"]
+    for n, r in rows.items():
+        fails = default_failures(r, fast, max_bytes)
+        verdict = "**ships**" if n == choice else "; ".join(fails) or "passes, lower `oog-m1`"
+        lines.append(f"| {n} | {r['int8_bytes']:,d} | {r['oog']['mean']:.2f} | {r['oog_wide']['mean']:.2f} | "
+                     f"{r['speed']['e5_ratio']:.2f} | {r['speed']['batch1_ms']:.2f} | {verdict} |")
+    return "\n".join(lines) + f"\n\nBudget: {max_bytes:,d} bytes. " + \
+        (f"Chosen: {choice}.\n" if choice else "No student passes.\n")
+
+
+@script_errors
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="rule", required=True)
+    fmt = sub.add_parser("format", help="the table-format rule")
+    fmt.add_argument("--reference", type=Path, required=True, help="the student with its whole table")
+    dflt = sub.add_parser("default", help="the default rule")
+    dflt.add_argument("--fast", type=Path, required=True, help="the fast model's figures")
+    dflt.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's budget")
+    for p in (fmt, dflt):
+        p.add_argument("figures", type=Path, nargs="+", help="figures files (train/figures.py)")
+        p.add_argument("--out", type=Path, default=None, help="write the table here too (markdown)")
+    args = ap.parse_args(argv)
+    check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None)])
+    if args.rule == "format":
+        forms = {f["name"]: f for f in (figures(p, MEASURES) for p in args.figures)}
+        text = format_table(figures(args.reference, MEASURES), forms)
+    else:
+        rows = {f["name"]: f for f in (figures(p, ("oog", "oog_wide", "speed")) for p in args.figures)}
+        text = default_table(rows, figures(args.fast, ("oog", "oog_wide")), args.max_bytes)
+    print(text, end="")
+    if args.out:
+        with atomic_write(args.out) as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
