@@ -26,7 +26,7 @@ TEACHER_PROJS = ("learned", "none")  # objectives.Objective: how the student's v
 # u8 x u8 kernel that does not saturate. `benchmarks/int8_variants.py` measures the three.
 INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUInt8", False)}
 DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (results/int8-variants.md)
-SHIP_RULES = ("multilingual", "student", "gpu-students")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
+SHIP_RULES = ("multilingual", "student", "gpu-students", "quality")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
 # studies/pruned-student/README.md
 TABLE_BITS = (8, 4, 1)  # the int8 graph's token table: int8, 4-bit blocks, or tiered: 4 bits then 1 (export.quantize_int8)
 # The int8 graph's activation scales: one per MatMul input over the whole batch (quantize_dynamic), or one per row,

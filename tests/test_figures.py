@@ -331,3 +331,44 @@ def test_ship_by_the_gpu_students_rule_ships_a_student_folder_that_loads(tiny_st
     best = (tmp_path / "slow-card.md").read_text()  # the best's card says which clause failed, by how much
     assert "## Not shipped" in best and "0.70x USE-m's sentences/s (< 0.8x, short by 0.10)" in best
     assert "a candidate the rule did not ship" in best and "Encoder.load()  " not in best
+
+
+def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(tiny_student_tiered, tmp_path):
+    """train/ship.py --rule quality (studies/quality-model/README.md): the passing student with the highest `oog-m1`
+    ships as its int8 graph alone; the card says how its table was made; --max-bytes is the rule's budget."""
+    from edge_xsent import Encoder
+
+    langs = [f"l{i:02d}" for i in range(3)]
+    cells = lambda p, ls: {"tuxpaint": {**{f"en->{l}": p for l in ls}, **{f"{l}->en": p for l in ls}}}  # noqa: E731
+    e5_wide = tmp_path / "e5-oog-m1.json"
+    e5_wide.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells(0.90, langs)}}))
+    oog = lambda p: {"mean": p, "by_language": {"de": p, "fr": p}}  # noqa: E731
+    wide = lambda p: {"mean": p, "by_language": dict.fromkeys(langs, p)}  # noqa: E731
+    student = {"model": str(tiny_student_tiered), "int8_bytes": 19_000_000, "speed": {"e5_ratio": 3.0, "batch1_ms": 5.0},
+               "oog": oog(90.0), "oog_wide": wide(85.0)}
+    figs = {"three": student, "four": {**student, "int8_bytes": 24_000_000, "oog_wide": wide(88.0)},
+            "fast": {"int8_bytes": 18_000_000, "oog": oog(89.69), "oog_wide": wide(72.81)}}
+    files = {}
+    for name, fig in figs.items():
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_text(json.dumps({"name": name, **fig}))
+
+    def ship(budget: int, out: str) -> str:
+        done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "quality", "--max-bytes", str(budget),
+                               "--shipped", str(files["fast"]), "--candidate", str(files["three"]), "--candidate",
+                               str(files["four"]), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide), "--small-pools",
+                               str(tmp_path / "none.json"), "--decision", str(tmp_path / f"{out}.md"),
+                               "--out", str(tmp_path / out)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return (tmp_path / f"{out}.md").read_text()
+
+    decision = ship(20_000_000, "at20")
+    assert "| three | 19,000,000 | 90.00 | 85.00 | 3.00 | 5.00 | **ships** |" in decision
+    assert "| four | 24,000,000 | 90.00 | 88.00 | 3.00 | 5.00 | int8 graph 24,000,000 bytes > 20,000,000 |" in decision
+    assert "| four | 24,000,000 | 90.00 | 88.00 | 3.00 | 5.00 | **ships** |" in ship(25_000_000, "at25")
+    card = (tmp_path / "at20" / "README.md").read_text()
+    assert "every piece keeps a row: the 3,000 most frequent" in card and "--table tiered" in card
+    assert "../shared" not in card and "--rule quality" in card
+    assert not (tmp_path / "at20" / "model.safetensors").exists() and not (tmp_path / "at20" / "onnx/model.onnx").exists()
+    text = ["Xin cha\u0300o the\u0302\u0301 gio\u031b\u0301i"]
+    assert (Encoder.load(tmp_path / "at20").encode(text) * Encoder.load(tiny_student_tiered).encode(text)).sum() > 0.9999

@@ -213,6 +213,31 @@ class GpuStudentRule:
         return pick, lines
 
 
+class QualityRule(GpuStudentRule):
+    """studies/quality-model/README.md: the students as folders that keep every piece, the default chosen
+    quality-first beside the fast model (train/quality_rules.py holds the rule's clauses)."""
+    name, doc = "quality", "studies/quality-model/README.md"
+    needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ("oog", "oog_wide")}
+
+    def __init__(self, claims: Claims, max_bytes: int):
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("quality_rules", ROOT / "train/quality_rules.py")
+        self.rules = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.rules)
+        self.claims, self.max_bytes = claims, max_bytes
+
+    def best(self, candidates: list[dict], shipped: dict) -> tuple[dict, list[str]]:
+        top = max(candidates, key=lambda f: f["oog_wide"]["mean"])
+        return top, self.rules.default_failures(top, shipped, self.max_bytes)
+
+    def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
+        pick = self.rules.chosen_default({f["name"]: f for f in candidates}, shipped, self.max_bytes) or shipped["name"]
+        lines = self.rules.default_table({f["name"]: f for f in candidates}, shipped, self.max_bytes).splitlines()
+        claims = [f"{f['name']}: {len(self.claims.claimed(f))} languages claimable" for f in candidates]
+        return pick, [*lines, "", "Claims (the claim rule): " + "; ".join(claims) + "."]
+
+
 def peers_by_language(peer_files: list[Path]) -> dict[str, dict[str, float]]:
     """Each peer's out-of-genre P@1 per language (label -> language -> %), from `eval oog --peers ... --json`
     on the same benchmark; the shipped model's own rows in those files are skipped."""
@@ -284,10 +309,19 @@ def student_lines(training: dict) -> list[str]:
             "items: English sides and their translations to e5-small's vector of the English, monolingual text to its "
             "own; squared distance + in-batch InfoNCE), the word table e5-small's own, frozen.",
             "- Data: corpus-m1's pairs with English (39 languages, at most 30,000 each) and monolingual text; no Bible "
-            "or Quran text, no UDHR; the out-of-genre sources reserved whole. The run's record: `../shared/students/`.",
-            f"- Tokenizer: e5-small's, whole ({table.get('of', 0):,d} pieces, text read as `{st['prefix']}TEXT`); the "
-            f"table cut to {table.get('rows', 0):,d} rows by the rule in studies/gpu-students/README.md, each other "
-            "piece reading its nearest kept row" + refit_words(table.get("refit")) + "."]
+            "or Quran text, no UDHR; the out-of-genre sources reserved whole. The run: studies/gpu-students/README.md.",
+            f"- Tokenizer: e5-small's, whole ({table.get('of', 0):,d} pieces, text read as `{st['prefix']}TEXT`, "
+            "normalised as e5's SentencePiece normaliser does); " + table_words(table)]
+
+
+def table_words(table: dict) -> str:
+    """The word table's form, as the card says it (edge_xsent/train/student.py's record)."""
+    if table.get("form") == "tiered":
+        return (f"every piece keeps a row: the {table.get('exact_rows', 0):,d} most frequent (e5's unigram score) at "
+                "4 bits, every other at 1 bit (its signs and one scale), by the table rules in "
+                "studies/quality-model/README.md.")
+    return (f"the table cut to {table.get('rows', 0):,d} rows by the rule in studies/gpu-students/README.md, each other "
+            "piece reading its nearest kept row" + refit_words(table.get("refit")) + ".")
 
 
 def refit_words(refit: dict | None) -> str:
@@ -299,11 +333,16 @@ def refit_words(refit: dict | None) -> str:
 
 
 def student_reproduce(training: dict) -> str:
-    refit = training["student"].get("table", {}).get("refit")
-    refit_flag = f" --refit-data {refit['data']}" if refit else ""
-    return (f"Reproduce: `python train/student_folder.py STUDENT.safetensors --out BUNDLE{refit_flag}` (the "
-            f"{training['student']['file']} "
-            "of the GPU run), then train/figures.py and `train/ship.py --rule gpu-students` (studies/gpu-students/README.md).")
+    table = training["student"].get("table", {})
+    refit = table.get("refit")
+    flags = f" --refit-data {refit['data']}" if refit else ""
+    rule = "gpu-students` (studies/gpu-students/README.md)"
+    if table.get("form") == "tiered":
+        budget = training["student"].get("table_rule", {}).get("max_graph_bytes")
+        flags += " --table tiered" + (f" --max-bytes {budget}" if budget else "")
+        rule = "quality` (studies/quality-model/README.md)"
+    return (f"Reproduce: `python train/student_folder.py STUDENT.safetensors --out BUNDLE{flags}` (the "
+            f"{training['student']['file']} of the GPU run), then train/figures.py and `train/ship.py --rule {rule}.")
 
 
 def kept(tc: dict) -> str:
@@ -474,7 +513,9 @@ def chosen_table(card_path: Path) -> list[str]:
     return table
 
 
-def judge_by(name: str, e5_oog: Path, claims: Claims) -> MultilingualRule | StudentRule | GpuStudentRule:
+def judge_by(name: str, e5_oog: Path, claims: Claims, max_bytes: int = 20_000_000):
+    if name == "quality":
+        return QualityRule(claims, max_bytes)
     if name == "gpu-students":
         return GpuStudentRule(claims)
     return StudentRule(peer_oog(e5_oog, E5), claims) if name == "student" else MultilingualRule()
@@ -489,7 +530,7 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
                 decision: Path) -> tuple[str, list[str]]:
     """The rule over figures files: the decision's table written, the winner (if any) shipped to --out."""
     claims, peers = Claims(peer_oog(args.e5_oog_m1, E5)), peer_files(args)
-    judge = judge_by(rule_name, args.e5_oog, claims)
+    judge = judge_by(rule_name, args.e5_oog, claims, args.max_bytes)
     shipped = load(shipped_file, "shipped", judge.needs)
     candidates = [load(c, "candidate", judge.needs) for c in candidate_files]
     figures = [shipped_file, *candidate_files, *peers, args.small_pools, args.e5_oog_m1,
@@ -515,7 +556,7 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
         return pick, table
     winner, winner_file = next((f, p) for f, p in zip(candidates, candidate_files) if f["name"] == pick)
     recipe = winner.get("recipe") or args.recipe
-    if rule_name != "gpu-students":  # a student is rebuilt from its GPU file, not from a recipe of ours
+    if rule_name not in ("gpu-students", "quality"):  # a student is rebuilt from its GPU file, not from a recipe of ours
         check_rebuildable(recipe, ROOT / Path(winner["model"]).expanduser(), rule_name)
     ship(winner, winner_file, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]), recipe,
          judge, claims)
@@ -562,6 +603,8 @@ def main() -> None:
     ap.add_argument("--rule", choices=SHIP_RULES, default="multilingual",
                     help="multilingual: studies/shipping-history/multilingual-default.md; student: the pruned student's "
                          "(studies/pruned-student/README.md), judged beside e5-small (the recipe's [ship] rule)")
+    ap.add_argument("--max-bytes", type=int, default=20_000_000, help="the quality rule: the int8 graph's budget "
+                                                                       "(studies/quality-model: 20 MB, else 25)")
     ap.add_argument("--e5-oog", type=Path, default=ROOT / "benchmarks/results/oog-e5-small.json",
                     help="the student rule: e5-small on `oog` (eval oog --peers e5-small --json)")
     ap.add_argument("--e5-oog-m1", type=Path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
