@@ -54,3 +54,11 @@ def test_the_command_writes_its_table_and_refuses_figures_without_the_parts(tmp_
     with pytest.raises(SystemExit) as e:
         rules.main(["default", "--fast", str(paths["fast"]), str(tmp_path / "bare.json")])
     assert e.value.code != 0 and "no oog_wide, speed in it" in capsys.readouterr().err
+
+
+def test_the_layer_table_shows_each_students_quality_and_speed_columns():
+    speed = {"sentences_per_s": 210.0, "e5_ratio": 3.1, "ratio": 0.5, "batch1_ms": 5.4, "batch32_ms": 156.1,
+             "peak_rss_mb": 379.0, "e5_sentences_per_s": 68.0, "e5_batch1_ms": 17.0, "usem3_sentences_per_s": 420.0}
+    text = rules.layers_table([{**fig("student-3", 87.43, 78.17, 89.69, size=19_920_712), "blocks": 3, "speed": speed}])
+    assert "| student-3 | 3 | 19.9 | 87.43 | 78.17 | 89.69 | 210 | 3.10 | 0.50 | 5.40 | 156.1 | 379 |" in text
+    assert "multilingual-e5-small as the same kind of folder: 68 sentences/s" in text

@@ -159,7 +159,8 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
     int8 = model / ONNX_INT8
     training = model / FILES["training"]
     record = read_json(training, what="training.json") if training.exists() else {}
-    return {"name": name, "model": shown_path(model, ROOT),
+    config = read_json(model / FILES["config"], what="config.json")
+    return {"name": name, "model": shown_path(model, ROOT), "blocks": (config.get("model") or {}).get("n_layers"),
             "manifest_sha256": hashlib.sha256(read_bytes(manifest)).hexdigest() if manifest.exists() else None,
             "recipe": recipe or info.get("recipe") or record.get("recipe") or record.get("interpolated", {}).get("recipe"),
             "int8_mb": round(int8.stat().st_size / 2**20, 2) if int8.exists() else None,

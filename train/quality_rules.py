@@ -7,6 +7,7 @@ The default rule: among students with an int8 graph within the budget, those wit
 
     python train/quality_rules.py format --reference whole.json tiered.json cut.json [--out format.md]
     python train/quality_rules.py default --fast fast.json student-3.json student-4.json [--max-bytes 20000000] [--out d.md]
+    python train/quality_rules.py layers student-1.json ... student-6.json [--out layers.md]   # the efficiency table
 """
 
 from __future__ import annotations
@@ -98,6 +99,23 @@ def default_table(rows: dict[str, dict], fast: dict, max_bytes: int) -> str:
         (f"Chosen: {choice}.\n" if choice else "No student passes.\n")
 
 
+def layers_table(rows: list[dict]) -> str:
+    """The layer table with quality: each student's blocks, graph, out-of-genre figures and its speed run's columns
+    (its sentences/s beside multilingual-e5-small's and USE-m's, measured in one run at 1 thread)."""
+    lines = ["| model | blocks | int8 MB | `oog` | `oog-m1` | `oog_long` | sentences/s | x e5-small | x USE-m | "
+             "batch 1 ms | batch 32 ms | peak MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        sp = r["speed"]
+        lines.append(f"| {r['name']} | {r.get('blocks', '')} | {r['int8_bytes'] / 1e6:.1f} | {r['oog']['mean']:.2f} | "
+                     f"{r['oog_wide']['mean']:.2f} | {r['oog_long']['mean']:.2f} | {sp['sentences_per_s']:,.0f} | "
+                     f"{sp['e5_ratio']:.2f} | {sp['ratio']:.2f} | {sp['batch1_ms']:.2f} | {sp['batch32_ms']:.1f} | "
+                     f"{sp['peak_rss_mb']:.0f} |")
+    e5 = rows[0]["speed"]
+    return "\n".join(lines) + (f"\n\nmultilingual-e5-small as the same kind of folder: {e5['e5_sentences_per_s']:,.0f} "
+                               f"sentences/s, batch 1 {e5['e5_batch1_ms']:.2f} ms; USE-m: {e5['usem3_sentences_per_s']:,.0f} "
+                               "sentences/s (the first row's run; each row's ratios are of its own run).\n")
+
+
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,12 +125,15 @@ def main(argv: list[str] | None = None) -> None:
     dflt = sub.add_parser("default", help="the default rule")
     dflt.add_argument("--fast", type=Path, required=True, help="the fast model's figures")
     dflt.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's budget")
-    for p in (fmt, dflt):
+    lay = sub.add_parser("layers", help="the layer table with quality")
+    for p in (fmt, dflt, lay):
         p.add_argument("figures", type=Path, nargs="+", help="figures files (train/figures.py)")
         p.add_argument("--out", type=Path, default=None, help="write the table here too (markdown)")
     args = ap.parse_args(argv)
     check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None)])
-    if args.rule == "format":
+    if args.rule == "layers":
+        text = layers_table([figures(p, (*MEASURES, "speed")) for p in args.figures])
+    elif args.rule == "format":
         forms = {f["name"]: f for f in (figures(p, MEASURES) for p in args.figures)}
         text = format_table(figures(args.reference, MEASURES), forms)
     else:
