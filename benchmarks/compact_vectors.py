@@ -1,7 +1,7 @@
 """What compact vectors cost: P@1 and index size for float32, int8, sign bits and truncated
 vectors of one model, on the retrieval test splits and the out-of-genre benchmark.
 
-    python benchmarks/compact_vectors.py --model edge_xsent/resources/default-model --data corpus-g --oog oog
+    python benchmarks/compact_vectors.py --model edge_xsent/resources/fast-model --data corpus-g --oog oog
     python benchmarks/compact_vectors.py --data sample --queries 200          # small, no general split
 
 Every sentence is embedded once (the model's default backend); each variant then turns those

@@ -60,7 +60,7 @@ def browser_run(bundle: Path, results: Path, expect_related: bool = True) -> dic
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle", type=Path, nargs="?", default=ROOT / "edge_xsent/resources/default-model")
+    ap.add_argument("bundle", type=Path, nargs="?", default=ROOT / "edge_xsent/resources/fast-model")
     ap.add_argument("--results", type=Path, default=ROOT / "benchmarks/results")
     ap.add_argument("--no-quality-check", action="store_true",
                     help="an untrained model: do not require the translation to score above the unrelated sentence")

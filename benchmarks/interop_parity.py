@@ -36,7 +36,7 @@ from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.failures import script_errors
 
 RESULTS = ROOT / "benchmarks" / "results"
-DEFAULT = ROOT / "edge_xsent" / "resources" / "default-model"
+DEFAULT = ROOT / "edge_xsent" / "resources" / "fast-model"
 EDGE_CASES = ROOT / "tests" / "data" / "tokenizer_edge_cases.json"
 
 

@@ -44,6 +44,6 @@ def test_readme_is_short_and_tells_no_history():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 200
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "train" / "DECISIONS.md",
-                ROOT / "edge_xsent" / "resources" / "default-model" / "README.md", *(ROOT / "train").glob("*.toml")]:
+                ROOT / "edge_xsent" / "resources" / "fast-model" / "README.md", *(ROOT / "train").glob("*.toml")]:
         found = re.findall(r"\b(?:issue|session)s? \d+", doc.read_text(), re.I)
         assert not found, f"{doc.relative_to(ROOT)} tells how the work was organised: {found}"

@@ -39,7 +39,7 @@ FP32_MIN, INT8_MIN = 0.99999, 0.9995  # the parity bars
 # A student's int8 graph in a stack that runs onnxruntime's SkipLayerNormFusion (edge-xsent leaves it off:
 # encoder.ORT_DISABLED): e5's large activations move its vectors to cosine 0.9977 at worst on the shared texts.
 STUDENT_INT8_MIN = 0.997
-DEFAULT = ROOT / "edge_xsent/resources/default-model"
+DEFAULT = ROOT / "edge_xsent/resources/fast-model"
 # The package ships the default's int8 graph only. "per-row": a tiny model in the form a student ships in (4-bit
 # token table, int8 activations scaled per row); "student": e5-small's block 0 as a student (e5's tokenizer and
 # rules, a table cut to 3,000 rows); "tiered": the same with every piece kept (3,000 rows at 4 bits, the rest at 1 bit).
@@ -204,7 +204,7 @@ def test_missing_stack_names_its_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "optimum.onnxruntime", None)  # import fails as if not installed
     with pytest.raises(UserError, match=r'pip install "edge-xsent\[optimum\]"'):
-        hf.ort_encode(ROOT / "edge_xsent/resources/default-model", ["Hello"])
+        hf.ort_encode(ROOT / "edge_xsent/resources/fast-model", ["Hello"])
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(UserError, match=r'pip install "edge-xsent\[hf\]"'):
-        hf.sentence_transformer(ROOT / "edge_xsent/resources/default-model")
+        hf.sentence_transformer(ROOT / "edge_xsent/resources/fast-model")

@@ -45,13 +45,13 @@ def test_model_from_git_takes_a_folder_of_a_commit_once(tmp_path, tiny_bundle):
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
 def test_the_shipped_recipe_starts_from_its_pinned_model(tmp_path):
-    manifest = json.loads((ROOT / "edge_xsent/resources/default-model/manifest.json").read_text())
+    manifest = json.loads((ROOT / "edge_xsent/resources/fast-model/manifest.json").read_text())
     path = manifest["recipe"]  # the recipe the shipped model's card says to rerun
     recipe = tomllib.loads((ROOT / path).read_text())
     commit = recipe["init"].split(":")[1]
     if not has_history(commit):
         pytest.skip(f"a shallow clone lacks {commit}: the recipe then says to git fetch --unshallow")
-    card = (ROOT / "edge_xsent/resources/default-model/README.md").read_text()
+    card = (ROOT / "edge_xsent/resources/fast-model/README.md").read_text()
     assert f"Reproduce: `train/ship.sh {path}`" in card  # the one command (train/ship.py; this name forwards to it),
     # run here up to its first step
     # Its corpus takes an hour of apt downloads to build: 256 pairs of the shipped sample (no monolingual text) stand

@@ -3,7 +3,7 @@ its rule and its card read, measured on one model folder and written to one JSON
 
     python train/figures.py RUN/bundle --name m1-long --data ~/edge-xsent-data/corpus-m1 \
         --oog oog --oog-wide ~/edge-xsent-data/oog-m1 --corpus-g corpus-g5
-    python train/figures.py edge_xsent/resources/default-model --name shipped ...   # the model it must beat
+    python train/figures.py edge_xsent/resources/fast-model --name shipped ...   # the model it must beat
 
 Parts (each saved as soon as it is measured, so a stopped run resumes at the next part):
 - general:  P@1 per language on the judging corpus's general test split, both directions with English,

@@ -41,7 +41,7 @@ from edge_xsent.inputs import read_json, read_text
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("datasets", "train", "interpolate", "debias", "export", "calibrate", "figures", "judge")
 CLI = [sys.executable, "-m", "edge_xsent"]
-SHIPPED = ROOT / "edge_xsent/resources/default-model"
+SHIPPED = ROOT / "edge_xsent/resources/fast-model"
 BLOCK = ("<!-- ship record: written by train/ship.py from {record}; do not edit -->", "<!-- end of ship record -->")
 
 

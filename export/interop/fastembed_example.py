@@ -6,6 +6,6 @@ from fastembed.common.model_description import ModelSource, PoolingType
 
 TextEmbedding.add_custom_model(model="edge-xsent/default", pooling=PoolingType.DISABLED, normalization=True,
                                sources=ModelSource(hf="edge-xsent/default"), dim=256, model_file="onnx/model_int8.onnx")
-model = TextEmbedding("edge-xsent/default", specific_model_path="edge_xsent/resources/default-model")
+model = TextEmbedding("edge-xsent/default", specific_model_path="edge_xsent/resources/fast-model")
 a, b = model.embed(["Save the current document", "Enregistrer le document actuel"])
 print(len(a), round(float(a @ b), 3))
