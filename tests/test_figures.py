@@ -353,12 +353,12 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
         files[name] = tmp_path / f"{name}.json"
         files[name].write_text(json.dumps({"name": name, **fig}))
 
-    def ship(budget: int, out: str) -> str:
+    def ship(budget: int, out: str, *more: str, candidates: tuple[str, ...] = ("three", "four")) -> str:
         done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "quality", "--max-bytes", str(budget),
-                               "--shipped", str(files["fast"]), "--candidate", str(files["three"]), "--candidate",
-                               str(files["four"]), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide), "--small-pools",
+                               "--shipped", str(files["fast"]), *(x for c in candidates for x in ("--candidate", str(files[c]))),
+                               "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide), "--small-pools",
                                str(tmp_path / "none.json"), "--decision", str(tmp_path / f"{out}.md"),
-                               "--out", str(tmp_path / out)], capture_output=True, text=True)
+                               "--out", str(tmp_path / out), *more], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         return (tmp_path / f"{out}.md").read_text()
 
@@ -372,6 +372,14 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
     assert not (tmp_path / "at20" / "model.safetensors").exists() and not (tmp_path / "at20" / "onnx/model.onnx").exists()
     text = ["Xin cha\u0300o the\u0302\u0301 gio\u031b\u0301i"]
     assert (Encoder.load(tmp_path / "at20").encode(text) * Encoder.load(tiny_student_tiered).encode(text)).sum() > 0.9999
+    figs["slow"] = {**student, "speed": {"e5_ratio": 2.26, "batch1_ms": 3.4}, "oog_wide": wide(81.78)}
+    files["slow"] = tmp_path / "slow.json"
+    files["slow"].write_text(json.dumps({"name": "slow", **figs["slow"]}))
+    kept = ship(20_000_000, "none", "--best-name", "quality", candidates=("slow",))
+    assert "No student passes." in kept and "2.26x e5-small's sentences/s < 2.5x (short by 0.24)" in kept
+    best = (tmp_path / "none" / "README.md").read_text()  # the best still ships, by its name, and says why not more
+    assert '`slow`: the best candidate, not the default (`Encoder.load("quality")`)' in best
+    assert "## Not shipped" in best and "short by 0.24" in best and "enc = Encoder.load('quality')" in best
 
 
 def test_speed_times_e5_small_beside_the_candidate_and_long_text_joins_consecutive_pairs(tiny_bundle, tmp_path,

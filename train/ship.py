@@ -362,9 +362,9 @@ def interpolation_lines(recipe: str, training: dict) -> list[str]:
 
 def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, float]],
          small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims,
-         not_shipped: list[str] | None = None) -> str:
+         not_shipped: list[str] | None = None, name: str | None = None) -> str:
     """The shipped folder's card; `not_shipped` (the clauses a candidate fails) makes it the card of a candidate
-    the rule kept out, which says so first."""
+    the rule kept out, which says so first; `name`: the name such a candidate still loads by (`Encoder.load(name)`)."""
     from edge_xsent.encode.bundle import read_training
     from edge_xsent.export.card import front_matter, render
 
@@ -380,9 +380,11 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
     sizes = {p: (bundle / p).stat().st_size / 2**20 for p in SHIPPED_FILES if (bundle / p).exists()}
     return render({
         "metadata": front_matter({**cfg, "langs": ["en", *claimed]}, licence, sorted(licences) or None),
-        "title": f"`{fig['name']}`: a candidate the rule did not ship" if not_shipped is not None else
+        "title": (f"`{fig['name']}`: the best candidate, not the default (`Encoder.load(\"{name}\")`)" if name else
+                  f"`{fig['name']}`: a candidate the rule did not ship") if not_shipped is not None else
         "edge-xsent default model (`Encoder.load()`)", "config": {**cfg, "langs": ["en", *claimed]},
-        "usage": [f"enc = Encoder.load('{fig['model']}')" if not_shipped is not None else
+        "usage": [(f"enc = Encoder.load('{name}')" if name else f"enc = Encoder.load('{fig['model']}')")
+                  if not_shipped is not None else
                   "enc = Encoder.load()                  # this model, offline",
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', 'Где вокзал?'])"],
         "training": student_lines(training) if "student" in training else
@@ -452,7 +454,10 @@ def no_home_paths(folder: Path) -> None:
 
 
 def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str, dict[str, float]],
-         small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims) -> None:
+         small: dict[str, dict[str, float]], recipe: str, judge: MultilingualRule | StudentRule, claims: Claims,
+         not_shipped: list[str] | None = None, name: str | None = None) -> None:
+    """The winner's folder at `out` (its int8 graph, tokenizer and card); with `not_shipped`, the best candidate's,
+    which loads by `name` (the quality rule's fallback: studies/quality-model)."""
     from edge_xsent.atomic import atomic_dir
     from edge_xsent.encode.bundle import read_training, verify, write_manifest
 
@@ -472,7 +477,7 @@ def ship(fig: dict, figures: Path, out: Path, table: list[str], peers: dict[str,
                                                                   ensure_ascii=False))
         supported(tmp / FILES["config"], claims.claimed(fig))
         no_home_paths(tmp)
-        (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe, judge, claims))
+        (tmp / "README.md").write_text(card(fig, bundle, table, peers, small, recipe, judge, claims, not_shipped, name))
         extra = {k: v for k, v in manifest.items() if k not in ("files", "format", "format_version", "edge_xsent_version")}
         write_manifest(tmp, {**extra, "recipe": recipe, "figures": shown_path(figures, ROOT)})
 
@@ -542,6 +547,14 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
     with atomic_write(decision) as f:
         f.write("# The next default: the rule's table\n\n`python train/ship.py " + " ".join(sys.argv[1:]) + "`\n\n"
                 + "\n".join(table) + "\n")
+    if pick == shipped["name"] and isinstance(judge, QualityRule) and candidates and args.best_name:
+        best, fails = judge.best(candidates, shipped)  # none passes: the best still loads by a name of its own
+        best_file = next(p for f, p in zip(candidates, candidate_files) if f["name"] == best["name"])
+        ship(best, best_file, args.out, table, peers_by_language(peers), peers_by_language([args.small_pools]),
+             best.get("recipe") or "", judge, claims, fails, args.best_name)
+        print(f"the rule keeps {pick}; the best, {best['name']}, -> {args.out} (Encoder.load({args.best_name!r})); "
+              f"table: {decision}")
+        return pick, table
     if pick == shipped["name"]:
         print(f"the rule keeps {pick}; table: {decision}")
         if isinstance(judge, GpuStudentRule) and candidates:
@@ -605,6 +618,8 @@ def main() -> None:
                          "(studies/pruned-student/README.md), judged beside e5-small (the recipe's [ship] rule)")
     ap.add_argument("--max-bytes", type=int, default=20_000_000, help="the quality rule: the int8 graph's budget "
                                                                        "(studies/quality-model: 20 MB, else 25)")
+    ap.add_argument("--best-name", default=None, help="the quality rule: when no candidate passes, the best still "
+                                                      "ships to --out, loading by this name (studies/quality-model)")
     ap.add_argument("--e5-oog", type=Path, default=ROOT / "benchmarks/results/oog-e5-small.json",
                     help="the student rule: e5-small on `oog` (eval oog --peers e5-small --json)")
     ap.add_argument("--e5-oog-m1", type=Path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
