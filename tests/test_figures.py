@@ -379,7 +379,7 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
     assert "No student passes." in kept and "2.26x e5-small's sentences/s < 2.5x (short by 0.24)" in kept
     best = (tmp_path / "none" / "README.md").read_text()  # the best still ships, by its name, and says why not more
     assert '`slow`: the best candidate, not the default (`Encoder.load("quality")`)' in best
-    assert "## Not shipped" in best and "short by 0.24" in best and "enc = Encoder.load('quality')" in best
+    assert "## Not the default" in best and "short by 0.24" in best and "enc = Encoder.load('quality')" in best
 
 
 def test_speed_times_e5_small_beside_the_candidate_and_long_text_joins_consecutive_pairs(tiny_bundle, tmp_path,

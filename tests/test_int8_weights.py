@@ -66,9 +66,9 @@ def test_the_shipped_models_are_one_artifact_and_export_for_sentence_transformer
     from click.testing import CliRunner
 
     from edge_xsent.cli import main
-    from edge_xsent.encode.encoder import DEFAULT_MODEL, FAST_MODEL
+    from edge_xsent.encode.encoder import DEFAULT_MODEL, FAST_MODEL, QUALITY_MODEL
 
-    for folder in (DEFAULT_MODEL, FAST_MODEL):
+    for folder in (DEFAULT_MODEL, FAST_MODEL, QUALITY_MODEL):
         assert not (folder / "model.safetensors").exists() and (folder / "onnx/model_int8.onnx").exists()
     assert (FAST_MODEL / "edge_xsent.safetensors").exists()
     monkeypatch.chdir(tmp_path)

@@ -78,7 +78,7 @@ def test_shipped_models_load_by_name_and_a_folder_of_that_name_wins(tmp_path, mo
 
     from edge_xsent.encode.encoder import NAMED_MODELS, named_model
 
-    assert set(NAMED_MODELS) == {"default", "fast"} and named_model("fast") == NAMED_MODELS["fast"]
+    assert set(NAMED_MODELS) == {"default", "fast", "quality"} and named_model("fast") == NAMED_MODELS["fast"]
     texts = ["Open the file.", "Ouvrir le fichier."]
     assert np.array_equal(Encoder.load("fast").encode(texts), Encoder.load(NAMED_MODELS["fast"]).encode(texts))
     assert named_model(DEFAULT_MODEL) is None and named_model("quick") is None

@@ -23,14 +23,17 @@ def test_wheel_ships_the_default_model(tmp_path):
     code = ("import edge_xsent, sys; from edge_xsent import Encoder; "
             "assert edge_xsent.__file__.startswith(sys.argv[1]), edge_xsent.__file__; "
             "v = Encoder.load().encode(['Save the document', 'Enregistrer le document', 'The cat sleeps']); "
-            "print(round(float(v[0] @ v[1]), 4), round(float(v[0] @ v[2]), 4))")
+            "q = Encoder.load('quality').encode(['Save the document', 'Enregistrer le document', 'The cat sleeps']); "
+            "print(round(float(v[0] @ v[1]), 4), round(float(v[0] @ v[2]), 4), "
+            "round(float(q[0] @ q[1]), 4), round(float(q[0] @ q[2]), 4))")
     env = {**os.environ, "PYTHONPATH": str(target), "HF_HUB_OFFLINE": "1",
            "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}  # any network use would fail
     done = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, cwd=tmp_path,
                           env=env)
     assert done.returncode == 0, done.stderr
-    translation, unrelated = map(float, done.stdout.split())
+    translation, unrelated, q_translation, q_unrelated = map(float, done.stdout.split())
     assert translation > unrelated + 0.2  # the shipped, trained model: a translation sits far closer
+    assert q_translation > q_unrelated + 0.2  # and the quality model, by its name
 
 
 def package_imports() -> dict[str, set[str]]:
@@ -109,9 +112,9 @@ def test_shipped_files_name_no_machine_path():
     site-packages path). The int8 graph of the default shipped on 2026-11-24 still carries torch's
     per-node stack traces (re-saving it would add 11 MB to git history): export strips them from
     every graph since (the test below), so the next default ships without."""
-    from edge_xsent.encode.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.encoder import NAMED_MODELS
 
-    leaks = [str(p.relative_to(DEFAULT_MODEL)) for p in DEFAULT_MODEL.rglob("*") if p.is_file() and p.suffix != ".onnx"
+    leaks = [str(p) for folder in NAMED_MODELS.values() for p in folder.rglob("*") if p.is_file() and p.suffix != ".onnx"
              and any(mark in p.read_bytes() for mark in (b"/root/", b"/home/", b"site-packages"))]
     assert not leaks, leaks
 

@@ -377,7 +377,8 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
     licences = (corpus_licences(tc["data"]) if tc.get("data") else None) or {}
     licence, licence_line = data_licence(licences) if licences else (None, "")
     claimed = claims.claimed(fig)
-    sizes = {p: (bundle / p).stat().st_size / 2**20 for p in SHIPPED_FILES if (bundle / p).exists()}
+    sizes = {p: (bundle / p).stat().st_size / 2**20 for p in SHIPPED_FILES if (bundle / p).exists()
+             and not ("student" in training and p == FILES["extra_weights"])}  # a student ships no head (ship())
     return render({
         "metadata": front_matter({**cfg, "langs": ["en", *claimed]}, licence, sorted(licences) or None),
         "title": (f"`{fig['name']}`: the best candidate, not the default (`Encoder.load(\"{name}\")`)" if name else
@@ -389,8 +390,10 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
                   "v = enc.encode(['Where is the station?', 'Où est la gare ?', 'Где вокзал?'])"],
         "training": student_lines(training) if "student" in training else
         training_lines(recipe, training, len(fig.get("general") or set(training.get("langs", [])) - {"en"})),
-        "before_sizes": [*(["## Not shipped", "", f"The best candidate by the rule's measure, and it fails: "
-                                                 f"{'; '.join(not_shipped)}.", ""] if not_shipped else []),
+        "before_sizes": [*((["## Not the default", "", f"The best candidate by the rule's measure, loading by its name "
+                             f"`{name}`; as the default it fails: {'; '.join(not_shipped)}.", ""] if name else
+                            ["## Not shipped", "", f"The best candidate by the rule's measure, and it fails: "
+                             f"{'; '.join(not_shipped)}.", ""]) if not_shipped else []),
                          "## Languages", "",
                          f"{claims.note} Out of genre: "
                          "`oog-m1`, reserved texts no training build reads (pools up to 5,000 pairs), beside USE-m and "
