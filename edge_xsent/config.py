@@ -397,8 +397,8 @@ class ShipConfig:
         alpha, bits = self.alpha, self.table_bits
         if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1):
             raise UserError(f"{where}: [ship] alpha must be a number in (0, 1], got {alpha!r}")
-        if isinstance(bits, bool) or bits not in TABLE_BITS:
-            raise UserError(f"{where}: [ship] table_bits must be one of {list(TABLE_BITS)}, got {bits!r}")
+        if isinstance(bits, bool) or bits not in TABLE_BITS[:2]:  # a tiered table (1) needs its exact rows: student_folder.py
+            raise UserError(f"{where}: [ship] table_bits must be one of {list(TABLE_BITS[:2])}, got {bits!r}")
         if self.rule not in SHIP_RULES:
             raise UserError(f"{where}: [ship] rule must be one of {list(SHIP_RULES)}, got {self.rule!r}")
         if self.int8_activations not in INT8_ACTIVATIONS:
