@@ -62,3 +62,22 @@ def test_the_layer_table_shows_each_students_quality_and_speed_columns():
     text = rules.layers_table([{**fig("student-3", 87.43, 78.17, 89.69, size=19_920_712), "blocks": 3, "speed": speed}])
     assert "| student-3 | 3 | 19.9 | 87.43 | 78.17 | 89.69 | 210 | 3.10 | 0.50 | 5.40 | 156.1 | 379 |" in text
     assert "multilingual-e5-small as the same kind of folder: 68 sentences/s" in text
+
+
+def test_the_readme_models_table_is_what_models_table_py_makes_of_the_recorded_figures(tmp_path, capsys):
+    """benchmarks/models_table.py over the committed figures gives benchmarks/results/models.md's table, and the
+    README shows that table: each figure there has one source."""
+    from conftest import ROOT
+
+    models = script_module("benchmarks/models_table.py")
+    recorded = (ROOT / "benchmarks/results/models.md").read_text()
+    command = recorded.split("`python benchmarks/models_table.py ", 1)[1].split("`", 1)[0].split()
+    args = [a if a.startswith("--") else a.replace("=benchmarks/", f"={ROOT}/benchmarks/") if "=" in a else str(ROOT / a)
+            for a in command if not a.startswith("--out") and a != "benchmarks/results/models.md"]
+    models.main(args)
+    table = capsys.readouterr().out
+    assert table in recorded and table in (ROOT / "README.md").read_text()
+    assert "| quality | `Encoder.load(\"quality\")` |" in table and "(the default)" in table
+    with pytest.raises(SystemExit) as e:
+        models.main(["--model", "fast"])
+    assert e.value.code != 0 and "NAME=FIGURES" in capsys.readouterr().err
