@@ -402,7 +402,7 @@ BENCHMARK_WRITERS = {  # each benchmark that writes, with its output aimed into 
     "interop_parity.py": ["X", "--results", "M"], "load.py": ["X", "--out", "M/config.json"],
     "max_len.py": ["X", "--out", "M/config.json"], "training_cost.py": ["--out", "M/config.json"],
     "vocab_both.py": ["--results", "M/x"], "vocab_cost.py": ["--out", "M/config.json"],
-    "teacher_speed.py": ["--out", "M/config"],
+    "teacher_speed.py": ["--out", "M/config"], "models_table.py": ["--model", "fast=X", "--out", "M/config.json"],
 }
 
 
