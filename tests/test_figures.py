@@ -286,17 +286,24 @@ def test_ship_by_the_pruned_students_rule_claims_out_of_genre_beside_e5(tiny_bun
     assert refused.returncode == 1 and "no speed" in refused.stderr and "--parts speed" in refused.stderr
 
 
+def student_rule_inputs(tmp_path: Path):
+    """What the student rules' ship tests share: three languages, e5-small's `oog-m1` over them (90 each) as a
+    peers file, and makers of an `oog` and an `oog-m1` figure of a given mean."""
+    langs = [f"l{i:02d}" for i in range(3)]
+    cells = {"tuxpaint": {**{f"en->{l}": 0.90 for l in langs}, **{f"{l}->en": 0.90 for l in langs}}}
+    e5_wide = tmp_path / "e5-oog-m1.json"
+    e5_wide.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells}}))
+    oog = lambda p: {"mean": p, "by_language": {"de": p, "fr": p}}  # noqa: E731
+    wide = lambda p: {"mean": p, "by_language": dict.fromkeys(langs, p)}  # noqa: E731
+    return langs, e5_wide, oog, wide
+
+
 def test_ship_by_the_gpu_students_rule_ships_a_student_folder_that_loads(tiny_student_bundle, tmp_path):
     """train/ship.py --rule gpu-students (studies/gpu-students/README.md): the best passing student ships as a
     folder with its tokenizer rules and the int8 graph alone; a student that misses a clause says by how much."""
     from edge_xsent import Encoder
 
-    langs = [f"l{i:02d}" for i in range(3)]
-    cells = lambda p, ls: {"tuxpaint": {**{f"en->{l}": p for l in ls}, **{f"{l}->en": p for l in ls}}}  # noqa: E731
-    e5_wide = tmp_path / "e5-oog-m1.json"
-    e5_wide.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells(0.90, langs)}}))
-    oog = lambda p: {"mean": p, "by_language": {"de": p, "fr": p}}  # noqa: E731
-    wide = lambda p: {"mean": p, "by_language": dict.fromkeys(langs, p)}  # noqa: E731
+    langs, e5_wide, oog, wide = student_rule_inputs(tmp_path)
     student = {"model": str(tiny_student_bundle), "int8_bytes": 6_000_000, "speed": {"ratio": 1.1},
                "oog": oog(86.0), "oog_wide": wide(85.0)}
     figs = {"four": student, "slow": {**student, "speed": {"ratio": 0.7}, "oog_wide": wide(90.0)},
@@ -338,12 +345,7 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
     ships as its int8 graph alone; the card says how its table was made; --max-bytes is the rule's budget."""
     from edge_xsent import Encoder
 
-    langs = [f"l{i:02d}" for i in range(3)]
-    cells = lambda p, ls: {"tuxpaint": {**{f"en->{l}": p for l in ls}, **{f"{l}->en": p for l in ls}}}  # noqa: E731
-    e5_wide = tmp_path / "e5-oog-m1.json"
-    e5_wide.write_text(json.dumps({"multilingual-e5-small": {"retrieval": cells(0.90, langs)}}))
-    oog = lambda p: {"mean": p, "by_language": {"de": p, "fr": p}}  # noqa: E731
-    wide = lambda p: {"mean": p, "by_language": dict.fromkeys(langs, p)}  # noqa: E731
+    langs, e5_wide, oog, wide = student_rule_inputs(tmp_path)
     student = {"model": str(tiny_student_tiered), "int8_bytes": 19_000_000, "speed": {"e5_ratio": 3.0, "batch1_ms": 5.0},
                "oog": oog(90.0), "oog_wide": wide(85.0)}
     figs = {"three": student, "four": {**student, "int8_bytes": 24_000_000, "oog_wide": wide(88.0)},

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_xsent.encode.tiered_table import BLOCK, lut1, lut4, pack
+from edge_xsent.encode.tiered_table import BLOCK, NAMES, lut1, lut4, pack
 from edge_xsent.errors import UserError
 
 PREFIX = "tiered"  # the names of the constants and nodes this module adds
@@ -40,7 +40,7 @@ def rewrite_tiered(src: Path, dst: Path, exact_rows: int) -> dict:
         raise UserError(f"table exact rows {exact_rows}: choose between 5 (the specials) and the table's {len(table)}")
     arrays = {**pack(table, exact_rows), "lut1": lut1(), "lut4": lut4()}
     nodes = _decode_nodes(gathers[0].input[1], gathers[0].output[0], exact_rows, table.shape[1])
-    consts = {**{k: v for k, v in arrays.items()}, "k": np.array(exact_rows, np.int64),
+    consts = {**arrays, "k": np.array(exact_rows, np.int64),
               "last": np.array(exact_rows - 1, np.int64), "zero": np.array(0, np.int64), "minus1": np.array([-1], np.int64),
               "blocks": np.array([0, 0, table.shape[1] // BLOCK, BLOCK], np.int64), "row": np.array([0, 0, -1], np.int64)}
     kept = [n for n in graph.node if n is not gathers[0]]
@@ -53,7 +53,7 @@ def rewrite_tiered(src: Path, dst: Path, exact_rows: int) -> dict:
     onnx.save(model, str(dst))
     return {"format": "tiered", "exact_rows": exact_rows, "exact": f"4-bit, blocks of {BLOCK}, fp16 scales",
             "rest": "1 bit a value (its sign), one fp16 scale a row (mean |x|)", "rows": len(table),
-            "table_bytes": int(sum(arrays[k].nbytes for k in ("exact_codes", "exact_scales", "sign_codes", "sign_scales"))),
+            "table_bytes": int(sum(arrays[k].nbytes for k in NAMES)),
             "nodes": [n.name for n in nodes]}
 
 

@@ -253,7 +253,7 @@ def tier_table(model, exact_rows: int):
     """A copy of `model` whose table holds every row as a tiered int8 graph decodes it (encode/tiered_table.py:
     ids below `exact_rows` at 4 bits, every other at 1 bit). The folder then is the model that ships, so the
     export's parity gate measures the int8 blocks alone, as it does for a cut table; what the table's form costs
-    is measured out of genre (the table-format rule, studies/gpu-students)."""
+    is measured out of genre (the table-format rule, studies/quality-model)."""
     import copy
 
     import torch
