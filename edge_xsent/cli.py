@@ -130,8 +130,9 @@ def debias_cmd(model_path, data, out, rank, per_lang):
               help="With --table-bits 1: the ids kept at 4 bits (the first ones: a student orders its ids by "
                    "frequency). Default: the folder's int8 graph's.")
 @click.option("--int8-activations", type=click.Choice(list(INT8_ACTIVATIONS)), default=None,
-              help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic) or per-row (a "
-                   "text's vector does not depend on the texts batched with it). Default: the folder's, else per-tensor.")
+              help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic), per-row (a "
+                   "text's vector does not depend on the texts batched with it) or static (calibrated on the sample "
+                   "corpus, the first position apart: batch-independent and faster). Default: the folder's, else per-tensor.")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")

@@ -30,8 +30,9 @@ SHIP_RULES = ("multilingual", "student", "gpu-students", "quality")  # train/shi
 # studies/pruned-student/README.md
 TABLE_BITS = (8, 4, 1)  # the int8 graph's token table: int8, 4-bit blocks, or tiered: 4 bits then 1 (export.quantize_int8)
 # The int8 graph's activation scales: one per MatMul input over the whole batch (quantize_dynamic), or one per row,
-# so a text's vector does not depend on its batch (edge_xsent/export/rowquant.py).
-INT8_ACTIVATIONS = ("per-tensor", "per-row")
+# so a text's vector does not depend on its batch (edge_xsent/export/rowquant.py), or calibrated once, the first
+# position apart: batch-independent too, and faster (edge_xsent/export/staticquant.py).
+INT8_ACTIVATIONS = ("per-tensor", "per-row", "static")
 DEFAULT_INT8_ACTIVATIONS = "per-tensor"
 
 
@@ -144,7 +145,7 @@ def read_recipe(path: str | Path) -> dict:
     if path.is_dir():
         raise UserError(f"{path} is a folder; --config takes a recipe file (.toml)")
     try:
-        return tomllib.loads(read_text(path, CAPS["toml"], "recipe"))
+        return tomllib.loads(read_text(path, CAPS["toml"], "recipe", stream=True))  # read once: <(cat r.toml) too
     except FileNotFoundError as e:
         raise UserError(f"{path}: no such config file") from e
     except (tomllib.TOMLDecodeError, RecursionError) as e:

@@ -55,9 +55,10 @@ def os_error(e: OSError, path: Path) -> Exception:
     return OSError(e.errno, e.strerror, str(path))
 
 
-def open_regular(path: str | os.PathLike, what: str = "file") -> int:
+def open_regular(path: str | os.PathLike, what: str = "file", stream: bool = False) -> int:
     """A file descriptor of `path` if it is a regular file (links followed); a FIFO is opened without
-    waiting for a writer, then refused, so nothing hangs."""
+    waiting for a writer, then refused, so nothing hangs. `stream`: a FIFO is accepted too (a file read once,
+    such as `--config <(cat recipe.toml)`), its descriptor left non-blocking for read_bytes."""
     p = as_path(path, what)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -66,6 +67,8 @@ def open_regular(path: str | os.PathLike, what: str = "file") -> int:
             raise UserError(f"{p}: {what} is not a regular file; give a file") from None
         raise os_error(e, p) from None
     mode = os.fstat(fd).st_mode
+    if stream and stat.S_ISFIFO(mode):
+        return fd
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise UserError(f"{p}: {what} is {kind_of(mode)}, not a regular file; give a file")
@@ -73,10 +76,13 @@ def open_regular(path: str | os.PathLike, what: str = "file") -> int:
     return fd
 
 
-def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "file") -> bytes:
-    """The bytes of a regular file, refused (named) if it holds more than `cap`."""
+def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "file", stream: bool = False) -> bytes:
+    """The bytes of a regular file, refused (named) if it holds more than `cap`. `stream`: a FIFO is read too, to
+    its end or past `cap` (a FIFO nothing writes to reads as empty, and is refused: nothing hangs)."""
     p = as_path(path, what)
-    fd = open_regular(p, what)
+    fd = open_regular(p, what, stream)
+    if stream and stat.S_ISFIFO(os.fstat(fd).st_mode):
+        return _read_stream(fd, p, cap if cap is not None else CAPS["log"], what)
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(fd).st_size
         if cap is not None and size > cap:
@@ -88,9 +94,35 @@ def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "fil
     return data
 
 
-def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file") -> str:
+def _read_stream(fd: int, p: Path, cap: int, what: str) -> bytes:
+    """A FIFO's bytes as its writer sends them, waited for (select), never more than `cap`."""
+    import select
+
+    chunks, size = [], 0
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        while True:
+            try:  # first: a FIFO with no writer reads as its end at once (select would wait on it for ever)
+                chunk = f.read(1 << 16)
+            except BlockingIOError:
+                chunk = None
+            if chunk is None:  # a writer, nothing written yet
+                select.select([fd], [], [])
+                continue
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                raise UserError(f"{p}: more than a {what} can be ({cap // MiB} MiB); is it the right stream?")
+    if not size:
+        raise UserError(f"{p}: {what} is a FIFO (named pipe) that gave nothing (no writer, or an empty one); give a "
+                        "file, or a stream with content such as <(cat recipe.toml)")
+    return b"".join(chunks)
+
+
+def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file", stream: bool = False) -> str:
     p = as_path(path, what)
-    data = read_bytes(p, cap, what)
+    data = read_bytes(p, cap, what, stream)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -354,7 +354,18 @@ def test_a_recipe_or_its_tokenizer_that_never_ends_is_one_error(what, tmp_path):
     else:
         recipe.write_text('data = "sample"\ntokenizer = "/dev/zero"\n[model]\nvocab_size = 1000\nd_model = 32\n'
                           'n_heads = 2\nd_ff = 64\nn_layers = 1\n')
-    refused(cli("train", "--config", recipe, "--out", tmp_path / "run", "--max-steps", "1", "--quiet"), "regular file")
+    words = "FIFO (named pipe) that gave nothing" if what == "--config FIFO" else "regular file"  # nothing writes it
+    refused(cli("train", "--config", recipe, "--out", tmp_path / "run", "--max-steps", "1", "--quiet"), words)
+
+
+def test_a_recipe_streamed_through_a_pipe_trains(tmp_path):
+    """`train --config <(cat recipe.toml)`: a recipe is read once, so a stream is as good as its file."""
+    shutil.copy(ROOT / "train" / "tiny-cpu.toml", tmp_path / "r.toml")
+    command = f'"{sys.executable}" -m edge_xsent.cli train --config <(cat "$1") --out "$2" --max-steps 1 --quiet'
+    run = subprocess.run(["bash", "-c", command, "-", str(tmp_path / "r.toml"), str(tmp_path / "run")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 1
 
 
 def test_figures_output_that_is_a_fifo_or_not_figures_is_one_error(model, tmp_path, monkeypatch, capsys):

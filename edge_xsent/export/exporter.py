@@ -24,6 +24,7 @@ import shutil
 import time
 import warnings
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -111,9 +112,11 @@ def strip_stack_traces(path: Path) -> None:
 
 
 def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str = DEFAULT_INT8_WEIGHTS,
-                  table_bits: int = 8, activations: str = DEFAULT_INT8_ACTIVATIONS, table_exact_rows: int = 0) -> dict:
+                  table_bits: int = 8, activations: str = DEFAULT_INT8_ACTIVATIONS, table_exact_rows: int = 0,
+                  calibration: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> dict:
     """`keep_fp32`: node names left unquantised (`projection_nodes`); `weights`: a key of INT8_WEIGHTS;
-    `activations`: "per-row" scales each row of a MatMul's input on its own (rowquant.py).
+    `activations`: "per-row" scales each row of a MatMul's input on its own (rowquant.py); "static" uses scales
+    calibrated on `calibration`'s token batches, the first position apart (staticquant.py).
     `table_bits = 4`: the token table's Gather goes to 4 bits (`quantize_table_int4`) and only the MatMuls
     to int8. A table of 60,000 x 384 is 22 MB at int8 and 11.5 at 4 bits, and the lookup is cheap at
     any precision, where a 4-bit MatMul runs ~2.3x slower than int8 here (studies/pruned-student).
@@ -128,6 +131,8 @@ def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str 
         raise UserError(f"table bits must be one of {', '.join(map(str, TABLE_BITS))}, got {table_bits!r}")
     if activations not in INT8_ACTIVATIONS:
         raise UserError(f"unknown int8 activations {activations!r}; choose from {', '.join(INT8_ACTIVATIONS)}")
+    if activations == "static" and not calibration:
+        raise UserError("static int8 activations need calibration batches: staticquant.calibration_batches(folder)")
     weight_type, reduce_range = QuantType[INT8_WEIGHTS[weights][0]], INT8_WEIGHTS[weights][1]
     op_types = ["MatMul", "Gather"]  # with table_bits = 4 the token table's Gather is gone before this step
     settings = {"method": "onnxruntime.quantization.quantize_dynamic", "weights": weights,
@@ -144,6 +149,13 @@ def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str 
         settings["table"] = rewrite_tiered(src, table4, table_exact_rows)
         exclude += settings["table"].pop("nodes")  # its look-ups stay as they are
         src = table4
+    if activations == "static":
+        from edge_xsent.export.staticquant import quantize_static_int8
+
+        settings["method"] = "onnxruntime.quantization.quantize_static"
+        settings["activations"] = quantize_static_int8(src, dst, calibration, exclude, weight_type.name, reduce_range)
+        table4.unlink(missing_ok=True)
+        return settings
     with quiet():
         # DefaultTensorType: fused graphs carry contrib ops whose output types the quantiser cannot infer.
         quantize_dynamic(str(src), str(dst), weight_type=weight_type, per_channel=True, reduce_range=reduce_range,
@@ -318,8 +330,11 @@ def export_bundle(model_dir: str | Path, out: str | Path, int8: bool = True, tor
         export_onnx(model, example, tmp / ONNX_FP32)
         quant: dict = {"fusions": fuse_for_ort(tmp / ONNX_FP32)} if fuse else {}
         if int8:
+            from edge_xsent.export.staticquant import calibration_batches
+
+            calibration = calibration_batches(tmp) if int8_activations == "static" else ()
             quant["int8"] = quantize_int8(tmp / ONNX_FP32, tmp / ONNX_INT8, projection_nodes(tmp / ONNX_FP32, model),
-                                          int8_weights, table_bits, int8_activations, table_exact_rows)
+                                          int8_weights, table_bits, int8_activations, table_exact_rows, calibration)
         if int4:
             quant["int4"] = quantize_int4(tmp / ONNX_FP32, tmp / ONNX_INT4)
         if torchscript:
@@ -369,14 +384,22 @@ def recorded_int8(folder: Path, table_bits: int | None, activations: str | None,
             recorded_rows if exact_rows is None else exact_rows)
 
 
+class ParityError(UserError):
+    """A quantised graph below the parity gate: nothing was written. `cosine`: its mean cosine to fp32."""
+
+    def __init__(self, message: str, cosine: float):
+        super().__init__(message)
+        self.cosine = cosine
+
+
 def check_gate(parity: dict, min_cosine: float) -> None:
     """Every quantised graph the bundle carries agrees with fp32: a 4-bit graph fell to 0.912 after
     training while its int8 sibling held 0.995, and nothing stopped it."""
     for name, way_out in (("onnx-int8", ""), ("onnx-int4", ", or export without --int4")):
         cos = parity["formats"].get(name, {}).get("cosine_mean")
         if cos is not None and cos < min_cosine:
-            raise UserError(f"{name.removeprefix('onnx-')} parity check failed: mean cosine {cos:.4f} < {min_cosine} "
-                            f"against fp32; the bundle was not written (lower --min-cosine to accept{way_out})")
+            raise ParityError(f"{name.removeprefix('onnx-')} parity check failed: mean cosine {cos:.4f} < {min_cosine} "
+                            f"against fp32; the bundle was not written (lower --min-cosine to accept{way_out})", cos)
 
 
 def calibrate_int8_vectors(folder: Path, vectors: dict[str, np.ndarray], source: str) -> None:

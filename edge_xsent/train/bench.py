@@ -256,6 +256,20 @@ def timed(fn, repeats: int, warmup: int = 3) -> dict:
     return summarize(times)
 
 
+def interleaved(encoders: dict, sentences: list[str], rounds: int = 9, batch: int = 32) -> dict[str, float]:
+    """Sentences/s of each `Encoder` in one process, rounds alternating, medians: a ratio of two models measured
+    one after the other in their own workers drifted more than the 10% it was asked to judge (studies/quality-model)."""
+    times: dict[str, list[float]] = {k: [] for k in encoders}
+    for enc in encoders.values():
+        enc.encode(sentences[:64], batch_size=batch)  # warm-up
+    for _ in range(rounds):
+        for name, enc in encoders.items():
+            t = time.perf_counter()
+            enc.encode(sentences, batch_size=batch)
+            times[name].append(time.perf_counter() - t)
+    return {k: round(len(sentences) / float(np.median(v)), 1) for k, v in times.items()}
+
+
 def _throughput(encode, sentences: list[str], rss0: float) -> dict:
     """Sentences/s through a whole `encode` call, then the process's peak RSS (last: it includes the call)."""
     t = time.perf_counter()
