@@ -1,7 +1,8 @@
 """The shipped models beside multilingual-e5-small and USE-m, from recorded figures only (nothing is run here): the
 README's models table, each figure taken from the file this table names.
 
-    python benchmarks/models_table.py --model fast=benchmarks/results/quality-model/fast.json \
+    python benchmarks/models_table.py --model default=benchmarks/results/quality-model/student-4-static-25mb.json \
+        --model fast=benchmarks/results/quality-model/fast.json \
         --model quality=benchmarks/results/quality-model/student-6-tiered-25mb.json \
         --oog-peers benchmarks/results/quality-model/oog-peers.json --out benchmarks/results/models.md
 
@@ -42,7 +43,7 @@ def rows(models: list[tuple[str, dict]], oog_peers: Path | None) -> list[dict]:
     sp = models[0][1]["speed"]
     wide = {USE_M: peer_oog(RESULTS / "oog-m1-peers.json", USE_M), E5: peer_oog(RESULTS / "oog-m1-e5-small.json", E5)}
     narrow = {label: peer_oog(oog_peers, label) if oog_peers else {"mean": None} for label in (USE_M, E5)}
-    ours = [{"model": f"{name}{' (the default)' if NAMED_MODELS.get(name) == DEFAULT_MODEL else ''}",
+    ours = [{"model": f"{name}{' (the default)' if NAMED_MODELS.get(name) == DEFAULT_MODEL and name != 'default' else ''}",
              "load": f'Encoder.load("{name}")', "mb": fig["int8_bytes"] / 1e6, "per_s": fig["speed"]["sentences_per_s"],
              "oog": fig["oog"]["mean"], "oog_m1": fig["oog_wide"]["mean"], "langs": f"en + {langs(name) - 1}"}
             for name, fig in models]

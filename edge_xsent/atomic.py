@@ -21,11 +21,22 @@ def _umask() -> int:
     return mask
 
 
+WRITE_MODES = ("w", "wb")
+
+
+def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
+    """Write to a temporary file beside `path`, fsync, then rename over it: `with atomic_write(path) as f:`.
+    The temporary's name carries the writer's pid, so a later writer removes what a killed one left. /dev/null is
+    written through (a user's way to discard); a link or another special file is refused, never replaced.
+    The mode is checked at the call: `atomic_write(path, text)`, without `with`, would otherwise write nothing."""
+    if mode not in WRITE_MODES:
+        raise ValueError(f"atomic_write mode {str(mode)[:40]!r}: 'w' or 'wb'; it is a context manager: "
+                         "`with atomic_write(path) as f: f.write(text)`")
+    return _atomic_write(path, mode, encoding)
+
+
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
-    """Write to a temporary file beside `path`, fsync, then rename over it. The temporary's
-    name carries the writer's pid, so a later writer removes what a killed one left. /dev/null is
-    written through (a user's way to discard); a link or another special file is refused, never replaced."""
+def _atomic_write(path: str | os.PathLike, mode: str, encoding: str | None) -> Iterator[IO]:
     path = as_path(path, "output")
     refuse_special(path, folder=False)
     if is_devnull(path):

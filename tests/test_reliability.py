@@ -56,6 +56,14 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path):
     assert p.read_text() == "old" and [x.name for x in tmp_path.iterdir()] == ["f.txt"]
 
 
+def test_atomic_write_called_as_a_function_is_refused_at_the_call(tmp_path):
+    """`atomic_write(path, text)` without `with` would write nothing and say nothing (a benchmark lost its results
+    that way): the mode is checked at the call."""
+    with pytest.raises(ValueError, match="context manager"):
+        atomic_write(tmp_path / "f.json", '{"figures": 1}')
+    assert not list(tmp_path.iterdir())
+
+
 def test_atomic_dir_keeps_old_folder_on_failure(tmp_path):
     d = tmp_path / "model"
     with atomic_dir(d) as t:

@@ -95,7 +95,9 @@ def default_table(rows: dict[str, dict], fast: dict, max_bytes: int) -> str:
         verdict = "**ships**" if n == choice else "; ".join(fails) or "passes, lower `oog-m1`"
         lines.append(f"| {n} | {r['int8_bytes']:,d} | {r['oog']['mean']:.2f} | {r['oog_wide']['mean']:.2f} | "
                      f"{r['speed']['e5_ratio']:.2f} | {r['speed']['batch1_ms']:.2f} | {verdict} |")
-    return "\n".join(lines) + f"\n\nBudget: {max_bytes:,d} bytes. " + \
+    fallback = (" No student passed within 20,000,000 bytes (decision-20mb.md), so the rule applies at this budget, "
+                "as it says.") if max_bytes > 20_000_000 else ""
+    return "\n".join(lines) + f"\n\nBudget: {max_bytes:,d} bytes.{fallback} " + \
         (f"Chosen: {choice}.\n" if choice else "No student passes.\n")
 
 
