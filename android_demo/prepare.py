@@ -2,7 +2,8 @@
 test vectors (text -> token ids -> embedding from Python's onnxruntime), so that a static
 file server is all the demo needs.
 
-    python android_demo/prepare.py BUNDLE          # a bundle from `edge-xsent export --int8`
+    python android_demo/prepare.py                 # the shipped default (Encoder.load()'s model)
+    python android_demo/prepare.py BUNDLE          # a bundle from `edge-xsent export --int8`, or `fast`, `quality`
 """
 
 from __future__ import annotations
@@ -77,7 +78,10 @@ def prepare_copy(bundle: Path, web: Path) -> dict:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle", type=Path)
+    ap.add_argument("bundle", nargs="?", default="default",
+                    help="a bundle folder, or a shipped model's name (default, fast, quality); default: the default")
     args = ap.parse_args()
-    v = prepare(args.bundle)
+    from edge_xsent.encode.encoder import named_model
+
+    v = prepare(named_model(args.bundle) or Path(args.bundle))
     print(f"web/model/: int8 model, tokenizer, {len(v['cases'])} test vectors; web/vendor/: onnxruntime-web, tokenizers.js")

@@ -91,7 +91,7 @@ def against(student: Path, peer: Path) -> dict:
     encoders = {"student": Encoder.load(student, threads=1, verify=False),
                 "peer": Encoder.load(peer, threads=1, verify=False)}
     batch32 = interleaved(encoders, sentences, rounds=PAIR_ROUNDS)
-    one = sentences[:: len(sentences) // 200][:200]
+    one = sentences[:: max(1, len(sentences) // 200)][:200]
     batch1 = interleaved(encoders, one, rounds=PAIR_ROUNDS, batch=1)
     return {"student": str(student), "peer": str(peer), "threads": 1, "rounds": PAIR_ROUNDS,
             "sentences_per_s": batch32, "ratio": round(batch32["student"] / batch32["peer"], 3),
@@ -167,8 +167,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/quality-model/speed-levers",
                     help="writes OUT.json and OUT.md (with --against: OUT.json)")
     args = ap.parse_args()
+    outs = [args.out.with_suffix(".json"), args.out.with_suffix(".md")]
+    check_outputs(outs, inputs=[args.folder, args.against])
     if args.against is not None:
-        check_outputs([args.out.with_suffix(".json")], inputs=[args.folder, args.against])
         result = against(args.folder, args.against)
         with atomic_write(args.out.with_suffix(".json")) as f:
             f.write(json.dumps(result, indent=1) + "\n")
@@ -176,8 +177,6 @@ def main() -> None:
         return
     if not (args.folder / ONNX_FP32).is_file():
         raise UserError(f"{args.folder}: no {ONNX_FP32}; make the folder with train/student_folder.py")
-    outs = [args.out.with_suffix(".json"), args.out.with_suffix(".md")]
-    check_outputs(outs, inputs=[args.folder])
     with tempfile.TemporaryDirectory() as work, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*were truncated")
         result = measure(args.folder, Path(work))

@@ -229,6 +229,14 @@ def tiny_student_bundle(student_file, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shipped_default() -> Path:
+    """The default as it ships (`Encoder.load()`'s folder): the stacks' parity tests run it as users get it."""
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
+
+    return DEFAULT_MODEL
+
+
+@pytest.fixture(scope="session")
 def tiny_student_tiered(student_file, tmp_path_factory) -> Path:
     """That student with every piece kept (the tiered table): its first 3,000 ids at 4 bits, the rest at 1 bit."""
     from edge_xsent.train.student import build_folder

@@ -181,3 +181,30 @@ def test_token_balance_weighs_the_token_loss_beside_the_vector_loss(tmp_path, mo
     assert got["loss"]["vector"] > 0 and got["loss"]["token"] > 0 and got["grad_norm"]["token"] > 0
     assert got["ratio"] == pytest.approx(got["grad_norm"]["vector"] / got["grad_norm"]["token"], rel=0.01) and -1 <= got["grad_cosine"] <= 1
     assert got["step_seconds"]["token"] > 0 and got["step_seconds"]["without"] > 0
+
+
+def test_speed_levers(tiny_bundle, tmp_path, monkeypatch):
+    """Each lever built from the folder's fp32 graph and judged against it (few sentences, two rounds here), and the
+    interleaved speed of a folder against another."""
+    from conftest import script_module
+
+    levers = script_module("benchmarks/speed_levers.py")
+    sentences = levers.speed_sentences(40)
+    monkeypatch.setattr(levers, "speed_sentences", lambda n=800: sentences)
+    monkeypatch.setattr(levers, "parity_sentences", lambda: levers.__dict__["_pairs"])
+    from edge_xsent.export.exporter import parity_sentences
+
+    levers._pairs = parity_sentences(20)
+    monkeypatch.setattr(levers, "ROUNDS", 2)
+    monkeypatch.setattr(levers, "PAIR_ROUNDS", 2)
+    monkeypatch.setattr(sys, "argv", ["speed_levers.py", str(tiny_bundle[0]), "--out", str(tmp_path / "levers")])
+    levers.main()
+    result = json.loads((tmp_path / "levers.json").read_text())
+    assert set(result["variants"]) >= {"as it is", "static", "sln"} and result["variants"]["as it is"]["gain"] == 1.0
+    assert result["variants"]["static"]["alone_vs_batch_min"] >= 0.9999  # static scales: no batch in a vector
+    assert "| static |" in (tmp_path / "levers.md").read_text() and 0 <= result["padding_share"] < 1
+    monkeypatch.setattr(sys, "argv", ["speed_levers.py", str(tiny_bundle[0]), "--against", str(tiny_bundle[0]),
+                                      "--out", str(tmp_path / "pair")])
+    levers.main()
+    pair = json.loads((tmp_path / "pair.json").read_text())
+    assert set(pair["sentences_per_s"]) == {"student", "peer"} and pair["ratio"] > 0

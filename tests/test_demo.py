@@ -49,7 +49,7 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
 @pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row", "tiny_student_bundle",
-                                   "tiny_student_tiered"])
+                                   "tiny_student_tiered", "shipped_default"])
 def test_page_embeddings_for_benchmarks(which, request, tmp_path):
     """android_demo/test/embed.mjs returns the page's own vectors, in input order, zeros for a text
     without tokens; they agree with Python's onnxruntime on the same int8 file, also where its token
@@ -79,7 +79,8 @@ def test_page_embeddings_for_benchmarks(which, request, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not MAVEN and not os.environ.get("CI"), reason="needs Java 17 and Maven (offline local repository)")
-@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered"])
+@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered",
+                                   "shipped_default"])
 def test_jvm_tokenizer_and_vectors_match_python(which, request, tmp_path):
     """The Android app's shared JVM code (android_demo/jvm) against the same test vectors, also on a
     pruned student's form (4-bit token table, per-row int8 activations)."""

@@ -264,20 +264,22 @@ def test_the_default_claims_only_what_holds_out_of_genre():
     assert all(ours[l] >= 80 and ours[l] >= e5[l] - 5 for l in langs[1:])
 
 
-def test_default_model_covers_the_added_languages():
-    """Beyond the languages it claims, the default was trained on 39 (its card lists each one's out-of-genre
-    figure). Short software strings, the genre it was trained on, in eight scripts: a translation in each is
-    the nearest of all the candidates and beats an unrelated sentence in its language by a wide margin
-    (measured 0.49-0.68 at shipping; Dutch and Swedish the narrowest). Unrelated sentences sit near 0.3."""
+@pytest.mark.parametrize("name", ["default", "fast"])
+def test_shipped_models_cover_languages_beyond_their_claims(name):
+    """Beyond the languages they claim, the shipped models were trained on 39 (each card lists each one's
+    out-of-genre figure). Short software strings in eight scripts: a translation in each is the nearest of all the
+    candidates and beats an unrelated sentence in its language by a wide margin (measured 0.49-0.68 for the fast
+    model at shipping, 0.46-0.78 for the default). No text reads as <unk>: the fast model's pieces fall back to
+    bytes, the default has e5-small's 250,002."""
     pairs = [("Zapisz bieżący dokument", "Kot śpi na kanapie"), ("Сохранить текущий документ", "Кошка спит на диване"),
              ("Salvar o documento atual", "O gato dorme no sofá"), ("Huidig document opslaan", "De kat slaapt op de bank"),
              ("現在のドキュメントを保存", "猫がソファで寝ている"), ("保存当前文档", "猫在沙发上睡觉"),
              ("현재 문서 저장", "고양이가 소파에서 잔다"), ("حفظ المستند الحالي", "القطة تنام على الأريكة"),
              ("Αποθήκευση τρέχοντος εγγράφου", "Η γάτα κοιμάται στον καναπέ"), ("Зберегти поточний документ", "Кіт спить на дивані"),
              ("Spara aktuellt dokument", "Katten sover i soffan"), ("Uložit aktuální dokument", "Kočka spí na gauči")]
-    enc = Encoder.load()
+    enc = Encoder.load(name)
     texts = [s for pair in pairs for s in pair]
-    assert enc.tokenizer.byte_fallback and all(UNK_ID not in ids for ids in enc.tokenizer.encode(texts))
+    assert enc.tokenizer.byte_fallback == (name == "fast") and all(UNK_ID not in ids for ids in enc.tokenizer.encode(texts))
     v = enc.encode(["Save the current document"] + texts)
     sims = v[1:] @ v[0]
     assert (sims[0::2] > sims[1::2] + 0.3).all(), sims

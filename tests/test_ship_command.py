@@ -171,7 +171,7 @@ def test_the_spec_is_checked_as_it_is_read(tmp_path):
     from edge_xsent.errors import UserError
 
     bad = {"alpha": (2, "alpha must be a number in (0, 1]"), "table_bits": (2, "table_bits must be one of [8, 4], got 2"),
-           "int8_activations": ("per-token", "int8_activations must be one of ['per-tensor', 'per-row']"),
+           "int8_activations": ("per-token", "int8_activations must be one of ['per-tensor', 'per-row', 'static']"),
            "rule": ("best", "rule must be one of"), "parts": (["oog", "speeed"], "parts must be a list of"),
            "oog": (3, "oog must be a path"), "datasets": ({"x": "rm -rf x"}, "begin with build or reserved"),
            "batch": (3, "unknown keys ['batch']")}

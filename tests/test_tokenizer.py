@@ -5,7 +5,7 @@ import pytest
 
 from conftest import ROOT
 from edge_xsent.data.corpus import Pair, read_pairs
-from edge_xsent.encode.encoder import DEFAULT_MODEL
+from edge_xsent.encode.encoder import FAST_MODEL
 from edge_xsent.encode.tokenizer import UNK_ID, Tokenizer, balanced_sample, prune
 
 # Scripts the shipped sample corpus (Latin and Cyrillic) never shows the tokenizer.
@@ -41,7 +41,7 @@ def test_a_tokenizer_without_byte_pieces_still_loads_and_gives_unk_where_the_shi
     old = Tokenizer.load(ROOT / "train/tokenizers/nine-language-48k.model")  # the default shipped before byte fallback
     assert not old.byte_fallback
     assert UNK_ID in old.encode(["ไทย"])[0]
-    shipped = Tokenizer.load(DEFAULT_MODEL / "tokenizer.model")  # the default now: every script reaches a piece
+    shipped = Tokenizer.load(FAST_MODEL / "tokenizer.model")  # the fast model: every script reaches a piece
     assert shipped.byte_fallback and UNK_ID not in shipped.encode(["ไทย"])[0]
 
 

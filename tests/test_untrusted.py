@@ -403,6 +403,7 @@ BENCHMARK_WRITERS = {  # each benchmark that writes, with its output aimed into 
     "max_len.py": ["X", "--out", "M/config.json"], "training_cost.py": ["--out", "M/config.json"],
     "vocab_both.py": ["--results", "M/x"], "vocab_cost.py": ["--out", "M/config.json"],
     "teacher_speed.py": ["--out", "M/config"], "models_table.py": ["--model", "fast=X", "--out", "M/config.json"],
+    "speed_levers.py": ["X", "--out", "M/config"],
 }
 
 

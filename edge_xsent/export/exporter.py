@@ -153,7 +153,8 @@ def quantize_int8(src: Path, dst: Path, keep_fp32: list[str] = (), weights: str 
         from edge_xsent.export.staticquant import quantize_static_int8
 
         settings["method"] = "onnxruntime.quantization.quantize_static"
-        settings["activations"] = quantize_static_int8(src, dst, calibration, exclude, weight_type.name, reduce_range)
+        with quiet():
+            settings["activations"] = quantize_static_int8(src, dst, calibration, exclude, weight_type.name, reduce_range)
         table4.unlink(missing_ok=True)
         return settings
     with quiet():

@@ -45,12 +45,11 @@ def calibration_batches(folder: Path, data: str = "sample", pairs: int = CALIBRA
 def quantize_static_int8(src: Path, dst: Path, batches: Sequence[Batch], exclude: Sequence[str] = (),
                          weight_type: str = "QInt8", reduce_range: bool = True) -> dict:
     """Writes `dst` from the fp32 graph `src`; returns the settings the manifest records. `exclude`: nodes left
-    as they are (a tiered table's look-ups, a projection kept in fp32)."""
+    as they are (a tiered table's look-ups, a projection kept in fp32). The caller silences onnxruntime's
+    quantiser (exporter.quiet)."""
     import onnx
     from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
                                           quantize_dynamic, quantize_static)
-
-    from edge_xsent.export.exporter import quiet
 
     if not batches:
         raise ValueError("static int8 activations need calibration batches")
@@ -66,16 +65,15 @@ def quantize_static_int8(src: Path, dst: Path, batches: Sequence[Batch], exclude
         def get_next(self):
             return None if not self.left else dict(zip(("input_ids", "attention_mask"), self.left.pop()))
 
-    with quiet():
-        quantize_static(str(staged), str(staged), Reader(), quant_format=QuantFormat.QDQ, op_types_to_quantize=["MatMul"],
-                        nodes_to_quantize=split, per_channel=True, reduce_range=reduce_range,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType[weight_type],
-                        calibrate_method=CalibrationMethod.MinMax,
-                        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT,
-                                       "OpTypesToExcludeOutputQuantization": ["MatMul"]})
-        # The look-up tables (positions, a whole token table) as quantize_dynamic stores them: uint8 rows.
-        quantize_dynamic(str(staged), str(dst), weight_type=QuantType.QUInt8, op_types_to_quantize=["Gather"],
-                         nodes_to_exclude=list(exclude), extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    quantize_static(str(staged), str(staged), Reader(), quant_format=QuantFormat.QDQ, op_types_to_quantize=["MatMul"],
+                    nodes_to_quantize=split, per_channel=True, reduce_range=reduce_range,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType[weight_type],
+                    calibrate_method=CalibrationMethod.MinMax,
+                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT,
+                                   "OpTypesToExcludeOutputQuantization": ["MatMul"]})
+    # The look-up tables (positions, a whole token table) as quantize_dynamic stores them: uint8 rows.
+    quantize_dynamic(str(staged), str(dst), weight_type=QuantType.QUInt8, op_types_to_quantize=["Gather"],
+                     nodes_to_exclude=list(exclude), extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     staged.unlink(missing_ok=True)
     return {"activations": "static", "scale": "calibrated min/max, one for the first position, one for the rest",
             "zero_point": "calibrated", "calibration": f"{sum(len(b[0]) for b in batches)} sentences of the sample "
