@@ -55,3 +55,34 @@ def test_a_recipe_without_a_generative_task_steps_under_ddp(tmp_path):
         assert model.head_dense.weight.grad is None and model.blocks[0].ff1.weight.grad is not None
     finally:
         dist.destroy_process_group()
+
+
+def _leave(rank: int, store_file: str, times: dict) -> None:
+    """One rank of a two-process gloo group: rank 1 lingers, then records when it starts to leave; rank 0 records
+    when it has left."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    from edge_xsent.train.loop import Processes, leave_process_group
+
+    dist.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=2)
+    dist.barrier()
+    if rank == 1:
+        time.sleep(1.5)
+        times[rank] = time.monotonic()
+    leave_process_group(Processes(2, rank, rank, torch.device("cpu")))
+    if rank == 0:
+        times[rank] = time.monotonic()
+
+
+def test_the_store_host_leaves_the_group_last(tmp_path):
+    """Rank 0 hosts the store the others' teardown still talks to: it leaves after every other rank has (the
+    two-process run's rank 1 once died in its teardown when rank 0 had gone first)."""
+    import torch.multiprocessing as mp
+
+    with mp.Manager() as manager:
+        times = manager.dict()
+        mp.spawn(_leave, args=(str(tmp_path / "store"), times), nprocs=2, join=True)
+        assert times[0] > times[1]

@@ -339,7 +339,26 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
         if lock is not None:
             lock.close()  # the lock goes with the descriptor
         if procs.world > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+            leave_process_group(procs)
+
+
+def leave_process_group(procs: Processes, wait_s: float = 60.0) -> None:
+    """Every rank leaves the group before rank 0, which hosts the store their teardown still talks to: with rank 0
+    gone first, a rank could die in its teardown ("terminate called without an active exception": the two-process
+    test failed so in one of two fresh-clone suite runs, issue 88). Rank 0 waits for the others' word in the store, at most `wait_s` (a rank that died
+    never sends it), then leaves too."""
+    from datetime import timedelta
+
+    store = dist.distributed_c10d._get_default_store()
+    if procs.rank != 0:
+        dist.destroy_process_group()
+        store.set(f"edge-xsent/left/{procs.rank}", "1")
+        return
+    try:
+        store.wait([f"edge-xsent/left/{r}" for r in range(1, procs.world)], timedelta(seconds=wait_s))
+    except (RuntimeError, dist.DistStoreError):  # a rank that died first: leave anyway
+        pass
+    dist.destroy_process_group()
 
 
 def start_processes(cfg: TrainConfig) -> Processes:
