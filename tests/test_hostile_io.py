@@ -217,6 +217,26 @@ def test_a_graphs_external_data_is_read_inside_the_model_folder_only(model, tmp_
         Encoder.load(model)
 
 
+def test_the_torch_backend_reads_external_data_inside_the_model_folder_too(model, tmp_path, monkeypatch):
+    """Without fp32 weights the torch backend derives them from the int8 graph: its external data is read beside
+    the graph, as onnxruntime's is, never from the working directory (issue 88's regression)."""
+    from edge_xsent.layout import FILES
+
+    folder = tmp_path / "int8-only"
+    shutil.copytree(model, folder)
+    (folder / FILES["weights"]).unlink(missing_ok=True)
+    write_manifest(folder)
+    want = Encoder.load(folder, backend="torch").encode(["Open the file", "Close the window"])
+    n = externalise_largest(folder / "onnx" / "model_int8.onnx", "weights.bin", folder / "onnx" / "weights.bin")
+    write_manifest(folder)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    (elsewhere / "weights.bin").write_bytes(np.random.default_rng(0).bytes(n))  # a decoy where it runs
+    monkeypatch.chdir(elsewhere)
+    got = Encoder.load(folder, backend="torch").encode(["Open the file", "Close the window"])
+    assert np.allclose(got, want, atol=1e-6)
+
+
 # ----------------------------------------------------------------------------- writes into folders not owned
 
 @pytest.mark.parametrize("where", ["model folder", "checkpoints"])

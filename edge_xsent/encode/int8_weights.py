@@ -60,7 +60,9 @@ def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) 
 
     try:
         proto = onnx.load_from_string(data) if data is not None else onnx.load(str(graph))
-        inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+        # external data is read beside the graph, inside its folder, never from the working directory (onnx's
+        # default for a graph given as bytes); the folder's manifest lists and checks it
+        inits = {i.name: numpy_helper.to_array(i, base_dir=str(Path(graph).parent)) for i in proto.graph.initializer}
     except Exception as e:  # onnx raises its own types for a torn file  # noqa: BLE001
         raise UserError(f"{graph}: not a readable ONNX graph ({e})") from None
     state = {k[len("model."):]: torch.from_numpy(v.copy()) for k, v in inits.items()
