@@ -204,6 +204,24 @@ def test_a_student_file_of_something_else_is_one_error(tmp_path):
         read_student(tmp_path / "missing.safetensors")
 
 
+@pytest.mark.parametrize("damage", ["missing key", "wrong shape"])
+def test_a_student_missing_a_tensor_or_of_other_shapes_is_one_error(damage, student_file, tmp_path):
+    """What a hostile or truncated student file gives student_folder.py: one error naming the file, no traceback."""
+    from safetensors.numpy import load_file, save_file
+
+    from edge_xsent.train.student import load_student
+
+    tensors = load_file(str(student_file))
+    if damage == "missing key":
+        del tensors["layers.0.k.bias"]
+    else:
+        tensors["layers.0.q.weight"] = tensors["layers.0.q.weight"][:, :100]
+    save_file(tensors, str(tmp_path / "s.safetensors"))
+    words = "no tensor 'layers.0.k.bias'" if damage == "missing key" else "do not fit e5-small's shapes"
+    with pytest.raises(UserError, match=words):
+        load_student(tmp_path / "s.safetensors")
+
+
 def test_the_table_rule_takes_all_the_budget_allows():
     from edge_xsent.train.student import TABLE_BYTES_PER_ROW, rows_for_budget
 

@@ -171,7 +171,14 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
     cfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=student_blocks(tensors), d_model=f.d_model,
                         n_heads=f.n_heads, d_ff=f.d_ff, max_len=max_len, dropout=0.0)
     model = DualEncoder(cfg)
-    state = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in student_state(f, tensors, max_len).items()}
+    try:
+        arrays = student_state(f, tensors, max_len)
+    except KeyError as e:
+        raise UserError(f"{path}: not a whole student of e5-small: no tensor {e.args[0]!r}; give the file a GPU run "
+                        "wrote, whole") from None
+    except ValueError as e:  # numpy's shape errors: concatenating or adding tensors of another model
+        raise UserError(f"{path}: its tensors do not fit e5-small's shapes ({str(e)[:200]})") from None
+    state = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in arrays.items()}
     try:
         missing, unexpected = model.load_state_dict(state, strict=False)
     except RuntimeError as e:
