@@ -386,3 +386,16 @@ def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_pat
         levers.run_row(str(res / "student-4.json"))
     with pytest.raises(UserError, match="train/figures.py --parts oog,oog_wide"):
         levers.row(res / "step-parity.json", 1)
+
+
+@pytest.mark.parametrize("size", ["0", "nan", "-3", "inf", "lots"])
+def test_a_chunk_size_that_holds_nothing_is_a_usage_error(size, tmp_path, capsys):
+    """`--chunk-mb 0` or `nan` gave a traceback from deep in the packing: now argparse's one usage line, exit 2."""
+    from conftest import script_module
+
+    main = script_module("train/device_pack.py").main
+    with pytest.raises(SystemExit) as e:
+        main(["pack", "--config", "train/gpu-students.toml", "--out", str(tmp_path / "p"), "--chunk-mb", size])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--chunk-mb" in err and "Traceback" not in err
+    assert not (tmp_path / "p").exists()

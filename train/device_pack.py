@@ -63,6 +63,17 @@ def packed(cfg, out: Path, chunk_bytes: int) -> None:
           f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
 
 
+def chunk_mb(text: str) -> float:
+    """--chunk-mb: a finite size above zero (0 would make no call folder hold anything, nan every comparison fail)."""
+    try:
+        mb = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size in MiB, such as 24") from None
+    if not 0.01 <= mb <= 65536:  # nan and inf fail this too
+        raise argparse.ArgumentTypeError(f"{text}: a size in MiB between 0.01 and 65536, such as 24")
+    return mb
+
+
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,13 +84,13 @@ def main(argv: list[str] | None = None) -> None:
     pk.add_argument("--join-share", type=float, help="join_share, if not the recipe's: the pack then also carries the "
                                                      "teacher rows the joined pairs read")
     pk.add_argument("--out", type=Path, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
-    pk.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
+    pk.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
     ip = sub.add_parser("inputs", help="every input of the recipe's run and its judging, built where missing, and "
                                        "the pack unless one at --out fits")
     ip.add_argument("--config", type=Path, required=True, help="the recipe, with its [ship.datasets]")
     ip.add_argument("--join-share", type=float, help="join_share, if not the recipe's (as pack)")
     ip.add_argument("--out", type=Path, required=True, help="the pack's folder (as pack); a pack there that fits is kept")
-    ip.add_argument("--chunk-mb", type=float, default=24.0, help="the most one call folder holds (MiB)")
+    ip.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
     ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
     ft.add_argument("--config", type=Path, required=True, help="the recipe")
     ft.add_argument("--data", help="the corpus, if not the recipe's")
