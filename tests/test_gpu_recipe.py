@@ -399,3 +399,17 @@ def test_a_chunk_size_that_holds_nothing_is_a_usage_error(size, tmp_path, capsys
     err = capsys.readouterr().err
     assert e.value.code == 2 and "--chunk-mb" in err and "Traceback" not in err
     assert not (tmp_path / "p").exists()
+
+
+def test_levers_reads_no_fifo(tmp_path):
+    """train/levers.py --record given a FIFO waited for ever (issue 88): now one error naming it."""
+    import os
+
+    from conftest import script_module
+
+    levers = script_module("train/levers.py")
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(UserError, match="FIFO"):
+        levers.row(tmp_path / "fifo.json", 10)
+    with pytest.raises(UserError, match="FIFO"):
+        levers.run_row(f"{tmp_path / 'x.json'}:{tmp_path / 'fifo.json'}")

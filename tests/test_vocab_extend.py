@@ -19,3 +19,20 @@ def test_extension_keeps_old_pieces_and_reaches_every_script(tmp_path):
     other = ["駅はどこですか", "Πού είναι ο σταθμός;", "İstasyon nerede?", "🙂"]
     assert any(UNK_ID in ids for ids in old.encode(other))  # the old vocabulary cannot read them
     assert all(UNK_ID not in ids for ids in new.encode(other)) and new.vocab_size > old.vocab_size
+
+
+def test_a_fifo_or_an_endless_file_or_a_non_model_is_one_error(tmp_path):
+    """extend_vocab.py --new read a FIFO for ever (issue 88): it reads as every tokenizer is read now."""
+    import os
+
+    import pytest
+
+    from edge_xsent.errors import UserError
+
+    ext = script_module("train/extend_vocab.py")
+    os.mkfifo(tmp_path / "fifo.model")
+    (tmp_path / "text.model").write_bytes(b"\xff\xfe not a model")
+    for path, words in ((tmp_path / "fifo.model", "FIFO"), ("/dev/zero", "device"),
+                        (tmp_path / "text.model", "not a SentencePiece model")):
+        with pytest.raises(UserError, match=words):
+            ext.load(path)

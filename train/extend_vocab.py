@@ -25,8 +25,18 @@ NORMAL, BYTE = 1, 6  # SentencePiece piece types
 
 
 def load(path: Path) -> pb.ModelProto:
+    """A SentencePiece model, read as every tokenizer is (a regular file, within the tokenizer cap: a FIFO or
+    /dev/zero is one error, never a hang or all memory)."""
+    from google.protobuf.message import DecodeError
+
+    from edge_xsent.errors import UserError
+    from edge_xsent.inputs import CAPS, read_bytes
+
     proto = pb.ModelProto()
-    proto.ParseFromString(Path(path).read_bytes())
+    try:
+        proto.ParseFromString(read_bytes(path, CAPS["tokenizer"], "tokenizer"))
+    except DecodeError as e:
+        raise UserError(f"{path}: not a SentencePiece model ({e}); give a tokenizer.model") from None
     return proto
 
 

@@ -12,13 +12,13 @@ summary its training wrote (steps).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
 from edge_xsent.eval import decisions
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 
 LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level arm", "f": "5 blocks"}
 
@@ -26,7 +26,7 @@ LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level
 def row(figures: Path, steps: int) -> dict:
     """A run as the rules read it: its steps and its `oog` and `oog-m1` means."""
     try:
-        fig = json.loads(Path(figures).read_text())
+        fig = read_json(figures, what="figures")  # a regular file within the JSON cap: a FIFO is an error, not a hang
         return {"steps": steps, "oog_mean": fig["oog"]["mean"], "oog_wide_mean": fig["oog_wide"]["mean"],
                 "name": fig.get("name", Path(figures).stem)}
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -40,7 +40,7 @@ def run_row(spec: str) -> dict:
     if not sep:
         raise UserError(f"{spec}: give FIGURES.json:SUMMARY.json (the run's figures, then its training summary)")
     try:
-        steps = int(json.loads(Path(summary).read_text())["steps"])
+        steps = int(read_json(summary, what="training summary")["steps"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UserError(f"{summary}: not a training summary with steps ({e})") from None
     return row(Path(figures), steps)
