@@ -30,22 +30,13 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import average, xsr
 from edge_xsent.export.exporter import fuse_for_ort, parity_sentences, quantize_int8, recorded_int8
 from edge_xsent.failures import script_errors
-from edge_xsent.train.bench import interleaved
+from edge_xsent.train.bench import interleaved, pair_speed, speed_sentences
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 
 ROOT = Path(__file__).resolve().parent.parent
 MIN_GAIN, MIN_COSINE, MIN_ALONE = 1.05, 0.99, 0.9999  # the rule's thresholds
 ROUNDS, BATCH = 7, 32
 PAIR_ROUNDS = 9
-
-
-def speed_sentences(n: int = 800) -> list[str]:
-    """train/figures.py's speed sentences: the sample test split, spread over its languages."""
-    from edge_xsent.data.corpus import read_pairs
-
-    test = list(read_pairs("sample", split="test"))
-    pairs = test[:: max(1, 2 * len(test) // n)][: n // 2]
-    return [p.a for p in pairs] + [p.b for p in pairs]
 
 
 def requantised(folder: Path, out: Path, activations: str, fuse: bool = False) -> dict:
@@ -90,12 +81,10 @@ def against(student: Path, peer: Path) -> dict:
     sentences = speed_sentences()
     encoders = {"student": Encoder.load(student, threads=1, verify=False),
                 "peer": Encoder.load(peer, threads=1, verify=False)}
-    batch32 = interleaved(encoders, sentences, rounds=PAIR_ROUNDS)
-    one = sentences[:: max(1, len(sentences) // 200)][:200]
-    batch1 = interleaved(encoders, one, rounds=PAIR_ROUNDS, batch=1)
+    batch32, batch1 = pair_speed(encoders, sentences, rounds=PAIR_ROUNDS)
     return {"student": str(student), "peer": str(peer), "threads": 1, "rounds": PAIR_ROUNDS,
             "sentences_per_s": batch32, "ratio": round(batch32["student"] / batch32["peer"], 3),
-            "batch1_ms": {k: round(1000 / v, 3) for k, v in batch1.items()}, "batch1_sentences": len(one)}
+            "batch1_ms": {k: round(1000 / v, 3) for k, v in batch1.items()}, "batch1_sentences": min(200, len(sentences))}
 
 
 def padding_share(enc: Encoder, sentences: list[str]) -> float:

@@ -189,8 +189,8 @@ def test_speed_levers(tiny_bundle, tmp_path, monkeypatch):
     from conftest import script_module
 
     levers = script_module("benchmarks/speed_levers.py")
-    sentences = levers.speed_sentences(40)
-    monkeypatch.setattr(levers, "speed_sentences", lambda n=800: sentences)
+    sentences = levers.speed_sentences(n=40)
+    monkeypatch.setattr(levers, "speed_sentences", lambda data="sample", n=800: sentences)
     monkeypatch.setattr(levers, "parity_sentences", lambda: levers.__dict__["_pairs"])
     from edge_xsent.export.exporter import parity_sentences
 

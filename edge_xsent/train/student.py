@@ -349,10 +349,10 @@ def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Pat
 
 def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAPH_BYTES, rows: int | None = None,
                  export: dict | None = None, e5_path: str | Path | None = None, refit=None, table: str = "cut") -> dict:
-    """A student as a bundle: the folder, exported to an int8 graph of at most `max_bytes` (static
-    activations where they pass the parity gate, else per-row: export_activations), parity-checked. `table`: "cut" (the most rows at 4 bits the budget allows, an id map, every
-    other piece reading its nearest kept row) or "tiered" (every piece a row: the most 4-bit rows the budget
-    allows, every other row at 1 bit). `rows` overrides the rule (measured_rows); `refit` (a refit.RefitConfig)
+    """A student as a bundle: the folder, exported to an int8 graph of at most `max_bytes` (static activations
+    where they pass the parity gate, else per-row: export_activations), parity-checked. `table`: "cut" (the most
+    rows at 4 bits the budget allows, an id map, every other piece reading its nearest kept row) or "tiered" (every
+    piece a row: the most 4-bit rows the budget allows, every other row at 1 bit). `rows` overrides the rule (measured_rows); `refit` (a refit.RefitConfig)
     trains a cut table's kept rows towards the whole table's vectors first. Returns the build record."""
     import tempfile
 
