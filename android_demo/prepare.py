@@ -15,6 +15,7 @@ from pathlib import Path
 
 from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
 from edge_xsent.encode.tokenizer import RULES_FILE
+from edge_xsent.failures import script_errors
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
@@ -76,7 +77,8 @@ def prepare_copy(bundle: Path, web: Path) -> dict:
     return prepare(bundle, web=web)
 
 
-if __name__ == "__main__":
+@script_errors
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", nargs="?", default="default",
                     help="a bundle folder, or a shipped model's name (default, fast, quality); default: the default")
@@ -85,3 +87,7 @@ if __name__ == "__main__":
 
     v = prepare(named_model(args.bundle) or Path(args.bundle))
     print(f"web/model/: int8 model, tokenizer, {len(v['cases'])} test vectors; web/vendor/: onnxruntime-web, tokenizers.js")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,12 +12,13 @@ are checked against our numbers, not asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
+from edge_xsent.pathargs import in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,12 +61,12 @@ def claims(rows: dict[str, dict]) -> list[tuple[str, bool]]:
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("runs", nargs="+", help="Training output folders (each with model/ and summary.json).")
+    ap.add_argument("runs", type=in_path, nargs="+", help="Training output folders (each with model/ and summary.json).")
     ap.add_argument("--data", default="corpus")
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--recipe", default="", help="How the runs were made, for the record.")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/ablations.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/ablations.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[*args.runs, args.data])
     from edge_xsent.train.bench import machine_info, write_report
@@ -79,14 +80,14 @@ def main() -> None:
     rows: dict[str, dict] = {}
     for run in args.runs:
         cfg = read_training(resolve_model_dir(run))["train_config"]
-        summary = json.loads((Path(run) / "summary.json").read_text())
+        summary = read_json(Path(run) / "summary.json", what="training summary")
         enc = Encoder.load(Path(run) / "model", backend="torch", threads=2)
         embed = lambda s: enc.encode(list(s), batch_size=128)  # noqa: E731
         x = xsr(pairs, embed, max_queries=args.queries)
         cl = classify(docs, embed, seeds=args.seeds)
         zero_shot = [a["mean"] for d, a in cl["accuracy"].items() if d != "en->en"]
         name = row_name(cfg)
-        rows[name] = {"run": run, "objective": cfg["objective"], "align_weight": cfg["align_weight"],
+        rows[name] = {"run": str(run), "objective": cfg["objective"], "align_weight": cfg["align_weight"],
                       "sim_weight": cfg["sim_weight"], "steps": summary["steps"],
                       "xsr": 100 * average(x), "xsr_margin": 100 * average(x, "p1_margin"),
                       "classify": 100 * sum(zero_shot) / len(zero_shot),

@@ -30,6 +30,8 @@ from edge_xsent.atomic import atomic_write
 from edge_xsent.data.corpus import read_corpus_split, read_pairs
 from edge_xsent.eval.evaluate import average, out_of_genre, xsr
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
+from edge_xsent.pathargs import in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +76,7 @@ def measure(enc: Encoder, tasks: dict[str, Callable], queries: int) -> dict:
 def tasks_for(data: str, oog: Path | None, queries: int) -> dict[str, Callable]:
     tasks: dict[str, Callable] = {}
     stats = Path(data) / "stats.json"
-    domains = json.loads(stats.read_text()).get("domains", {}) if stats.exists() else {}
+    domains = read_json(stats, what="stats.json").get("domains", {}) if stats.exists() else {}
     for domain in [d for d in ("software", "general") if d in domains] or [None]:
         pairs = list(read_pairs(data, split="test", domain=domain))
         tasks[domain or "test"] = lambda e, p=pairs: average(xsr(p, e, max_queries=queries))
@@ -108,9 +110,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None, help="model folder or bundle (default: the shipped model)")
     ap.add_argument("--data", default="corpus-g", help="corpus whose test split(s) to retrieve from")
-    ap.add_argument("--oog", type=Path, default=None, help="the reserved benchmark folder (edge-xsent data reserved)")
+    ap.add_argument("--oog", type=in_path, default=None, help="the reserved benchmark folder (edge-xsent data reserved)")
     ap.add_argument("--queries", type=int, default=2000, help="queries per direction (eval xsr's default)")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "compact-vectors")
+    ap.add_argument("--out", type=out_file, default=ROOT / "benchmarks" / "results" / "compact-vectors")
     args = ap.parse_args()
     check_outputs([args.out.with_suffix('.json'), args.out.with_suffix('.md')], inputs=[args.model, args.data, args.oog])
     enc = Encoder.load(args.model)

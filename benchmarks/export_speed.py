@@ -20,6 +20,7 @@ import numpy as np
 from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_count
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,10 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("model")
+    ap.add_argument("model", type=in_path)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--threads", type=thread_count, default=1)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/export_speed.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/export_speed.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[args.model])
     import torch
@@ -73,7 +74,7 @@ def main() -> None:
                     enc.embed_ids(ids, mask)
                     times[name][bs].append(time.perf_counter() - t)
         parity = {**p_plain["formats"], "onnx-int8-fused": p_fused["formats"]["onnx-int8"]}
-        res = {"machine": machine_info(), "threads": args.threads, "model": args.model, "rounds": args.rounds,
+        res = {"machine": machine_info(), "threads": args.threads, "model": str(args.model), "rounds": args.rounds,
                "rows": {name: {"size_mb": round(f.stat().st_size / 2**20, 2), "batch32": summarize(times[name][32]),
                                "batch1": summarize(times[name][1])} for name, (_, f) in variants.items()},
                "parity": parity}

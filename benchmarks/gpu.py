@@ -27,6 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import out_into
+
 ROOT = Path(__file__).resolve().parent.parent
 
 NO_GPU = ("no CUDA GPU is visible to torch: benchmarks/gpu.py needs one (run it through the device tool "
@@ -143,10 +146,11 @@ def to_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@script_errors
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="Fewer steps and repeats (a smoke run).")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results",
+    ap.add_argument("--out", type=out_into, default=ROOT / "benchmarks" / "results",
                     help="Folder for gpu-<stamp>.md/.json (a device run writes where its files come back).")
     args = ap.parse_args()
     device = cuda_device()

@@ -14,15 +14,17 @@ import re
 import sys
 from pathlib import Path
 
+from edge_xsent.failures import script_errors
+
 RESULTS = Path(__file__).resolve().parent / "results"
 FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who reads them
     "candidates": "one figures file per candidate for the next default (`train/figures.py`), and the rule's table "
                   "(`decision.md`, by `train/ship.py`)",
     "runs": "each trained run's own scores, named after the run (`xsr-RUN-int8.json`, `oog-RUN.json`, "
             "`bench-RUN.json`, ...): written by the old shipping chain (a record now: `studies/shipping-history/README.md`), read by "
-            "`benchmarks/oog_levers.py`",
-    "general-ablation": "the distillation ablation's runs, read by `benchmarks/general_ablation.py`",
-    "vocab-sweep": "the vocabulary sweep's runs, read by `benchmarks/vocab_both.py`",
+            "`benchmarks/oog_levers.py` (in git's history since the levers' decision closed)",
+    "general-ablation": "the distillation ablation's runs, read by `benchmarks/general_ablation.py` (in git's history)",
+    "vocab-sweep": "the vocabulary sweep's runs, read by `benchmarks/vocab_both.py` (in git's history)",
     "students": "one figures file per GPU student of multilingual-e5-small and for the model shipped before them "
                 "(`train/figures.py`), read by `benchmarks/students_table.py` and `train/ship.py --rule gpu-students`",
     "quality-model": "the students in the table forms that keep every piece, the fast model and the table-format and "
@@ -70,6 +72,7 @@ def index(results: Path = RESULTS) -> str:
                       "## Archive", "", "Superseded; the current ones are above.", "", *table(archive, results), ""])
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only check that the index is current")

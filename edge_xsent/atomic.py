@@ -38,7 +38,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 @contextlib.contextmanager
 def _atomic_write(path: str | os.PathLike, mode: str, encoding: str | None) -> Iterator[IO]:
     path = as_path(path, "output")
-    refuse_special(path, folder=False)
+    guard_output(path, folder=False)
     if is_devnull(path):
         with open(path, mode, encoding=None if "b" in mode else encoding) as f:
             yield f
@@ -120,13 +120,14 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
     each succeed, the last one's folder staying; temporaries of killed writers are removed.
     """
     path = as_path(path, "output")
-    refuse_special(path, folder=True)
+    guard_output(path, folder=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     os.chmod(tmp, 0o777 & ~_umask())
     try:
-        yield tmp
+        with owning(tmp):  # what the block writes inside its own temporary is its own
+            yield tmp
         for p in tmp.rglob("*"):  # some writers (mkstemp, safetensors) create 0600 files
             os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~_umask())
         _swap_in(tmp, path)
@@ -173,6 +174,113 @@ def _swap_in(tmp: Path, path: Path) -> None:
     raise OSError(f"{path}: could not replace it (other writers kept changing it)")
 
 
+# ----------------------------------------------------------------------------- the rule at the bottom
+# Every write goes through atomic_write, atomic_dir or copy_file, and each applies the output rule itself
+# (guard_output), so no command or script writes without it. Two memories make it whole:
+# - a command's scope (opened by failures.user_errors around each command and script): the inputs it
+#   named (its path arguments, check_output's inputs, a copy's source), which no write of it may replace;
+# - the folders this process owns while it writes them (a training run's folder, atomic_dir's temporary):
+#   inside one, the owner writes its own entries; everyone else is refused a model's or a run's files.
+_SCOPE: dict[str, set[Path]] = {}
+_SCOPE_DEPTH = [0]
+_OWNED: dict[Path, int] = {}
+
+
+@contextlib.contextmanager
+def command_scope() -> Iterator[None]:
+    """One command's memory of its inputs and outputs; nested scopes (a group and its command) share it."""
+    if _SCOPE_DEPTH[0] == 0:
+        _SCOPE.clear()
+        _SCOPE.update(inputs=set(), outputs=set())
+    _SCOPE_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        _SCOPE_DEPTH[0] -= 1
+        if _SCOPE_DEPTH[0] == 0:
+            _SCOPE.clear()
+
+
+def note_input(path: str | os.PathLike) -> None:
+    """`path` is an input of the running command: no write of the command may replace it or lie inside it."""
+    if _SCOPE and path is not None and str(path) != "-":
+        _SCOPE["inputs"].add(_quiet_resolve(path))
+
+
+def note_output(path: str | os.PathLike) -> None:
+    """`path` is an output of the running command: an input named later may not be it (nor lie inside it)."""
+    if _SCOPE and path is not None and str(path) != "-":
+        _SCOPE["outputs"].add(_quiet_resolve(path))
+
+
+def scope_inputs() -> set[Path]:
+    return set(_SCOPE.get("inputs", ()))
+
+
+def scope_outputs() -> set[Path]:
+    return set(_SCOPE.get("outputs", ()))
+
+
+def _quiet_resolve(path: str | os.PathLike) -> Path:
+    try:
+        return Path(os.fsdecode(os.fspath(path))).expanduser().resolve()
+    except (OSError, RuntimeError, TypeError, ValueError):
+        return Path(os.fsdecode(os.fspath(path))).expanduser().absolute()
+
+
+def own(folder: str | os.PathLike) -> None:
+    """This process writes `folder` as its owner (a training run its run folder, from its lock on): its
+    entries are not refused to it as a model's or a run's files. `disown` ends it."""
+    key = _quiet_resolve(folder)
+    _OWNED[key] = _OWNED.get(key, 0) + 1
+
+
+def disown(folder: str | os.PathLike) -> None:
+    key = _quiet_resolve(folder)
+    if _OWNED.get(key, 0) > 1:
+        _OWNED[key] -= 1
+    else:
+        _OWNED.pop(key, None)
+
+
+@contextlib.contextmanager
+def owning(folder: str | os.PathLike) -> Iterator[Path]:
+    """`own(folder)` while the block runs (atomic_dir's temporary, a model's own maintenance)."""
+    own(folder)
+    try:
+        yield Path(folder)
+    finally:
+        disown(folder)
+
+
+def _owned(o: Path) -> bool:
+    return any(o == f or o.is_relative_to(f) for f in list(_OWNED))
+
+
+def guard_output(path: str | os.PathLike, folder: bool) -> None:
+    """The output rule at the moment of writing: never a link or a special file (/dev/null is written
+    through), never an input of the running command, and, unless this process owns the folder, never a
+    model folder's file nor a training run's own entry, whether or not that entry exists yet."""
+    given = as_path(path, "output")
+    refuse_special(given, folder)
+    o = _resolved(given)
+    if _owned(o):
+        return
+    _refuse_inputs(path, o, scope_inputs(), folder)
+    _refuse_kept(path, o)
+
+
+def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """A copy under the output rule: `src` read as a regular file (a FIFO or device is refused, never
+    waited on), `dst` written atomically, never through a link; `src` counts as an input of the command."""
+    from edge_xsent.inputs import open_regular
+
+    note_input(src)
+    fd = open_regular(src, "copy source")
+    with os.fdopen(fd, "rb") as source, atomic_write(dst, "wb") as out:
+        shutil.copyfileobj(source, out, 1 << 20)
+
+
 def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLike | None] = (),
                  folder: bool = False, replaces: tuple[str, str] = ("manifest.json", "model folder")) -> None:
     """One rule for every output (issue 74), checked before any work: a command replaces only what it
@@ -186,7 +294,10 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
         return
     given = as_path(out, "output")
     o = _resolved(given)
-    _refuse_inputs(out, o, inputs, folder)
+    inputs = [i for i in inputs if i is not None and str(i) != "-"]
+    for i in inputs:
+        note_input(i)
+    _refuse_inputs(out, o, [*inputs, *scope_inputs()], folder)
     refuse_special(given, folder)
     if not folder and o.is_dir():
         raise UserError(f"{out} is a folder; give a file name")
@@ -196,6 +307,7 @@ def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLi
         raise UserError(f"{out} exists and is not a {kind} edge-xsent wrote (no {marker} of ours): it would be "
                         "replaced whole; choose a new folder (or remove it yourself)")
     probe_writable(given.expanduser().parent)
+    note_output(given)
 
 
 def _resolved(path: Path) -> Path:
@@ -250,8 +362,7 @@ def _refuse_kept(out, o: Path) -> None:
     keeper = kept_folder(o)
     if keeper is None:
         return
-    if o.is_file() or keeper[1] == "model folder" or (o.exists() and _runs_own(keeper, o)) \
-            or o.is_relative_to(keeper[0] / "checkpoints"):
+    if o.is_file() or keeper[1] == "model folder" or _runs_own(keeper, o):
         raise UserError(f"{out} is part of a {keeper[1]} ({keeper[0]}): writing it would break that; choose an "
                         "output outside it")
 

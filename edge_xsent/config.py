@@ -23,9 +23,9 @@ TEACHER_PROJS = ("learned", "none")  # objectives.Objective: how the student's v
 # How int8 weights are stored: (onnxruntime QuantType name, reduce_range). On x86 CPUs without VNNI
 # (AVX2; AVX-512 before VNNI) onnxruntime multiplies u8 activations by s8 weights with VPMADDUBSW,
 # whose 16-bit sums can saturate; 7-bit weights (s8-7bit) leave them room, and u8 weights take a
-# u8 x u8 kernel that does not saturate. `benchmarks/int8_variants.py` measures the three.
+# u8 x u8 kernel that does not saturate. benchmarks/results/int8-variants.md measures the three.
 INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUInt8", False)}
-DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by benchmarks/int8_variants.py (results/int8-variants.md)
+DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by its rule: benchmarks/results/int8-variants.md
 SHIP_RULES = ("multilingual", "student", "gpu-students", "quality")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
 # studies/pruned-student/README.md
 TABLE_BITS = (8, 4, 1)  # the int8 graph's token table: int8, 4-bit blocks, or tiered: 4 bits then 1 (export.quantize_int8)

@@ -13,6 +13,7 @@ import traceback
 
 import click
 
+from edge_xsent.atomic import command_scope
 from edge_xsent.errors import UserError
 
 
@@ -55,12 +56,14 @@ def os_error_line(e: OSError) -> str:
 def user_errors(fn):
     """UserError, an OS error (disk full, read-only folder) or undecodable text -> one readable
     line and exit 1; a traceback only with --debug. Standard output is flushed inside, so a full
-    disk or /dev/full behind `>` is reported too."""
+    disk or /dev/full behind `>` is reported too. The command runs in its own scope: the inputs it
+    names are never replaced by its writes (edge_xsent.atomic)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            result = fn(*args, **kwargs)
+            with command_scope():
+                result = fn(*args, **kwargs)
             try:
                 sys.stdout.flush()
             except OSError as e:

@@ -68,6 +68,7 @@ def train_options(fn):
         if typ is bool:
             fn = click.option(f"--{flag}/--no-{flag}", name, default=None, help=text)(fn)
         else:
+            typ = click.Path() if name == "out" else typ  # a path, as every output of every command is declared
             fn = click.option(f"--{flag}", name, type=typ, default=None, help=text)(fn)
     return fn
 

@@ -71,10 +71,16 @@ def test_restore_never_goes_back_and_a_damaged_carry_is_refused(carried, tmp_pat
 
 
 def test_carry_user_errors_exit_1_without_a_traceback(tmp_path):
-    code, out = carry_script("save", str(tmp_path), str(tmp_path / "c"))
+    (tmp_path / "run").mkdir()
+    code, out = carry_script("save", str(tmp_path / "run"), str(tmp_path / "c"))
     assert code == 1 and "no checkpoint" in out and "Traceback" not in out
+    code, out = carry_script("save", str(tmp_path / "run"), str(tmp_path / "run" / "c"))
+    assert code == 2 and "input of this command" in out  # the carry inside the run it reads: refused as parsed
     code, out = carry_script("restore", str(tmp_path / "nothing"), str(tmp_path / "r"))
-    assert code == 1 and "not a carried run" in out
+    assert code == 2 and "no such file or folder" in out and "Traceback" not in out  # refused as it is parsed
+    (tmp_path / "empty").mkdir()
+    code, out = carry_script("restore", str(tmp_path / "empty"), str(tmp_path / "r"))
+    assert code == 1 and "not a carried run" in out and "Traceback" not in out
 
 
 def test_a_finished_run_is_carried_as_its_model_and_is_not_trained_again(tmp_path):
@@ -90,7 +96,7 @@ def test_a_finished_run_is_carried_as_its_model_and_is_not_trained_again(tmp_pat
     assert torch.allclose(torch.from_numpy(vecs), torch.from_numpy(Encoder.load(run / "model").encode(["a carried model"])))
     with pytest.raises(UserError, match="no checkpoint to go on from"):
         train(tiny_config(elsewhere, max_steps=12, eval_every=5), progress=False)
-    with pytest.raises(UserError, match="exists: move it away"):
+    with pytest.raises(UserError, match="holds a finished run"):
         carry.restore(saved, elsewhere)
 
 

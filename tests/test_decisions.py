@@ -1,21 +1,8 @@
-"""The decision rules of edge_xsent.eval.decisions on tiny tables (the sweep's and the debias rank's
-rules are also exercised end to end in test_default_sweep.py and test_debias_rank.py)."""
+"""The decision rules of edge_xsent.eval.decisions on tiny tables."""
 
 import pytest
 
-from edge_xsent.eval.decisions import (debias_rank, failed_constraints, general_default, int8_variant, smallest_near_best,
-                                 teacher_loss, vocabulary)
-
-
-def test_teacher_loss_prefers_cos_unless_another_is_clearly_better():
-    assert teacher_loss({"cos": 40.0, "mse": 40.4, "nce": 39.0}) == "cos"  # 0.4 ahead: a tie
-    assert teacher_loss({"cos": 40.0, "mse": 38.0, "nce": 41.0}) == "nce"
-    assert teacher_loss({"mse": 30.0, "nce": 31.0}) == "nce"  # cos not run
-
-
-def test_rules_on_small_tables():
-    assert smallest_near_best({"a": {"p1": 90.0, "int8_mb": 9.0}, "b": {"p1": 89.5, "int8_mb": 5.0}}) == "b"
-    assert debias_rank({1: {"pair": 96.0, "mixed": 90.0}, 2: {"pair": 95.0, "mixed": 95.0}}) == 1  # costs 1.0 > 0.5
+from edge_xsent.eval.decisions import failed_constraints, general_default
 
 
 def row(general, software=96.0, mb=5.0, speed=3.0):
@@ -40,35 +27,8 @@ def _vocab(size, score, both=True, mb=5.0):
     return {"size": size, "score": score, "both": both, "int8_mb": mb}
 
 
-def test_vocabulary_takes_the_smallest_near_the_best_and_prefers_both_domains_at_equal_size():
-    rows = {"sw16k": _vocab(16000, 70.0, both=False), "both8k": _vocab(8000, 69.0),
-            "both16k": _vocab(16000, 70.2), "both32k": _vocab(32000, 70.4, mb=9.0)}
-    assert vocabulary(rows) == "both16k"  # 8k is 1.4 behind; 16k ties 32k; both beats sw at 16k
-    rows["both8k"] = _vocab(8000, 70.0)
-    assert vocabulary(rows) == "both8k"
-    rows = {"sw16k": _vocab(16000, 72.0, both=False), "both16k": _vocab(16000, 70.0)}
-    assert vocabulary(rows) == "sw16k"  # 2 points better: the software tokenizer stays
-
-
-def test_vocabulary_drops_sizes_over_the_int8_limit():
-    rows = {"both16k": _vocab(16000, 60.0), "both64k": _vocab(64000, 80.0, mb=17.0)}
-    assert vocabulary(rows) == "both16k"
-    with pytest.raises(ValueError, match="int8 limit"):
-        vocabulary({"both64k": _vocab(64000, 80.0, mb=17.0)})
-
-
 def int8_row(cos: float, general: float = 88.5, software: float = 96.7, speed: float = 1000.0) -> dict:
     return {"worst_cosine": cos, "general": general, "software": software, "sentences_per_s": speed}
-
-
-def test_int8_variant_takes_the_most_faithful_that_keeps_quality_and_speed():
-    rows = {"s8": int8_row(0.9969), "s8-7bit": int8_row(0.9995, speed=950), "u8": int8_row(0.9997, speed=700)}
-    assert int8_variant(rows) == "s8-7bit"  # u8 is closer to fp32 but runs at 70% of the baseline's speed
-    rows["u8"] = int8_row(0.9996, speed=990)
-    assert int8_variant(rows) == "u8"  # within the cosine tie of s8-7bit, and faster
-    rows["u8"] = int8_row(0.9999, general=88.1)
-    assert int8_variant(rows) == "s8-7bit"  # loses 0.4 general P@1
-    assert int8_variant({"s8": int8_row(0.9969), "u8": int8_row(0.9999, software=96.0)}) == "s8"  # nothing else keeps quality
 
 
 def test_the_multilingual_default_rule_on_small_tables():

@@ -101,24 +101,3 @@ def test_jvm_tokenizer_and_vectors_match_python(which, request, tmp_path):
     assert len(CASES) >= 10
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
-def test_int8_variants_benchmark_runs_end_to_end(tiny_bundle, tmp_path):
-    """benchmarks/int8_variants.py on the tiny bundle and a two-domain corpus made from the sample:
-    every variant measured in Python and in the browser, and one chosen by the rule."""
-    data = tmp_path / "corpus"
-    data.mkdir()
-    lines = (ROOT / "edge_xsent/resources/sample-corpus/test.tsv").read_text(encoding="utf-8").splitlines()
-    rows = [line.split("\t")[:5] for line in lines[1:201]]
-    (data / "test.tsv").write_text("lang_a\tlang_b\ttext_a\ttext_b\tsource\tdomain\n" + "".join(
-        "\t".join([*r, "general" if i % 2 else "software"]) + "\n" for i, r in enumerate(rows)), encoding="utf-8")
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks/int8_variants.py"), str(tiny_bundle[0]), "--data", str(data),
-                          "--results", str(tmp_path / "out")], capture_output=True, text=True, timeout=900, cwd=ROOT)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads((tmp_path / "out/int8-variants.json").read_text())
-    assert set(out["rows"]) == {"s8", "s8-7bit", "u8"} and out["choice"] in out["rows"]
-    for row in out["rows"].values():
-        assert set(row["cosine"]) == {"python batch 32", "python batch 1", "browser (WASM)"}
-        assert all(0.99 < c["mean"] <= 1.0001 for c in row["cosine"].values())
-        assert 0 < row["general"] <= 100 and row["sentences_per_s"] > 0
-    assert "**Choice:" in (tmp_path / "out/int8-variants.md").read_text()

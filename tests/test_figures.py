@@ -204,12 +204,15 @@ def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(
     from edge_xsent.errors import UserError
     from edge_xsent.layout import FILES
 
+    from edge_xsent.atomic import owning
+
     ship = script_module("train/ship.py")
     model = tmp_path / "model"
     shutil.copytree(tiny_model, model)
     record = json.loads((model / FILES["training"]).read_text())
     (model / FILES["training"]).write_text(json.dumps({**record, "interpolated": {"alpha": 0.75, "recipe": "r"}}))
-    refresh_manifest(model, [FILES["training"]])
+    with owning(model):  # the folder's own maintenance, as calibrate's
+        refresh_manifest(model, [FILES["training"]])
     plain, carried = tmp_path / "plain.toml", tmp_path / "carried.toml"
     plain.write_text('data = "sample"\n')
     carried.write_text('data = "sample"\n\n[ship]\nalpha = 0.75\n')

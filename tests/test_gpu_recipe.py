@@ -53,7 +53,7 @@ def joined(tmp_path_factory):
     manifest = devicepack.pack(recipe(tmp), tmp / "pack", chunk_bytes=3 * 2**20)
     stage = tmp / "stage"
     stage.mkdir()
-    for call in sorted((tmp / "pack").iterdir()):
+    for call in sorted((tmp / "pack").glob("call-*")):
         assert sum(p.stat().st_size for p in call.iterdir()) <= 3 * 2**20 + 4096, call
         for part in call.iterdir():
             shutil.copy(part, stage)
@@ -170,6 +170,85 @@ def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
 
     with pytest.raises(UserError, match="not empty"):
         write_student(tmp_path / "no-model", stage)
+
+
+def _forged(stage: Path, name: str, blob: bytes) -> None:
+    """`stage` with `name` replaced by `blob` in one part, its manifest's SHA-256 made to match."""
+    import hashlib
+
+    manifest = json.loads((stage / devicepack.MANIFEST).read_text())
+    for part in manifest["files"][name]["parts"]:
+        (stage / part).unlink()
+    manifest["files"][name].update(parts=[f"{name}.000"], sha256=hashlib.sha256(blob).hexdigest())
+    (stage / f"{name}.000").write_bytes(blob)
+    (stage / devicepack.MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_join_reads_nothing_unbounded_and_writes_only_by_the_output_rule(joined, tmp_path, monkeypatch):
+    """issue 88: a deep or mistyped pack.json, a FIFO in its place, a corrupt xz, an xz bomb, a tar with a link or a
+    path out, and an INTO that is a model folder or holds a link where the teacher goes: each one error, nothing
+    written through."""
+    import io
+    import lzma
+    import os
+    import tarfile
+
+    tmp, _ = joined
+
+    def stage_copy(name: str) -> Path:
+        stage = tmp_path / name
+        shutil.copytree(tmp / "stage", stage)
+        return stage
+
+    for i, text in enumerate(["[" * 100_000 + "]" * 100_000, '{"files": {"corpus.tar.xz": 3}}', '{"files": []}']):
+        stage = stage_copy(f"json{i}")
+        (stage / devicepack.MANIFEST).write_text(text)
+        with pytest.raises(UserError, match="pack.json"):
+            devicepack.join(stage, tmp_path / "in")
+    stage = stage_copy("fifo")
+    (stage / devicepack.MANIFEST).unlink()
+    os.mkfifo(stage / devicepack.MANIFEST)
+    with pytest.raises(UserError, match="FIFO"):  # refused without waiting for a writer
+        devicepack.join(stage, tmp_path / "in")
+    stage = stage_copy("corrupt")
+    _forged(stage, devicepack.TEACHER, b"\xfd7zXZ\x00 not xz at all")
+    with pytest.raises(UserError, match="not a valid xz"):
+        devicepack.join(stage, tmp_path / "in")
+    monkeypatch.setattr(devicepack, "UNPACKED_MAX", 2**20)  # a bomb at this bound is one at 8 GiB
+    stage = stage_copy("bomb")
+    _forged(stage, devicepack.TEACHER, lzma.compress(b"\0" * (4 * 2**20), preset=0))
+    with pytest.raises(UserError, match="unpacks to more than"):
+        devicepack.join(stage, tmp_path / "in")
+    monkeypatch.undo()
+    for kind in ("link", "escape"):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:xz") as tar:
+            info = tarfile.TarInfo("corpus/train.tsv" if kind == "link" else "corpus/../../outside.tsv")
+            if kind == "link":
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                tar.addfile(info)
+            else:
+                info.size = 1
+                tar.addfile(info, io.BytesIO(b"x"))
+        stage = stage_copy(kind)
+        _forged(stage, devicepack.CORPUS, buf.getvalue())
+        with pytest.raises(UserError, match="not a plain file"):
+            devicepack.join(stage, tmp_path / kind / "in")
+        assert not (tmp_path / "outside.tsv").exists() and not (tmp_path / kind / "in" / "corpus").exists()
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(b"mine")
+    into = tmp_path / "into"
+    into.mkdir()
+    (into / devicepack.E5_NAME).symlink_to(victim)
+    with pytest.raises(UserError, match="is a link"):
+        devicepack.join(stage_copy("good"), into)
+    assert victim.read_bytes() == b"mine"
+    model = tmp_path / "model"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "edge_xsent/resources/fast-model", model)
+    before = sorted(p.name for p in model.iterdir())
+    with pytest.raises(UserError, match="model folder"):
+        devicepack.join(tmp_path / "good", model)
+    assert sorted(p.name for p in model.iterdir()) == before
 
 
 def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_again(joined, tmp_path, monkeypatch):

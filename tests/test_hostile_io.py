@@ -250,7 +250,7 @@ def test_a_cache_or_results_folder_is_never_a_model_folder_or_a_runs_checkpoints
     refused(cli("train", "--config", recipe, "--max-steps", "1", "--quiet"), "teacher_cache")
     refused(cli("bench", "--layers", "1", "--out", target), "--out")
     code, err = script("train/label.py", monkeypatch, capsys, "sample", "--cache", target)
-    assert code == 1 and "--cache" in err
+    assert code == 2 and "--cache" in err  # refused as parsed: edge_xsent.pathargs.out_into
     assert snapshot(target) == before
 
 
@@ -297,9 +297,9 @@ def test_a_hostile_manifest_is_one_error_for_every_reader(kind, model, tmp_path,
         assert "Usage:" not in refused(cli(*args, input="Open the file\n"), "manifest.json")
     code, _ = script("train/figures.py", monkeypatch, capsys, model, "--name", "x", "--parts", "speed",
                      "--out", tmp_path / "f.json")
-    assert code == 1
+    assert code in (1, 2)  # 2: refused as parsed (edge_xsent.pathargs), 1: by the work's own checks
     code, _ = script("train/ship.py", monkeypatch, capsys, "--recard", "--out", model)
-    assert code == 1
+    assert code in (1, 2)
 
 
 @pytest.mark.parametrize("name", ["checkpoints/last.pt", "tokenizer.model"])
@@ -313,7 +313,10 @@ def test_a_hostile_file_in_a_run_folder_is_one_error_on_resume(name, kind, tmp_p
     from edge_xsent.train.runfolder import save_checkpoint
     cfg = TrainConfig.from_toml(recipe)
     cfg.out = str(run)
-    save_checkpoint(run / "checkpoints" / "last.pt", {"step": 1, "best_val": 1.0, "config": cfg.to_dict()})
+    from edge_xsent.atomic import owning
+
+    with owning(run):  # written as the run itself would (its lock's holder owns the folder)
+        save_checkpoint(run / "checkpoints" / "last.pt", {"step": 1, "best_val": 1.0, "config": cfg.to_dict()})
     (run / "log.jsonl").write_text('{"step": 1}\n')
     (run / "tokenizer.model").write_bytes(b"x")
     (run / name).unlink()
@@ -397,7 +400,7 @@ def test_figures_output_that_is_a_fifo_or_not_figures_is_one_error(model, tmp_pa
     for out, words in ((fifo, "FIFO"), (torn, "corrupt JSON"), (listed, "not a figures file")):
         code, err = script("train/figures.py", monkeypatch, capsys, model, "--name", "x", "--parts", "speed",
                            "--out", out)
-        assert code == 1 and words in err, err
+        assert code in (1, 2) and words in err, err  # the FIFO is refused as parsed (2), the others as read (1)
     assert listed.read_text() == "[1, 2]" and torn.read_text() == "{not json"
 
 
@@ -508,7 +511,7 @@ def test_threads_past_the_cores_are_refused_by_every_command(tmp_path, monkeypat
     refused(cli("train", "--data", "sample", "--out", tmp_path / "run", "--threads", "1024", "--quiet"), "from 1 to")
     refused(cli("encode", "--threads", "100000", "--out", tmp_path / "v.npy", input="x\n"), "from 1 to")
     for rel in ("benchmarks/export_speed.py", "train/figures.py", "train/label.py"):
-        first = {"benchmarks/export_speed.py": [], "train/figures.py": ["m", "--name", "x"], "train/label.py": ["sample"]}
+        first = {"benchmarks/export_speed.py": [], "train/figures.py": [tmp_path, "--name", "x"], "train/label.py": ["sample"]}
         code, err = script(rel, monkeypatch, capsys, *first[rel], "--threads", "100000")
         assert code == 2 and "cores" in err, (rel, err)
     assert not (tmp_path / "run").exists() and not (tmp_path / "b").exists()

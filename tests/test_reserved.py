@@ -236,24 +236,3 @@ def test_oog_rule_on_small_tables():
     assert oog_default({"x": {**ok, "speed_ratio": 1.2, "score": 99.0}}, "shipped") == "shipped"
 
 
-def test_levers_table_script(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    dirs = ["en->de", "de->en"]
-    xsr = lambda p: {k: {"p1_cosine": p} for k in dirs}  # noqa: E731
-    oog = lambda p, a: {"retrieval": {"tuxpaint": {"en->de": p, "de->en": p}}, "retrieval_mean": p,  # noqa: E731
-                        "agreement_mean": a, "score": 0.7 * p + 0.3 * a}
-    files = {"oog-oog-genres-cos.json": oog(0.85, 0.4), "xsr-oog-genres-cos-int8-general.json": xsr(0.88),
-             "xsr-oog-genres-cos-int8.json": xsr(0.96), "oog-peers.json": {"USE multilingual v3": oog(0.94, 1.0)}}
-    (tmp_path / "runs").mkdir()
-    for name, content in files.items():  # a run's own scores in runs/, the peers' table beside
-        (tmp_path / ("" if name.startswith("oog-peers") else "runs") / name).write_text(json.dumps(content))
-    done = subprocess.run([sys.executable, str(root / "benchmarks/oog_levers.py"), "--results", str(tmp_path)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    md = (tmp_path / "oog-levers.md").read_text()
-    assert "| general-scratch-32k (`studies/general-default/general-scratch-32k.toml`) |" in md and "not run" in md  # its files are missing
-    assert "| 85.0 | 85.0 | 40.0 | 71.5 | 88.0 | 96.0 |" in md and "| USE-m v3 (the teacher) | | 94.0 |" in md

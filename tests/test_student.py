@@ -276,15 +276,3 @@ def test_a_refit_moves_only_the_kept_rows_and_brings_unseen_text_nearer_the_whol
     assert log[-1]["loss"] < log[0]["loss"] and refit_record(cfg, log)["max_steps"] == 40
 
 
-def test_a_map_fitted_to_e5_brings_a_students_vectors_nearer_to_e5s(tiny_student_bundle):
-    """train/linear_map.py (the first GPU run's lost map, studies/gpu-students): least squares from the student's
-    vectors of both sides to e5-passage's of the English side, on more rows than the map has numbers."""
-    from conftest import script_module
-
-    from edge_xsent import Encoder
-    from edge_xsent.data.corpus import read_pairs, resolve
-
-    pairs = list(read_pairs(resolve("sample"), split="valid"))[:450]
-    w, fit = script_module("train/linear_map.py").fit(Encoder.load(tiny_student_bundle), pairs, threads=2)
-    assert w.shape == (385, 384) and fit["pairs"] == 450
-    assert fit["cosine_to_e5"] + 0.05 < fit["cosine_to_e5_mapped"] < 0.999

@@ -13,6 +13,7 @@ import argparse
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_folder, out_run
 
 
 @script_errors
@@ -20,11 +21,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="action", required=True)
     save = sub.add_parser("save", help="RUN's last checkpoint into DEST")
-    save.add_argument("run", type=Path)
-    save.add_argument("dest", type=Path)
+    save.add_argument("run", type=in_path)
+    save.add_argument("dest", type=out_folder("carry.json", "carried run"))
     restore = sub.add_parser("restore", help="SRC (from save) becomes RUN's checkpoint")
-    restore.add_argument("src", type=Path)
-    restore.add_argument("run", type=Path)
+    restore.add_argument("src", type=in_path)
+    restore.add_argument("run", type=out_run)
     args = ap.parse_args(argv)
     from edge_xsent.train import carry
 

@@ -26,6 +26,9 @@ from pathlib import Path
 
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file, out_folder, out_into
+
+PACK_FOLDER = out_folder("PACK.txt", "pack")  # a new folder, or a pack (edge_xsent.train.devicepack.MARKER)
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,29 +82,29 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="action", required=True)
     pk = sub.add_parser("pack", help="the recipe's text and teacher, in call folders")
-    pk.add_argument("--config", type=Path, required=True, help="the recipe (train/gpu-students.toml)")
+    pk.add_argument("--config", type=in_path, required=True, help="the recipe (train/gpu-students.toml)")
     pk.add_argument("--data", help="the corpus, if not the recipe's")
     pk.add_argument("--join-share", type=float, help="join_share, if not the recipe's: the pack then also carries the "
                                                      "teacher rows the joined pairs read")
-    pk.add_argument("--out", type=Path, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
+    pk.add_argument("--out", type=PACK_FOLDER, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
     pk.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
     ip = sub.add_parser("inputs", help="every input of the recipe's run and its judging, built where missing, and "
                                        "the pack unless one at --out fits")
-    ip.add_argument("--config", type=Path, required=True, help="the recipe, with its [ship.datasets]")
+    ip.add_argument("--config", type=in_path, required=True, help="the recipe, with its [ship.datasets]")
     ip.add_argument("--join-share", type=float, help="join_share, if not the recipe's (as pack)")
-    ip.add_argument("--out", type=Path, required=True, help="the pack's folder (as pack); a pack there that fits is kept")
+    ip.add_argument("--out", type=PACK_FOLDER, required=True, help="the pack's folder (as pack); a pack there that fits is kept")
     ip.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
     ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
-    ft.add_argument("--config", type=Path, required=True, help="the recipe")
+    ft.add_argument("--config", type=in_path, required=True, help="the recipe")
     ft.add_argument("--data", help="the corpus, if not the recipe's")
     ft.add_argument("--join-share", type=float, help="join_share, if not the recipe's")
-    ft.add_argument("pack", type=Path)
+    ft.add_argument("pack", type=in_path)
     jn = sub.add_parser("join", help="staged chunks -> corpus/ and e5-small-q4.bin")
-    jn.add_argument("staged", type=Path)
-    jn.add_argument("into", type=Path)
+    jn.add_argument("staged", type=in_path)
+    jn.add_argument("into", type=out_into)
     st = sub.add_parser("student", help="a trained run's model folder -> student file parts")
-    st.add_argument("model", type=Path)
-    st.add_argument("out", type=Path)
+    st.add_argument("model", type=in_path)
+    st.add_argument("out", type=out_file)
     args = ap.parse_args(argv)
     from edge_xsent.train import devicepack
 

@@ -44,6 +44,7 @@ from edge_xsent.encode.encoder import Encoder
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means, out_of_genre, out_of_genre_means, xsr
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file
 from edge_xsent.layout import FILES, ONNX_INT4, ONNX_INT8
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +236,7 @@ def write(out: Path, figures: dict) -> None:
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", type=Path, help="a bundle (int8, debiased: as it would ship) or any model folder")
+    ap.add_argument("model", type=in_path, help="a bundle (int8, debiased: as it would ship) or any model folder")
     ap.add_argument("--name", required=True, help="the candidate's name: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--data", default="~/edge-xsent-data/corpus-m1", help="the judging corpus (general test split)")
     ap.add_argument("--oog", default="oog", help="the old languages' out-of-genre benchmark")
@@ -246,10 +247,10 @@ def main() -> None:
     ap.add_argument("--precision", default=None, choices=["fp32", "int8", "int4"],
                     help="the graph measured (default: int8 where the folder has it; speed: int8)")
     ap.add_argument("--threads", type=thread_count, default=None, help="encoding threads (default: every core); 1 beside a run")
-    ap.add_argument("--out", default=None, help="default: benchmarks/results/candidates/NAME.json")
+    ap.add_argument("--out", type=out_file, default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
                                                      "(default: the folder's own record, if any)")
-    ap.add_argument("--e5-folder", type=Path, default=None, help="speed: also time this folder's int8 graph "
+    ap.add_argument("--e5-folder", type=in_path, default=None, help="speed: also time this folder's int8 graph "
                     "(multilingual-e5-small as the same kind of folder: train/student_folder.py e5-small)")
     ap.add_argument("--redo", action="store_true", help="measure the parts asked for again (the others are kept)")
     args = ap.parse_args()

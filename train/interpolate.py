@@ -20,12 +20,13 @@ from pathlib import Path
 
 import torch
 
-from edge_xsent.atomic import check_output
+from edge_xsent.atomic import check_output, owning
 from edge_xsent.inputs import read_bytes
 from edge_xsent.encode.bundle import load_model, read_training, save_model
 from edge_xsent.config import TrainConfig
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_folder
 from edge_xsent.encode.model import DualEncoder
 from edge_xsent.train.warmstart import check_pinned_start, load_init_weights, start_dir
 
@@ -53,9 +54,9 @@ def interpolate(start: DualEncoder, end: DualEncoder, alpha: float) -> DualEncod
 @script_errors
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("recipe", type=Path, help="the run's recipe (its out folder holds the trained model)")
+    ap.add_argument("recipe", type=in_path, help="the run's recipe (its out folder holds the trained model)")
     ap.add_argument("--alpha", type=float, required=True, help="0: the run's start; 1: its trained weights")
-    ap.add_argument("--out", type=Path, required=True, help="a new run-like folder; the model goes to OUT/model")
+    ap.add_argument("--out", type=out_folder("model/manifest.json", "run-like folder of an interpolated model"), required=True, help="a new run-like folder; the model goes to OUT/model")
     args = ap.parse_args()
     if not 0.0 <= args.alpha <= 1.0:
         raise UserError(f"--alpha {args.alpha}: choose a value from 0 (the start) to 1 (the trained weights)")
@@ -70,7 +71,8 @@ def main() -> None:
     sha = hashlib.sha256(read_bytes(run / "manifest.json", what="manifest")).hexdigest()
     training["interpolated"] = {"alpha": args.alpha, "start": cfg.init, "end": str(cfg.out) + "/model",
                                 "end_manifest_sha256": sha, "recipe": str(args.recipe)}
-    save_model(args.out.expanduser() / "model", model, tok, config["langs"], training)
+    with owning(args.out):  # OUT is this command's run-like folder: its model/ is its own to write
+        save_model(args.out / "model", model, tok, config["langs"], training)
     print(json.dumps(training["interpolated"]))
 
 

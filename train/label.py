@@ -21,6 +21,7 @@ from edge_xsent.atomic import check_into
 from edge_xsent.errors import UserError
 from edge_xsent.threads import thread_count
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import out_into
 
 
 def labelling_order(corpus: str, seed: int = 0) -> list[str]:
@@ -81,7 +82,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=None,
                     help="label only the English sides of the first N pairs (a run's max_train_pairs, no monolingual batch)")
     ap.add_argument("--seed", type=int, default=0, help="the order's seed: the run's `seed` with train_order = \"balanced\"")
-    ap.add_argument("--cache", default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
+    ap.add_argument("--cache", type=out_into, default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
     ap.add_argument("--count", action="store_true", help="only print how many pairs, in order, are labelled")
     args = ap.parse_args()
     from edge_xsent.train.teacher import load_teacher

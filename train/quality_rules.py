@@ -19,6 +19,7 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write, check_outputs
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_file
 from edge_xsent.inputs import read_json
 
 MEASURES = ("oog", "oog_wide", "oog_long")  # the table-format rule's three measures
@@ -123,14 +124,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="rule", required=True)
     fmt = sub.add_parser("format", help="the table-format rule")
-    fmt.add_argument("--reference", type=Path, required=True, help="the student with its whole table")
+    fmt.add_argument("--reference", type=in_path, required=True, help="the student with its whole table")
     dflt = sub.add_parser("default", help="the default rule")
-    dflt.add_argument("--fast", type=Path, required=True, help="the fast model's figures")
+    dflt.add_argument("--fast", type=in_path, required=True, help="the fast model's figures")
     dflt.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's budget")
     lay = sub.add_parser("layers", help="the layer table with quality")
     for p in (fmt, dflt, lay):
-        p.add_argument("figures", type=Path, nargs="+", help="figures files (train/figures.py)")
-        p.add_argument("--out", type=Path, default=None, help="write the table here too (markdown)")
+        p.add_argument("figures", type=in_path, nargs="+", help="figures files (train/figures.py)")
+        p.add_argument("--out", type=out_file, default=None, help="write the table here too (markdown)")
     args = ap.parse_args(argv)
     check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None)])
     if args.rule == "layers":

@@ -30,6 +30,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import checkout, in_path, maybe_in_path, out_file, out_folder
 from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
@@ -599,20 +600,20 @@ def main() -> None:
     argv = sys.argv[1:]
     argv, train_flags = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("spec", type=Path, nargs="?", help="a recipe with its [ship] table: ship it, every stage "
+    ap.add_argument("spec", type=in_path, nargs="?", help="a recipe with its [ship] table: ship it, every stage "
                                                         "(train/pipeline.py); without it, judge --candidate files")
     ap.add_argument("--stop-after", help="with a recipe: stop after this stage (datasets, train, interpolate, debias, "
                                          "export, calibrate, figures); `--stop-after train -- FLAGS` rehearses training")
-    ap.add_argument("--shipped", type=Path, help="the figures of the model shipped now (required but with --recard)")
-    ap.add_argument("--candidate", type=Path, action="append", help="a candidate's figures (repeat; required but with "
+    ap.add_argument("--shipped", type=in_path, help="the figures of the model shipped now (required but with --recard)")
+    ap.add_argument("--candidate", type=in_path, action="append", help="a candidate's figures (repeat; required but with "
                                                                      "--recard)")
     ap.add_argument("--recard", action="store_true",
                     help="no decision: rewrite --out's card and supported languages under today's claim rule, from the "
                          "figures its manifest names; weights untouched")
-    ap.add_argument("--peers", type=Path, action="append",
+    ap.add_argument("--peers", type=maybe_in_path, action="append",
                     help="peers on the wide benchmark, for the card (repeat; default: oog-m1-peers.json and "
                          "oog-m1-e5-small.json in benchmarks/results)")
-    ap.add_argument("--small-pools", type=Path, default=ROOT / "benchmarks/results/oog-m1-small-pools.json",
+    ap.add_argument("--small-pools", type=maybe_in_path, default=ROOT / "benchmarks/results/oog-m1-small-pools.json",
                     help="the peers on the small pools (`eval oog --min-pairs 50 --below 100`), for the card")
     ap.add_argument("--recipe", default="train/shipped.toml",
                     help="the winner's recipe, where its figures do not name one (figures.py --recipe)")
@@ -623,13 +624,13 @@ def main() -> None:
                                                                        "(studies/quality-model: 20 MB, else 25)")
     ap.add_argument("--best-name", default=None, help="the quality rule: when no candidate passes, the best still "
                                                       "ships to --out, loading by this name (studies/quality-model)")
-    ap.add_argument("--e5-oog", type=Path, default=ROOT / "benchmarks/results/oog-e5-small.json",
+    ap.add_argument("--e5-oog", type=in_path, default=ROOT / "benchmarks/results/oog-e5-small.json",
                     help="the student rule: e5-small on `oog` (eval oog --peers e5-small --json)")
-    ap.add_argument("--e5-oog-m1", type=Path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
+    ap.add_argument("--e5-oog-m1", type=in_path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
                     help="e5-small on `oog-m1`: the card's claims, and the student rule")
-    ap.add_argument("--decision", type=Path, default=ROOT / "benchmarks/results/candidates/decision.md")
-    ap.add_argument("--out", type=Path, default=ROOT / "edge_xsent/resources/fast-model")
-    ap.add_argument("--docs", type=Path, default=ROOT, help="with a recipe: the checkout whose train/DECISIONS.md and "
+    ap.add_argument("--decision", type=out_file, default=ROOT / "benchmarks/results/candidates/decision.md")
+    ap.add_argument("--out", type=out_folder(), default=ROOT / "edge_xsent/resources/fast-model")
+    ap.add_argument("--docs", type=checkout, default=ROOT, help="with a recipe: the checkout whose train/DECISIONS.md and "
                                                             "README.md get the ship record's blocks")
     args = ap.parse_args(argv)
     if args.spec:

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import in_path, out_folder
 from edge_xsent.train.refit import RefitConfig
 from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder
 
@@ -26,9 +27,9 @@ from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("student", type=Path, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
+    ap.add_argument("student", type=in_path, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
                                                "parts, or e5-small (e5's own 12 blocks, as the same kind of folder)")
-    ap.add_argument("--out", type=Path, required=True, help="the bundle to write (a new folder)")
+    ap.add_argument("--out", type=out_folder(), required=True, help="the bundle to write (a new folder)")
     ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
     ap.add_argument("--table", choices=TABLES, default="cut", help="the table's form: cut (the rows that fit, the "
                     "rest reading their nearest) or tiered (every piece: the rows that fit at 4 bits, the rest at 1 bit)")

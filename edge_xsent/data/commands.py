@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from edge_xsent.atomic import check_output
+from edge_xsent.atomic import check_into, check_output
 from edge_xsent.failures import user_errors
 
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
@@ -57,6 +57,7 @@ def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, gener
     from edge_xsent.data.build import BuildConfig, build, format_stats
     from edge_xsent.data.sources import SOURCES
 
+    check_into(cache, "--cache")  # downloads land there: never a model's, a run's, a link or a special file
     check_output(out, [cache], folder=True, replaces=("stats.json", "corpus folder"))
     chosen = {"all": list(SOURCES)}.get(sources) or _langs(sources)
     cfg = BuildConfig(langs=_langs(langs), sources=chosen,
@@ -88,6 +89,7 @@ def data_reserved(langs, out, exclude, cache, offline):
     """
     from edge_xsent.data.reserved import MARKER, build_reserved_from_debian
 
+    check_into(cache, "--cache")
     check_output(out, [cache, *exclude], folder=True, replaces=(MARKER, "reserved benchmark folder"))
     stats = build_reserved_from_debian(out, _langs(langs), cache, offline, exclude)
     for source, per in stats["pairs"].items():

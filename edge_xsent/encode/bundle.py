@@ -240,22 +240,26 @@ def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs
 
 
 def resolve_model_dir(path: str | Path) -> Path:
-    """A model folder or bundle as given, or the `model/` folder inside a training run's output."""
+    """A model folder or bundle as given, or the `model/` folder inside a training run's output. A path the
+    system cannot look at (too long, a link loop) is a UserError naming it, as every input's is."""
+    from edge_xsent.inputs import os_error
+
     path = Path(path)
-    if path.is_dir() and not (path / FILES["config"]).exists() and (path / "model" / FILES["config"]).exists():
-        return path / "model"
-    return path
+    try:
+        inside = path.is_dir() and not (path / FILES["config"]).exists() and (path / "model" / FILES["config"]).exists()
+    except OSError as e:
+        raise os_error(e, path) from None
+    return path / "model" if inside else path
 
 
 def read_training(folder: Path) -> dict:
     """training.json of a model folder (how it was made), {} if the folder has none."""
     path = Path(folder) / FILES["training"]
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
+    from edge_xsent.inputs import read_json
+
+    if not path.exists():
         return {}
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: corrupt JSON ({e})") from e
+    return read_json(path, what="training.json")  # bounded: size, depth, a FIFO refused
 
 
 def read_config(folder: Path) -> dict:
@@ -271,10 +275,11 @@ def parse_config(data: bytes, path: Path) -> tuple[dict, "EncoderConfig"]:
     """config.json's bytes -> (the whole file, its validated EncoderConfig); corrupt is a UserError."""
     from edge_xsent.config import EncoderConfig
 
-    try:
-        config = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: corrupt JSON ({e})") from e
+    from edge_xsent.inputs import parse_json
+
+    config = parse_json(data, path)  # bounded depth: a config nested 100,000 deep is one error, not a RecursionError
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a JSON object; the file is corrupt")
     check_version(config, path)
     if not isinstance(config.get("model"), dict):
         raise UserError(f"{path}: field 'model' (the encoder's settings) is missing or not an object; the file is corrupt")

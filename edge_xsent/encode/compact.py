@@ -24,6 +24,7 @@ from edge_xsent.atomic import atomic_write
 from edge_xsent.layout import CALIBRATION
 from edge_xsent.config import portable
 from edge_xsent.errors import UserError
+from edge_xsent.inputs import CAPS, parse_json, read_bytes
 
 OUTPUT_DTYPES = {"float32": np.dtype("<f4"), "int8": np.dtype("i1"), "ubinary": np.dtype("u1")}
 OUTPUT_PRECISIONS = tuple(OUTPUT_DTYPES)
@@ -51,12 +52,12 @@ def load_calibration(folder: Path, dim: int, data: bytes | None = None) -> dict 
     if data is None and not path.exists():
         return None
     try:
-        ranges = json.loads(data if data is not None else path.read_bytes())
+        ranges = parse_json(data if data is not None else read_bytes(path, CAPS["json"], "calibration"), path)
         lo, hi = np.asarray(ranges["min"], dtype=np.float64), np.asarray(ranges["max"], dtype=np.float64)
         ok = (ranges.get("format") == CALIBRATION_FORMAT and ranges.get("dim") == dim
               and lo.shape == hi.shape == (dim,) and bool(np.isfinite(lo).all() and np.isfinite(hi).all())
               and bool((lo < hi).all()))  # NaN or empty ranges would turn every code into 0 without a word
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError, ValueError):
+    except (UserError, KeyError, TypeError, AttributeError, ValueError):
         ok = False
     if not ok:
         raise UserError(f"{path} is not a valid int8 calibration for {dim} dimensions: remake it with "

@@ -357,10 +357,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def calibrate_folder(folder: str | Path, data: str = "sample", split: str = "valid", n: int = 4000) -> dict:
     """Measure and store a saved model's int8 ranges (calibration.json, added to its manifest)."""
     folder = bundle.resolve_model_dir(folder)
+    from edge_xsent.atomic import owning
+
     enc = Encoder.load(folder)
     ranges = enc.calibrate(compact.calibration_sentences(data, split, n), f"{data} {split} split")
-    compact.save_calibration(folder, ranges)
-    bundle.refresh_manifest(folder, [compact.CALIBRATION])
+    with owning(folder):  # the folder's own maintenance: its calibration and manifest, nothing else
+        compact.save_calibration(folder, ranges)
+        bundle.refresh_manifest(folder, [compact.CALIBRATION])
     return ranges
 
 

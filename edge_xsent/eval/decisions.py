@@ -1,46 +1,12 @@
 """The decision rules behind the shipped choices, each fixed before the runs it judges, in
 one importable place: the scripts that run the experiments and the model card that reports
 them call these, so a rule is written once and tested on tiny tables (tests/test_decisions.py).
+The rules of closed studies whose scripts left the tree (the default sweep, the debias rank, the
+distillation loss, the vocabulary for both domains, the int8 variant) are in git's history, at
+043df7e, beside their results in benchmarks/results/.
 """
 
 from __future__ import annotations
-
-# benchmarks/default_sweep.py: the default's size.
-SWEEP_RULE_POINTS = 1.0  # within this many P@1 points of the best, the smallest model wins
-
-
-def smallest_near_best(rows: dict[str, dict], points: float = SWEEP_RULE_POINTS) -> str:
-    """{point: {"p1": P@1, "int8_mb": size}} -> the smallest point within `points` of the best P@1."""
-    best = max(r["p1"] for r in rows.values())
-    near = [k for k, r in rows.items() if r["p1"] >= best - points]
-    return min(near, key=lambda k: rows[k]["int8_mb"])
-
-
-# benchmarks/debias_rank.py: how many language directions `debias` removes.
-DEBIAS_PAIR_COST_MAX = 0.5  # a larger rank may cost the pair pool at most this much P@1
-DEBIAS_MIN_GAIN = 0.3  # and must gain at least this much on the mixed pool
-
-
-def debias_rank(rows: dict[int, dict]) -> int:
-    """{rank: {"pair": P@1, "mixed": P@1}} in points -> the rank to ship."""
-    base = rows[min(rows)]["pair"]
-    best = min(rows)
-    for rank in sorted(rows):
-        ok = base - rows[rank]["pair"] <= DEBIAS_PAIR_COST_MAX
-        if ok and rows[rank]["mixed"] >= rows[best]["mixed"] + DEBIAS_MIN_GAIN:
-            best = rank
-    return best
-
-
-# benchmarks/general_ablation.py: the distillation loss.
-LOSS_TIE_POINTS = 0.5
-
-
-def teacher_loss(scores: dict[str, float]) -> str:
-    """{loss: general valid P@1} -> the best loss; within LOSS_TIE_POINTS of cos, cos (the simplest)."""
-    best = max(scores, key=scores.get)
-    return "cos" if "cos" in scores and scores[best] - scores["cos"] < LOSS_TIE_POINTS else best
-
 
 # studies/shipping-history/general-default.md: the general-domain default (issue 18).
 SOFTWARE_MIN_P1 = 95.0  # software test split, int8, mean of the 16 directions
@@ -68,42 +34,6 @@ def general_default(rows: dict[str, dict]) -> str | None:
     best = max(r["general"] for r in passing.values())
     near = [k for k, r in passing.items() if r["general"] >= best - GENERAL_TIE_POINTS]
     return min(near, key=lambda k: passing[k]["int8_mb"])
-
-
-# studies/general-default/vocab-both-domains.md: the vocabulary for both domains (issue 18, item 3).
-VOCAB_TIE_POINTS = 0.5
-
-
-def vocabulary(rows: dict[str, dict]) -> str:
-    """{run: {"size": pieces, "score": mean valid P@1 of both domains, "int8_mb": estimate,
-    "both": trained on both domains?}} -> the run whose tokenizer wins: the smallest within
-    VOCAB_TIE_POINTS of the best score among those under the int8 limit; at equal size, both domains."""
-    fits = {k: r for k, r in rows.items() if r["int8_mb"] <= INT8_MAX_MB}
-    if not fits:
-        raise ValueError("no tokenizer keeps the model under the int8 limit")
-    best = max(r["score"] for r in fits.values())
-    near = [k for k, r in fits.items() if r["score"] >= best - VOCAB_TIE_POINTS]
-    return min(near, key=lambda k: (fits[k]["size"], not fits[k]["both"]))
-
-
-# benchmarks/int8_variants.py: how the int8 model is quantised (issue 18's parity finding).
-INT8_BASELINE = "s8"  # signed 8-bit weights, full range: the way bundles were quantised until then
-INT8_P1_MAX_LOSS = 0.3  # general and software P@1 each at most this far below the baseline's
-INT8_SPEED_MIN_SHARE = 0.9  # sentences/s at 1 thread against the baseline's, side by side in one run
-INT8_COSINE_TIE = 0.0002  # within this of the best worst-runtime cosine, the faster variant wins
-
-
-def int8_variant(rows: dict[str, dict]) -> str:
-    """{variant: {"worst_cosine": the lowest mean cosine to fp32 over the runtimes measured,
-    "general", "software" (P@1 points), "sentences_per_s"}} -> the variant to ship: the best
-    worst-runtime cosine among those that keep P@1 and speed; the baseline if none does."""
-    base = rows[INT8_BASELINE]
-    keeps = {k: r for k, r in rows.items()
-             if r["general"] >= base["general"] - INT8_P1_MAX_LOSS and r["software"] >= base["software"] - INT8_P1_MAX_LOSS
-             and r["sentences_per_s"] >= INT8_SPEED_MIN_SHARE * base["sentences_per_s"]} | {INT8_BASELINE: base}
-    best = max(r["worst_cosine"] for r in keeps.values())
-    near = [k for k, r in keeps.items() if r["worst_cosine"] >= best - INT8_COSINE_TIE]
-    return max(near, key=lambda k: keeps[k]["sentences_per_s"])
 
 
 # studies/shipping-history/out-of-genre-default.md: the default chosen on genres it never trained on (issue 29).

@@ -26,7 +26,7 @@ import json
 import shutil
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_dir
+from edge_xsent.atomic import atomic_dir, copy_file
 from edge_xsent.encode.bundle import sha256
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import load_safetensors, read_bytes, read_json
@@ -59,7 +59,7 @@ def save(run: str | Path, dest: str | Path) -> dict:
             (tmp / WEIGHTS).write_bytes(safetensors_bytes(tensors))
         for name in (FILES["tokenizer"], LOG, SUMMARY):
             if (run / name).exists() and (finished or name != SUMMARY):
-                shutil.copyfile(run / name, tmp / name)
+                copy_file(run / name, tmp / name)
         meta = {"format": CARRY_FORMAT, "step": ckpt["step"], "finished": finished, "config": ckpt["config"],
                 "parts": [] if finished else [p for p in PARTS if p in ckpt],
                 "sha256": {n: sha256(tmp / n) for n in _files(tmp)}}
@@ -96,11 +96,18 @@ def restore(src: str | Path, run: str | Path) -> dict:
 
 
 def _restore(src: Path, run: Path, meta: dict) -> dict:
+    """Under the run's lock (the lock's holder owns the folder: copy_file writes its entries, never through a link)."""
+    if (run / SUMMARY).exists():
+        raise UserError(f"{run} holds a finished run ({SUMMARY}): a carry is restored into its own unfinished run or "
+                        "a new folder; choose another")
     ckpt_file = checkpoint_path(run)
     if ckpt_file.exists():
-        have = load_checkpoint(ckpt_file)["step"]
-        if have >= meta["step"]:
-            raise UserError(f"{ckpt_file} is at step {have}, the carry at {meta['step']}: nothing to restore; "
+        have = load_checkpoint(ckpt_file)
+        if have["config"] != meta["config"]:  # both runfolder._comparable's: no path, thread count or device
+            raise UserError(f"{run} is another recipe's run (its checkpoint's config differs from the carry's): "
+                            "restore into that recipe's --out folder or a new one")
+        if have["step"] >= meta["step"]:
+            raise UserError(f"{ckpt_file} is at step {have['step']}, the carry at {meta['step']}: nothing to restore; "
                             "resume with `edge-xsent train` as usual")
     if meta["finished"] and (run / MODEL).exists():
         raise UserError(f"{run / MODEL} exists: move it away to restore the carried model folder")
@@ -108,7 +115,7 @@ def _restore(src: Path, run: Path, meta: dict) -> dict:
     for name in meta["sha256"]:
         if name != WEIGHTS:
             (run / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src / name, run / name)  # each a regular file: _read_meta hashed it through inputs
+            copy_file(src / name, run / name)  # each a regular file: _read_meta hashed it through inputs
     if not meta["finished"]:
         tensors = load_safetensors(read_bytes(src / WEIGHTS, what="carried weights"), src / WEIGHTS)
         state = {part: {k[len(part) + 1:]: v for k, v in tensors.items() if k.startswith(part + ".")}

@@ -34,9 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.errors import UserError
+from edge_xsent.inputs import read_bytes, read_json
 
 CHUNK_BYTES = 24 * 2**20  # one call's share beside a 35 MB checkout, under the 64 MiB a call carries
 MANIFEST = "pack.json"
+MARKER = "PACK.txt"  # at the pack's root: the folder is a pack (train/device_pack.py replaces only one)
 E5_NAME = "e5-small-q4.bin"
 CORPUS, TEACHER = "corpus.tar.xz", "e5-small-q4.bin.xz"
 Q4_ROW_BYTES = 384 // 32 * 18  # a table row of e5-small in Q4_0 blocks
@@ -148,6 +150,7 @@ def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Pa
                               for name, b in files.items()}}
         manifest["calls"] = _write_calls(tmp, files, manifest, chunk_bytes)
         (tmp / f"call-{manifest['calls']}" / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        (tmp / MARKER).write_text("a pack of edge-xsent's train/device_pack.py: its call folders go to the device\n")
     return manifest
 
 
@@ -180,28 +183,92 @@ def read_manifest(pack: str | Path) -> dict:
     found = sorted(Path(pack).glob(f"call-*/{MANIFEST}"))
     if not found:
         raise UserError(f"{pack}: no call-*/{MANIFEST}; not a pack (train/device_pack.py pack writes one)")
-    return json.loads(found[-1].read_text())
+    return _checked_manifest(found[-1])
+
+
+UNPACKED_MAX = 8 * 2**30  # the most a pack unpacks to: far above a recipe's text and teacher (about 0.3 GB)
+
+
+def _checked_manifest(path: Path) -> dict:
+    """pack.json read as every input is (a regular file, bounded, JSON of bounded depth), with the fields
+    `join` reads of the types it reads them as: a torn or hand-edited one is one error, never a traceback."""
+    manifest = read_json(path, what=MANIFEST)
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    ok = isinstance(files, dict) and set(files) == {CORPUS, TEACHER} and isinstance(manifest.get("e5_version"), str) \
+        and all(isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("parts"), list)
+                and all(isinstance(p, str) and p and "/" not in p and p not in (".", "..") for p in e["parts"])
+                for e in files.values())
+    if not ok:
+        raise UserError(f"{path}: not a pack's manifest (files {CORPUS} and {TEACHER} with sha256 and parts, "
+                        "e5_version); pack again with train/device_pack.py pack")
+    return manifest
 
 
 def join(staged: str | Path, into: str | Path) -> dict:
     """Join the chunks staged in one folder (every call's copied there), check each file's SHA-256, unpack:
-    `into`/corpus/ and `into`/e5-small-q4.bin with its .version. Returns the manifest."""
-    staged, into = Path(staged), Path(into)
-    if not (staged / MANIFEST).is_file():
-        raise UserError(f"{staged}/{MANIFEST}: missing; copy every call folder of the pack (the last holds it) there first")
-    manifest = json.loads((staged / MANIFEST).read_text())
-    blobs = {}
-    for name, entry in manifest["files"].items():
-        missing = [p for p in entry["parts"] if not (staged / p).is_file()]
-        if missing:
-            raise UserError(f"{staged}: chunks {', '.join(missing)} missing; stage every call folder of the pack")
-        blob = b"".join((staged / p).read_bytes() for p in entry["parts"])
-        if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
-            raise UserError(f"{staged}: {name} does not match its SHA-256 (a chunk altered or from another pack); stage again")
-        blobs[name] = blob
-    into.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(blobs[CORPUS]), mode="r:xz") as tar:
-        tar.extractall(into, filter="data")
-    (into / E5_NAME).write_bytes(lzma.decompress(blobs[TEACHER]))
-    (into / E5_NAME).with_suffix(".version").write_text(manifest["e5_version"] + "\n")
+    `into`/corpus/ and `into`/e5-small-q4.bin with its .version. Every read is bounded (UNPACKED_MAX, xz
+    by its unpacked size) and every write goes through the output rule. Returns the manifest."""
+    from edge_xsent.atomic import atomic_write, check_into
+
+    staged = Path(staged)
+    if not (staged / MANIFEST).exists():
+        raise UserError(f"{staged}/{MANIFEST}: missing; copy every call folder of the pack there first")
+    manifest = _checked_manifest(staged / MANIFEST)
+    blobs = {name: _joined(staged, name, entry) for name, entry in manifest["files"].items()}
+    into = check_into(into, "join's folder")
+    _unpack_corpus(blobs[CORPUS], into)
+    with atomic_write(into / E5_NAME, "wb") as f:
+        _unxz(blobs[TEACHER], f, TEACHER)
+    with atomic_write((into / E5_NAME).with_suffix(".version")) as f:
+        f.write(manifest["e5_version"] + "\n")
     return manifest
+
+
+def _joined(staged: Path, name: str, entry: dict) -> bytes:
+    missing = [p for p in entry["parts"] if not (staged / p).is_file()]
+    if missing:
+        raise UserError(f"{staged}: chunks {', '.join(missing)} missing; stage every call folder of the pack")
+    blob = b"".join(read_bytes(staged / p, UNPACKED_MAX, "pack chunk") for p in entry["parts"])
+    if hashlib.sha256(blob).hexdigest() != entry["sha256"]:
+        raise UserError(f"{staged}: {name} does not match its SHA-256 (a chunk altered or from another pack); stage again")
+    return blob
+
+
+def _unxz(blob: bytes, out, name: str) -> int:
+    """Decompress xz `blob` into the file `out`, in pieces, refusing more than UNPACKED_MAX (an xz bomb)."""
+    d, total, data = lzma.LZMADecompressor(format=lzma.FORMAT_XZ), 0, blob
+    try:
+        while not d.eof:
+            piece = d.decompress(data, max_length=16 * 2**20)
+            data = b""
+            total += len(piece)
+            if total > UNPACKED_MAX:
+                raise UserError(f"{name}: unpacks to more than {UNPACKED_MAX / 2**30:.0f} GiB; not a pack's file")
+            out.write(piece)
+            if not piece and d.needs_input:
+                raise UserError(f"{name}: the xz stream ends early (a truncated file); pack again")
+    except lzma.LZMAError as e:
+        raise UserError(f"{name}: not a valid xz file ({e}); pack again") from None
+    return total
+
+
+def _unpack_corpus(blob: bytes, into: Path) -> None:
+    """corpus.tar.xz -> `into`/corpus/, whole or not at all: the tar unpacked (bounded) to a temporary file, then
+    each member, a plain file `corpus/NAME`, written into the new folder (no link, no folder, no path out)."""
+    import tempfile
+
+    from edge_xsent.atomic import atomic_dir
+
+    with tempfile.TemporaryFile(dir=into) as raw:
+        _unxz(blob, raw, CORPUS)
+        raw.seek(0)
+        try:
+            with tarfile.open(fileobj=raw, mode="r:") as tar, atomic_dir(into / "corpus") as tmp:
+                for m in tar:
+                    name = m.name.removeprefix("corpus/")
+                    if not m.isfile() or "/" in name or name in ("", ".", ".."):
+                        raise UserError(f"{CORPUS}: member {m.name!r} is not a plain file corpus/NAME; pack again")
+                    with open(tmp / name, "xb") as f:
+                        shutil.copyfileobj(tar.extractfile(m), f, 1 << 20)
+        except (tarfile.TarError, EOFError) as e:
+            raise UserError(f"{CORPUS}: not a valid tar archive ({e}); pack again") from None

@@ -5,16 +5,15 @@ fits the machine's memory).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
-from edge_xsent.atomic import RUN_OWN, atomic_write
+from edge_xsent.atomic import RUN_OWN, atomic_write, disown, own
 from edge_xsent.encode.bundle import read_training
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
-from edge_xsent.inputs import CAPS, open_regular, read_bytes, read_json
+from edge_xsent.inputs import CAPS, open_regular, parse_json, read_bytes, read_json
 from edge_xsent.layout import FILES
 
 
@@ -47,7 +46,21 @@ def load_checkpoint(path: Path) -> dict:
 LOCK = ".lock"  # held (fcntl) by the run writing the folder
 
 
-def lock_run(out: Path):
+class RunLock:
+    """The run's lock (fcntl on OUT/.lock) and, while it is held, this process's ownership of the folder:
+    the primitives let only the lock's holder write a run's own entries (log, checkpoints, model/)."""
+
+    def __init__(self, f, out: Path):
+        self.f, self.out = f, out
+        own(out)
+
+    def close(self) -> None:
+        if not self.f.closed:
+            disown(self.out)
+            self.f.close()
+
+
+def lock_run(out: Path) -> RunLock:
     """One run writes a folder at a time: a second `train` on the same --out (another shell, a
     repeated command) stops with one line instead of interleaving its log and checkpoints."""
     import fcntl
@@ -60,7 +73,7 @@ def lock_run(out: Path):
         f.close()
         raise UserError(f"--out {out}: another training run is writing this folder now; wait for it to end, or "
                         "name another folder") from None
-    return f
+    return RunLock(f, out)
 
 
 def finished_summary(cfg: TrainConfig, out: Path) -> dict:
@@ -110,17 +123,21 @@ def check_run(cfg: TrainConfig) -> None:
 
 
 def check_run_folder(out: Path) -> None:
-    """--out is a new folder or a run's own (resumed): never a file, a model folder (the shipped
+    """--out is a new folder or a run's own (resumed): never a file, a link, a model folder (the shipped
     default's files would be overwritten), nor a folder of other files (the run would mix its own
-    in), and never inside a model folder."""
-    from edge_xsent.atomic import kept_folder
+    in), and never inside a model folder or another run."""
+    from edge_xsent.atomic import kept_folder, refuse_special
 
+    refuse_special(out, folder=True)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; a run writes a folder: name a new or existing run folder")
     keeper = kept_folder(out.resolve() / "x")
     if keeper is not None and keeper[1] == "model folder":
         raise UserError(f"--out {out} is or lies inside a model folder ({keeper[0]}): a run would overwrite its files; "
                         "name a new folder")
+    if keeper is not None and keeper[0] != out.resolve():
+        raise UserError(f"--out {out} lies inside another training run ({keeper[0]}): its entries are that run's; "
+                        "name a folder of its own")
     if out.is_dir():
         other = sorted(set(os.listdir(out)) - RUN_FILES)
         if other and not (out / "log.jsonl").exists() and not (out / "checkpoints").is_dir():
@@ -164,8 +181,8 @@ def read_log(path: Path) -> list[dict]:
     text = read_bytes(path, CAPS["log"], "run log").decode("utf-8", errors="replace")
     for n, line in enumerate(text.splitlines(), 1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
+            record = parse_json(line, path)
+        except UserError:  # torn, or nested past any real record's depth
             record = None
         if isinstance(record, dict):
             records.append(record)

@@ -1,0 +1,347 @@
+"""The fuzzer that finds its own targets (issue 88). Every lab script under train/ and benchmarks/ (and the demo's
+prepare.py) that parses a command line is found by globbing; its parser is caught as the script parses, each
+subcommand walked; every path argument is known by its type (edge_xsent.pathargs: `role` says input, file,
+folder written into, folder written whole, run) and gets the hostile paths of its role. A new script, or a new
+argument, is fuzzed without anyone adding it to a list; an argument that takes a path without a path type
+fails the census. The click commands are walked the same way (tests/test_hostile.py runs them end to end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import signal
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from edge_xsent.atomic import copy_file, owning
+from edge_xsent.errors import UserError
+from edge_xsent.layout import FORMAT
+from edge_xsent.pathargs import is_path_type
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = sorted(str(p.relative_to(ROOT)) for d in ("train", "benchmarks", "android_demo") for p in (ROOT / d).glob("*.py")
+                 if "argparse" in p.read_text())
+# Arguments that take a name, a spec or a number, never only a path: a corpus or benchmark by name or folder
+# (`sample`, `oog`: resolved and read by edge_xsent.data, which refuses special files itself), a model by name
+# or folder (`default`, `git:REF`), a commit. Anything else that names a file needs a path type.
+NOT_PATHS = {"data", "corpus", "oog", "oog_wide", "corpus_g", "old", "refit_data", "init", "before", "teacher", "recipe",
+             "bundle", "model", "graph", "name", "best_name", "stop_after", "paths", "worker", "setup", "texts"}
+PATH_WORDS = ("file", "folder", "path", ".json", ".md", ".toml", "out")
+
+
+class Parsed(BaseException):
+    """Raised in place of a script's work once its command line is parsed."""
+
+
+def parsers(script: str) -> list[tuple[list[str], argparse.ArgumentParser]]:
+    """The script's parser and each subcommand's, with the words that select it, caught as it parses."""
+    caught = []
+
+    def catch(self, args=None, namespace=None):
+        caught.append(self)
+        raise Parsed
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(argparse.ArgumentParser, "parse_args", catch)
+        mp.setattr(sys, "argv", [str(ROOT / script)])
+        try:
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+        except Parsed:
+            pass
+    assert caught, f"{script} imports argparse but never parsed a command line"
+    out, todo = [], [([], caught[0])]
+    while todo:
+        words, parser = todo.pop()
+        out.append((words, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [([*words, name], sub) for name, sub in action.choices.items()]
+    return out
+
+
+def arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+            and a.nargs != 0]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Path:
+    """What a user has where a script may be aimed: a file of theirs and links to it, a model folder, a training
+    run (paused: its log and checkpoint, no model/ or summary yet), a folder of notes, a FIFO."""
+    root = tmp_path_factory.mktemp("world")
+    (root / "user.json").write_text('{"mine": 1}')
+    (root / "link").symlink_to(root / "user.json")
+    (root / "mine").mkdir()
+    (root / "mine" / "notes.txt").write_text("my notes")
+    (root / "link-dir").symlink_to(root / "mine")
+    (root / "model").mkdir()
+    (root / "model" / "manifest.json").write_text(f'{{"format": "{FORMAT}", "files": {{}}}}')
+    (root / "model" / "config.json").write_text("{}")
+    (root / "run" / "checkpoints").mkdir(parents=True)
+    (root / "run" / "checkpoints" / "last.pt").write_bytes(b"checkpoint")
+    (root / "run" / "log.jsonl").write_text('{"step": 1}\n')
+    os.mkfifo(root / "fifo")
+    return root
+
+
+def hostile(role: str, w: Path) -> dict[str, str]:
+    """The paths a careless or hostile user gives an argument of `role`."""
+    common = {"a FIFO": w / "fifo", "a device": Path("/dev/zero")}
+    by_role = {
+        "in": {"a missing file": w / "absent.json"},
+        "out": {"a link to a user's file": w / "link", "a model's file": w / "model" / "config.json",
+                "a run's log": w / "run" / "log.jsonl", "a run's summary before it exists": w / "run" / "summary.json",
+                "a run's model/ before it exists": w / "run" / "model", "a checkpoint": w / "run" / "checkpoints" / "last.pt",
+                "a folder": w / "mine"},
+        "into": {"a link to a folder": w / "link-dir", "a model folder": w / "model", "a run": w / "run",
+                 "a run's checkpoints": w / "run" / "checkpoints", "a file": w / "user.json"},
+        "folder": {"a link to a folder": w / "link-dir", "a folder of user files": w / "mine", "a file": w / "user.json",
+                   "a run's model/ before it exists": w / "run" / "model", "inside a model": w / "model" / "sub"},
+        "run": {"a link to a folder": w / "link-dir", "a folder of user files": w / "mine", "a model folder": w / "model",
+                "a file": w / "user.json"},
+    }
+    return {k: str(v) for k, v in {**common, **by_role[role]}.items()}
+
+
+def fill(action: argparse.Action, w: Path, n: int) -> str:
+    """A harmless value for an argument that is not under test."""
+    role = getattr(action.type, "role", None)
+    if role == "in":
+        return getattr(action.type, "example", "{}").format(w / "user.json", w / "user.json")
+    if role in ("out", "into", "folder", "run"):
+        return str(w / "fresh" / f"{n}-{action.dest}")
+    if action.choices:
+        return str(list(action.choices)[0])
+    return "1" if action.type in (int, float) or getattr(action.type, "__name__", "") in ("thread_count", "chunk_mb",
+                                                                                            "thread_counts") else "x"
+
+
+def command_line(words: list[str], parser, tested: argparse.Action, value: str, w: Path,
+                 also: dict[str, str] | None = None) -> list[str]:
+    """The words, `tested` given `value`, every other required argument a harmless value (`also`: chosen ones)."""
+    line = list(words)
+    positionals = []
+    for n, a in enumerate(arguments(parser)):
+        if a is tested:
+            v = value
+        elif also and a.dest in also:
+            v = also[a.dest]
+        elif a.option_strings and not a.required:
+            continue
+        elif not a.option_strings and a.nargs in ("?", "*"):
+            continue
+        else:
+            v = fill(a, w, n)
+        if a.option_strings:
+            line += [a.option_strings[-1], v]
+        else:
+            positionals.append(v)
+    return line + positionals
+
+
+def parse_only(script: str, argv: list[str], capsys) -> tuple[int | str, str]:
+    """Run the script on `argv` up to its parse: the exit code of a refusal, or "accepted"."""
+    def accepted(self, args=None, namespace=None):
+        original(self, args, namespace)
+        raise Parsed
+
+    original = argparse.ArgumentParser.parse_args
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(argparse.ArgumentParser, "parse_args", accepted)
+        mp.setattr(sys, "argv", [str(ROOT / script), *argv])
+        try:
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+        except Parsed:
+            return "accepted", capsys.readouterr().err
+        except SystemExit as e:
+            return e.code, capsys.readouterr().err
+    return "ran", capsys.readouterr().err
+
+
+def path_arguments(script: str):
+    for words, parser in parsers(script):
+        for a in arguments(parser):
+            if is_path_type(a.type):
+                yield words, parser, a
+
+
+def test_every_script_is_found_and_takes_paths_only_through_a_path_type():
+    assert {"train/carry.py", "train/device_pack.py", "benchmarks/models_table.py"} <= set(SCRIPTS)
+    untyped = []
+    for script in SCRIPTS:
+        for words, parser in parsers(script):
+            for a in arguments(parser):
+                wordy = a.dest in ("out", "results") or any(w in (a.help or "").lower() for w in PATH_WORDS)
+                text = a.type in (None, str) and not a.choices  # a number, a choice or a checked value is no path
+                if not is_path_type(a.type) and (a.type is Path or (text and wordy and a.dest not in NOT_PATHS)):
+                    untyped.append(f"{script} {' '.join(words)} {a.dest}")
+    assert not untyped, "give these a type of edge_xsent.pathargs (or, for a name, list it in NOT_PATHS):\n" + \
+        "\n".join(untyped)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_path_argument_refuses_every_hostile_path_of_its_role(script, world, capsys):
+    before = {p: p.read_bytes() for p in world.rglob("*") if p.is_file() and not p.is_symlink()}
+    failures, tried = [], 0
+    for words, parser, a in path_arguments(script):
+        for name, target in hostile(a.type.role, world).items():
+            if name == "a missing file" and getattr(a.type, "missing_ok", False):
+                continue  # an optional input (a peers' table): missing means none
+            value = getattr(a.type, "example", "{}").format(target, target)
+            code, err = parse_only(script, command_line(words, parser, a, value, world), capsys)
+            tried += 1
+            if code != 2 or "Traceback" in err or "error:" not in err:
+                failures.append(f"{' '.join(words)} {a.dest} <- {name}: {code} {err[-300:]}")
+    assert not failures, "\n".join(failures)
+    assert {p: p.read_bytes() for p in world.rglob("*") if p.is_file() and not p.is_symlink()} == before
+    assert tried or not any(True for _ in path_arguments(script))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_an_output_is_never_one_of_the_same_commands_inputs(script, world, capsys):
+    """Its own input as its output, in both orders on the line: refused at the parse."""
+    tried = 0
+    for words, parser, out in path_arguments(script):
+        if out.type.role != "out":
+            continue
+        for inp in (a for a in arguments(parser) if getattr(a.type, "role", None) == "in" and a is not out
+                    and not hasattr(a.type, "example")):
+            target = str(world / "user.json")
+            line = command_line(words, parser, out, target, world, also={inp.dest: target})
+            code, err = parse_only(script, line, capsys)
+            assert code == 2 and "of this command" in err, (words, out.dest, inp.dest, code, err[-300:])
+            tried += 1
+    if not tried:
+        pytest.skip(f"{script}: no file output beside a plain input")
+
+
+class Accepted(BaseException):
+    """Raised where a command's output checks end: every refusal comes before probe_writable."""
+
+
+class Overran(BaseException):
+    """Raised in a command that still runs long after a hostile path was given: it is doing work."""
+
+
+def overran(signum, frame):
+    raise Overran
+
+
+def click_outputs():
+    """Every click command's output parameters (a name the CLI writes: --out, --md, --cache), found by walking."""
+    from edge_xsent.cli import main as cli
+
+    def walk(cmd, words=()):
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, (*words, name))
+        else:
+            yield list(words), cmd
+
+    return [(words, cmd, p) for words, cmd in walk(cli) for p in cmd.params if p.name in ("out", "md_path", "cache")]
+
+
+def test_the_click_commands_declare_their_outputs_as_paths():
+    outputs = click_outputs()
+    assert len(outputs) >= 10
+    assert all(isinstance(p.type, click.Path) for _, _, p in outputs), [(w, p.name) for w, _, p in outputs]
+
+
+@pytest.mark.parametrize("command", sorted({" ".join(w) for w, _, _ in click_outputs()}))
+def test_every_click_output_refuses_every_hostile_path_before_any_work(command, world, tmp_path, monkeypatch):
+    """Each output of the command gets the hostile paths, in this process; the checks every command runs before
+    its work end in probe_writable, which raises here, so an accepted path is caught, never written."""
+    from click.testing import CliRunner
+
+    import edge_xsent.atomic as atomic
+    from edge_xsent.cli import main as cli
+
+    def accepted(parent):  # only the path under test: a default output beside it is let through, unwritten
+        if Path(parent).resolve() in (Path(target).resolve(), Path(target).resolve().parent):
+            raise Accepted(parent)
+
+    monkeypatch.setattr(atomic, "probe_writable", accepted)
+    monkeypatch.chdir(tmp_path)  # a default output (corpus/, oog/) lands here, never in the checkout
+    before = {p: p.read_bytes() for p in world.rglob("*") if p.is_file() and not p.is_symlink()}
+    failures = []
+    for words, cmd, p in (o for o in click_outputs() if " ".join(o[0]) == command):
+        for name, target in hostile("out", world).items():
+            if name == "a folder":
+                continue  # a folder output may be an existing folder of its kind: test_hostile.py's world has them
+            signal.signal(signal.SIGALRM, overran)
+            signal.alarm(20)  # a refusal takes milliseconds: a command still running got past its checks
+            try:
+                res = CliRunner().invoke(cli, [*words, p.opts[-1], target, *_required(cmd, p, world)])
+            finally:
+                signal.alarm(0)
+            if isinstance(res.exception, (Accepted, Overran)) or res.exit_code not in (1, 2) or "rror" not in res.output:
+                failures.append(f"{command} {p.opts[-1]} <- {name}: {res.exit_code} {res.exception!r} {res.output[-200:]}")
+    assert not failures, "\n".join(failures)
+    assert {p: p.read_bytes() for p in world.rglob("*") if p.is_file() and not p.is_symlink()} == before
+
+
+def _required(cmd: click.Command, tested, w: Path) -> list[str]:
+    """A harmless value for each required parameter of a click command other than `tested`."""
+    line = []
+    for p in cmd.params:
+        if p is tested or not p.required:
+            continue
+        value = str(w / "user.json") if isinstance(p.type, click.Path) else "1"
+        line += [p.opts[-1], value] if isinstance(p, click.Option) else [value]
+    return line
+
+
+# ----------------------------------------------------------------------------- the rule inside the primitives
+
+def test_the_writing_primitives_refuse_a_models_and_a_runs_files_unless_their_owner_writes(world, tmp_path):
+    """No script can skip the rule: atomic_write, atomic_dir and copy_file check it when they write."""
+    from edge_xsent.atomic import atomic_dir, atomic_write
+
+    src = tmp_path / "src.txt"
+    src.write_text("new")
+    for target in (world / "model" / "config.json", world / "run" / "log.jsonl", world / "run" / "summary.json",
+                   world / "run" / "model" / "x", world / "link"):
+        with pytest.raises(UserError):
+            with atomic_write(target) as f:
+                f.write("replaced")
+        with pytest.raises(UserError):
+            copy_file(src, target)
+    with pytest.raises(UserError):
+        with atomic_dir(world / "run" / "model"):
+            pass
+    assert (world / "model" / "config.json").read_text() == "{}" and not (world / "run" / "summary.json").exists()
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    with owning(run):  # the run's own writer (a training run holds its lock) writes its entries
+        with atomic_write(run / "summary.json") as f:
+            f.write("{}")
+        copy_file(src, run / "log.jsonl")
+    assert (run / "log.jsonl").read_text() == "new"
+
+
+def test_a_copy_never_waits_on_a_fifo_nor_reads_a_device(world, tmp_path):
+    for source in (world / "fifo", Path("/dev/zero")):
+        with pytest.raises(UserError):
+            copy_file(source, tmp_path / "copy")
+    assert not (tmp_path / "copy").exists()
+
+
+def test_a_command_never_writes_what_it_was_given_to_read(tmp_path):
+    """Inside a command's scope (every CLI command and script), a file named as an input is not an output."""
+    from edge_xsent.atomic import atomic_write, command_scope, note_input
+
+    mine = tmp_path / "a.json"
+    mine.write_text("{}")
+    with command_scope():
+        note_input(mine)
+        with pytest.raises(UserError, match="input of this command"):
+            with atomic_write(mine) as f:
+                f.write("x")
+    assert mine.read_text() == "{}"
+    with atomic_write(mine) as f:  # outside a scope, nothing is remembered
+        f.write("[]")
