@@ -158,3 +158,22 @@ def test_a_torn_carry_json_is_one_error_naming_the_field(carried, tmp_path, tear
     (torn / carry.META).write_text(json.dumps(meta))
     with pytest.raises(UserError, match="missing or of the wrong type"):
         carry.restore(torn, tmp_path / "run")
+
+
+def test_a_link_inside_a_finished_runs_model_is_never_carried(tmp_path):
+    """carry save copies a finished run's model/ file by file (copy_file): a link to a user's file there would carry
+    that file into a commit, so it is refused; a FIFO is refused without waiting."""
+    import os
+
+    run = tmp_path / "run"
+    train(tiny_config(run, max_steps=4, eval_every=2), progress=False)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a user's file")
+    (run / "model" / "notes.txt").symlink_to(secret)
+    with pytest.raises(UserError, match="is a link"):
+        carry.save(run, tmp_path / "carried")
+    (run / "model" / "notes.txt").unlink()
+    os.mkfifo(run / "model" / "pipe")
+    with pytest.raises(UserError, match="FIFO"):
+        carry.save(run, tmp_path / "carried")
+    assert not (tmp_path / "carried").exists()
