@@ -281,6 +281,19 @@ def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
         shutil.copyfileobj(source, out, 1 << 20)
 
 
+def copy_tree(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """A folder copied file by file through copy_file: a link inside it (to a user's file, which would travel
+    with the copy) is refused, never followed; a FIFO or a device is refused without waiting."""
+    src, dst = Path(src), Path(dst)
+    for path in sorted(src.rglob("*")):
+        if path.is_symlink():
+            raise UserError(f"{path} is a link: a copied folder holds only its own files; replace it with the file")
+        if path.is_dir():
+            (dst / path.relative_to(src)).mkdir(parents=True, exist_ok=True)
+        else:
+            copy_file(path, dst / path.relative_to(src))
+
+
 def check_output(out: str | os.PathLike | None, inputs: Iterable[str | os.PathLike | None] = (),
                  folder: bool = False, replaces: tuple[str, str] = ("manifest.json", "model folder")) -> None:
     """One rule for every output (issue 74), checked before any work: a command replaces only what it

@@ -345,3 +345,20 @@ def test_a_command_never_writes_what_it_was_given_to_read(tmp_path):
     assert mine.read_text() == "{}"
     with atomic_write(mine) as f:  # outside a scope, nothing is remembered
         f.write("[]")
+
+
+def test_a_copied_folder_never_follows_a_link_inside_it(tmp_path):
+    """copy_tree (carry's save of a finished model, ship's --recard) copies file by file: a link inside the source,
+    to a user's file that would travel with the copy, is refused."""
+    from edge_xsent.atomic import copy_tree
+
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "a.txt").write_text("a")
+    copy_tree(src, tmp_path / "copy")
+    assert (tmp_path / "copy" / "sub" / "a.txt").read_text() == "a"
+    (tmp_path / "secret").write_text("a user's file")
+    (src / "sub" / "b.txt").symlink_to(tmp_path / "secret")
+    with pytest.raises(UserError, match="is a link"):
+        copy_tree(src, tmp_path / "again")
+    assert not (tmp_path / "again" / "sub" / "b.txt").exists()

@@ -491,7 +491,7 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
     """A shipped folder's card and config.json's `langs` rewritten under today's claim rule (Claims), from the
     figures its manifest names. The weights stay, and so does the card's record of how the model was chosen: that
     decision was made once, from candidates whose bundles may be gone. Returns the claimed languages."""
-    from edge_xsent.atomic import atomic_dir
+    from edge_xsent.atomic import atomic_dir, copy_tree
     from edge_xsent.encode.bundle import refresh_manifest, verify
     from edge_xsent.config import ShipConfig
 
@@ -505,7 +505,7 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
     table = chosen_table(folder / "README.md")
     claimed = claims.claimed(fig)
     with atomic_dir(folder) as tmp:
-        shutil.copytree(folder, tmp, dirs_exist_ok=True)
+        copy_tree(folder, tmp)  # file by file: a link inside the shipped folder is refused, never followed
         supported(tmp / FILES["config"], claimed)
         (tmp / "README.md").write_text(card(fig, tmp, table, peers, small, recipe, judge, claims))
         refresh_manifest(tmp, ["README.md", FILES["config"]])

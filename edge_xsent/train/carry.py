@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_dir, copy_file
+from edge_xsent.atomic import atomic_dir, copy_file, copy_tree
 from edge_xsent.encode.bundle import sha256
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import load_safetensors, read_bytes, read_json
@@ -49,7 +49,7 @@ def save(run: str | Path, dest: str | Path) -> dict:
     finished = (run / SUMMARY).exists() and (run / MODEL).is_dir()
     with atomic_dir(dest) as tmp:  # the older carry stays until the new one is swapped in, in one step
         if finished:
-            _copy_model(run / MODEL, tmp / MODEL)
+            copy_tree(run / MODEL, tmp / MODEL)  # a link inside it would carry a user's file into a commit
         else:
             tensors = {f"{part}.{k}": v.detach().clone().contiguous()  # clone: tied weights share memory
                        for part in PARTS for k, v in ckpt.get(part, {}).items()}
@@ -64,16 +64,6 @@ def save(run: str | Path, dest: str | Path) -> dict:
                 "sha256": {n: sha256(tmp / n) for n in _files(tmp)}}
         (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
-
-
-def _copy_model(src: Path, dst: Path) -> None:
-    """A finished run's model folder, file by file through copy_file: a link inside it (to a user's file, which
-    would travel into a commit) or a special file is refused, never followed."""
-    for path in sorted(src.rglob("*")):
-        if path.is_symlink():
-            raise UserError(f"{path} is a link: a carried model holds only its own files; replace it with the file")
-        if not path.is_dir():
-            copy_file(path, dst / path.relative_to(src))
 
 
 def _check_dest(run: Path, dest: Path) -> None:
