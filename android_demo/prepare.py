@@ -16,6 +16,7 @@ from pathlib import Path
 from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
 from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
@@ -33,7 +34,7 @@ CASES = [
 # The edge cases every tokenizer of a model must agree on (also run against `tokenizers` by tests/test_hf.py).
 EDGE_CASES = HERE.parent / "tests" / "data" / "tokenizer_edge_cases.json"
 if EDGE_CASES.exists():
-    CASES += [t for t in json.loads(EDGE_CASES.read_text())["cases"] if t not in CASES]
+    CASES += [t for t in read_json(EDGE_CASES, what="edge cases")["cases"] if t not in CASES]
 
 
 def prepare(bundle: Path, web: Path = WEB, node_modules: Path = HERE / "node_modules", vendor: bool = True) -> dict:

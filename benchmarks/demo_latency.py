@@ -19,6 +19,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 from edge_xsent.pathargs import in_path, out_into
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def browser_run(bundle: Path, results: Path, expect_related: bool = True) -> dic
         print(done.stdout, end="")
         if done.returncode != 0:
             raise SystemExit(f"the browser test failed:\n{done.stdout}{done.stderr}")
-        return json.loads(out.read_text())
+        return read_json(out, what="the page's results")
 
 
 @script_errors

@@ -20,7 +20,6 @@ says so and exits 2, having done nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 from edge_xsent.pathargs import out_into
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,7 +74,7 @@ def bench(train_steps: int) -> dict:
         if res.returncode:
             raise RuntimeError(f"edge-xsent bench {exit_reason(res.returncode)}: {res.stderr[-1500:]}")
         report = next(Path(tmp).glob("bench-*.json"))
-        return json.loads(report.read_text())
+        return read_json(report, what="the bench report")
 
 
 def padded_batches(ids: list[list[int]], size: int, device: str) -> list:

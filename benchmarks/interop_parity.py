@@ -34,6 +34,7 @@ from edge_xsent.eval.evaluate import row_cosines
 from edge_xsent.encode.hf import require, sentence_transformer, transformers_encode
 from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 from edge_xsent.pathargs import in_path, out_into
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -46,7 +47,7 @@ def texts(n: int = 300) -> list[str]:
 
     lines = (ROOT / "edge_xsent/resources/sample-corpus/test.tsv").read_text(encoding="utf-8").splitlines()
     sample = [t for line in lines for t in line.split("\t")[3:5]]
-    return json.loads(EDGE_CASES.read_text())["cases"] + random.Random(0).sample(sample, n)
+    return read_json(EDGE_CASES, what="edge cases")["cases"] + random.Random(0).sample(sample, n)
 
 
 def cosines(theirs: np.ndarray, ours: np.ndarray) -> dict:

@@ -26,6 +26,7 @@ from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_counts
 from edge_xsent.train.bench import write_report
 from edge_xsent.failures import script_errors
+from edge_xsent.inputs import read_json
 from edge_xsent.pathargs import out_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def load(path: str, threads: int, graph: str | None):
 
 def worker(args: dict) -> dict:
     """One path at one thread count: load, warm up, then the median of `repeats` timed passes."""
-    texts = json.loads(Path(args["texts"]).read_text())
+    texts = read_json(Path(args["texts"]), what="texts")
     teacher = load(args["path"], args["threads"], args.get("graph"))
     teacher.encode(texts[:64])
     times = []

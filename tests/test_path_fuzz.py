@@ -362,3 +362,16 @@ def test_a_copied_folder_never_follows_a_link_inside_it(tmp_path):
     with pytest.raises(UserError, match="is a link"):
         copy_tree(src, tmp_path / "again")
     assert not (tmp_path / "again" / "sub" / "b.txt").exists()
+
+
+def test_every_script_reads_json_files_bounded():
+    """A script's JSON file goes through edge_xsent.inputs.read_json (a regular file, bounded in size and depth: a
+    deep JSON or a copy of /dev/zero is one error): with the path types refusing FIFOs and devices as parsed, no
+    script can hang on, exhaust memory over or recurse into an input. The one exception is training_cost's worker,
+    which runs against another commit's package and reads only the setup its parent wrote."""
+    import re
+
+    unbounded = re.compile(r"json\.load\(|json\.loads\([^)]*\.read_(text|bytes)\(")
+    found = [f"{s}:{n}" for s in SCRIPTS if s != "benchmarks/training_cost.py"
+             for n, line in enumerate((ROOT / s).read_text().splitlines(), 1) if unbounded.search(line)]
+    assert not found, found
