@@ -291,7 +291,8 @@ def _required(cmd: click.Command, tested, w: Path) -> list[str]:
     for p in cmd.params:
         if p is tested or not p.required:
             continue
-        value = str(w / "user.json") if isinstance(p.type, click.Path) else "1"
+        value = str(w / "fresh" / p.name) if p.name in ("out", "md_path", "cache") else \
+            str(w / "user.json") if isinstance(p.type, click.Path) else "1"
         line += [p.opts[-1], value] if isinstance(p, click.Option) else [value]
     return line
 
@@ -375,3 +376,85 @@ def test_every_script_reads_json_files_bounded():
     found = [f"{s}:{n}" for s in SCRIPTS if s != "benchmarks/training_cost.py"
              for n, line in enumerate((ROOT / s).read_text().splitlines(), 1) if unbounded.search(line)]
     assert not found, found
+
+
+def click_inputs():
+    """Every click command's path parameters that are not outputs, found by walking."""
+    from edge_xsent.cli import main as cli
+
+    def walk(cmd, words=()):
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, (*words, name))
+        else:
+            yield list(words), cmd
+
+    return [(words, cmd, p) for words, cmd in walk(cli) for p in cmd.params
+            if isinstance(p.type, click.Path) and p.name not in ("out", "md_path", "cache")]
+
+
+@pytest.mark.parametrize("command", sorted({" ".join(w) for w, _, _ in click_inputs()}))
+def test_every_click_input_refuses_every_hostile_path(command, world, tmp_path, monkeypatch):
+    """Each path a command reads gets a FIFO, /dev/zero (never read forever), a JSON nested 100,000 deep and a
+    missing path: one error line, exit 1 or 2, in seconds. The FIFO is fed as a shell's `<(echo ...)` would feed
+    it: a text read once may take it as a stream (exit 0 then); any other input refuses it without waiting."""
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main as cli
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    monkeypatch.chdir(tmp_path)
+    failures = []
+    for words, cmd, p in (i for i in click_inputs() if " ".join(i[0]) == command):
+        for name, target in {"a FIFO": world / "fifo", "a device": "/dev/zero", "a deep JSON": deep,
+                             "a missing path": tmp_path / "absent"}.items():
+            line = [*words, *(p.opts[-1:] if isinstance(p, click.Option) else []), str(target),
+                    *_required(cmd, p, world)]
+            if any(o.name == "out" and not o.required for o in cmd.params):
+                line += ["--out", str(tmp_path / "out" / p.name)]  # never the default beside the checkout
+            fifo = name == "a FIFO"
+            if fifo:
+                _feed(world / "fifo")
+            signal.signal(signal.SIGALRM, overran)
+            signal.alarm(20)
+            try:
+                res = CliRunner().invoke(cli, line, input="")
+            finally:
+                signal.alarm(0)
+                if fifo:
+                    _drain(world / "fifo")
+            text = name in ("a FIFO", "a deep JSON")  # as a text read once, each is a valid stream of one line
+            ok = res.exit_code in (1, 2) and "rror" in res.output or (text and res.exit_code == 0)
+            crashed = res.exception is not None and not isinstance(res.exception, SystemExit)
+            if crashed or not ok or "Traceback" in res.output:
+                failures.append(f"{command} {p.name} <- {name}: {res.exit_code} {res.exception!r} {res.output[-200:]}")
+    assert not failures, "\n".join(failures)
+
+
+def _feed(fifo: Path) -> None:
+    """A writer of one line into `fifo`, in the background, as `<(echo ...)` is."""
+    import threading
+
+    def write():
+        with open(fifo, "w") as f:  # blocks until a reader opens it (or _drain does)
+            f.write("Open the file\n")
+
+    threading.Thread(target=write, daemon=True).start()
+
+
+def _drain(fifo: Path) -> None:
+    """Open the FIFO's read end if the command did not, so that the writer ends."""
+    import time
+
+    time.sleep(0.05)
+    try:
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return
+    time.sleep(0.05)
+    try:
+        os.read(fd, 1 << 16)
+    except BlockingIOError:
+        pass
+    os.close(fd)

@@ -114,6 +114,24 @@ def tsv_field(text: str) -> str:
     return " ".join(text.replace("\t", " ").splitlines())
 
 
+def _check_rereadable(src: Path) -> None:
+    """The source is read twice: a FIFO or a device would hang or differ the second time, so only a file will do
+    (the targets, read once, may be a stream)."""
+    import os
+    import stat
+
+    from edge_xsent.errors import UserError
+    from edge_xsent.inputs import kind_of
+
+    try:
+        mode = os.stat(src).st_mode
+    except OSError:
+        return  # read_lines names a missing or unreadable file
+    if not stat.S_ISREG(mode):
+        raise UserError(f"{src} is {kind_of(mode)}: mine reads the source twice (its vectors, then the mined lines), "
+                        "so it must be a regular file; save the stream to a file first")
+
+
 def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "intersect", k: int = 4,
                threshold: float = 1.05) -> int:
     """Mine two text files (one sentence per line) into a TSV of score, source, target, written
@@ -123,6 +141,7 @@ def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "inter
     from edge_xsent.data.corpus import read_lines
 
     check_output(out, [src, tgt])
+    _check_rereadable(src)
     targets = [line for _, line in read_lines(tgt)]
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # the source's vectors spill beside the output, on its disk: a full one is the output's error
