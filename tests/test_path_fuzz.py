@@ -232,8 +232,11 @@ def overran(signum, frame):
     raise Overran
 
 
-def click_outputs():
-    """Every click command's output parameters (a name the CLI writes: --out, --md, --cache), found by walking."""
+OUTPUT_NAMES = ("out", "md_path", "cache")  # the names the CLI writes under: --out, --md, --cache
+
+
+def click_params() -> list[tuple[list[str], click.Command, click.Parameter]]:
+    """Every click command's parameters, with the words that select the command, found by walking the group."""
     from edge_xsent.cli import main as cli
 
     def walk(cmd, words=()):
@@ -243,7 +246,11 @@ def click_outputs():
         else:
             yield list(words), cmd
 
-    return [(words, cmd, p) for words, cmd in walk(cli) for p in cmd.params if p.name in ("out", "md_path", "cache")]
+    return [(words, cmd, p) for words, cmd in walk(cli) for p in cmd.params]
+
+
+def click_outputs():
+    return [(w, c, p) for w, c, p in click_params() if p.name in OUTPUT_NAMES]
 
 
 def test_the_click_commands_declare_their_outputs_as_paths():
@@ -291,7 +298,7 @@ def _required(cmd: click.Command, tested, w: Path) -> list[str]:
     for p in cmd.params:
         if p is tested or not p.required:
             continue
-        value = str(w / "fresh" / p.name) if p.name in ("out", "md_path", "cache") else \
+        value = str(w / "fresh" / p.name) if p.name in OUTPUT_NAMES else \
             str(w / "user.json") if isinstance(p.type, click.Path) else "1"
         line += [p.opts[-1], value] if isinstance(p, click.Option) else [value]
     return line
@@ -379,18 +386,7 @@ def test_every_script_reads_json_files_bounded():
 
 
 def click_inputs():
-    """Every click command's path parameters that are not outputs, found by walking."""
-    from edge_xsent.cli import main as cli
-
-    def walk(cmd, words=()):
-        if isinstance(cmd, click.Group):
-            for name, sub in cmd.commands.items():
-                yield from walk(sub, (*words, name))
-        else:
-            yield list(words), cmd
-
-    return [(words, cmd, p) for words, cmd in walk(cli) for p in cmd.params
-            if isinstance(p.type, click.Path) and p.name not in ("out", "md_path", "cache")]
+    return [(w, c, p) for w, c, p in click_params() if isinstance(p.type, click.Path) and p.name not in OUTPUT_NAMES]
 
 
 @pytest.mark.parametrize("command", sorted({" ".join(w) for w, _, _ in click_inputs()}))
@@ -458,3 +454,29 @@ def _drain(fifo: Path) -> None:
     except BlockingIOError:
         pass
     os.close(fd)
+
+
+def test_every_script_main_is_under_script_errors():
+    """A refusal in any script is one line and exit 1, never a traceback: each main is wrapped."""
+    wrapped = ("@script_errors", "script_errors(main)")  # training_cost wraps it late: its worker runs old commits
+    bare = [s for s in SCRIPTS if not any(w in (ROOT / s).read_text() for w in wrapped)]
+    assert not bare, bare
+
+
+def test_a_config_nested_deep_or_a_path_too_long_is_one_error(tmp_path):
+    """Encoder.load on a folder whose config.json (its manifest refreshed to match) nests 100,000 deep, and on a path
+    longer than the system takes: UserErrors naming them, not a RecursionError or a raw OSError."""
+    import shutil
+
+    from edge_xsent import Encoder
+    from edge_xsent.encode.bundle import refresh_manifest
+
+    folder = tmp_path / "m"
+    shutil.copytree(ROOT / "edge_xsent/resources/fast-model", folder)
+    (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
+    with owning(folder):
+        refresh_manifest(folder, ["config.json"])
+    with pytest.raises(UserError, match="nested more than"):
+        Encoder.load(folder)
+    with pytest.raises(UserError, match="too long"):
+        Encoder.load("a" * 5000)
