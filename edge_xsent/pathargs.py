@@ -168,4 +168,5 @@ def is_path_type(t) -> bool:
     return getattr(t, "role", None) in ("in", "out", "into", "folder", "run")
 
 
-__all__ = ["in_path", "maybe_in_path", "out_file", "out_into", "out_folder", "out_run", "checkout", "path_pair", "named_path", "is_path_type"]
+__all__ = ["in_path", "maybe_in_path", "out_file", "out_into", "out_folder", "out_run",
+           "checkout", "path_pair", "named_path", "is_path_type"]
