@@ -116,10 +116,10 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreem
     from edge_xsent.data.reserved import is_reserved_folder
     from edge_xsent.eval.evaluate import format_out_of_genre
 
+    check_output(md_path, [model_path, data_path])  # the output first: every refusal before any reading
     if not is_reserved_folder(data_path):
         raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
                         f"`edge-xsent data reserved --out {data_path} --exclude CORPUS`")
-    check_output(md_path, [model_path, data_path])
     if below is not None and below <= min_pairs:
         raise UserError(f"--below {below} keeps no pool of at least --min-pairs {min_pairs}; use a larger --below")
     pairs = list(read_corpus_split(Path(data_path) / "test.tsv"))
