@@ -390,6 +390,30 @@ def _runs_own(keeper: tuple[Path, str], path: Path) -> bool:
     return kind == "training run" and (path == folder or path.relative_to(folder).parts[0] in RUN_OWN)
 
 
+RUN_FILES = RUN_OWN | {"model-debiased", "bundle"}  # what a run folder may hold: its own and what debias, export put beside
+
+
+def check_run_folder(out: Path, what: str = "--out") -> None:
+    """--out is a new folder or a run's own (resumed): never a file, a link, a model folder (the shipped
+    default's files would be overwritten), nor a folder of other files (the run would mix its own
+    in), and never inside a model folder or another run. `what` names it in the errors."""
+    refuse_special(out, folder=True)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{what} {out} is a file; a run writes a folder: name a new or existing run folder")
+    keeper = kept_folder(out.resolve() / "x")
+    if keeper is not None and keeper[1] == "model folder":
+        raise UserError(f"{what} {out} is or lies inside a model folder ({keeper[0]}): a run would overwrite its files; "
+                        "name a new folder")
+    if keeper is not None and keeper[0] != out.resolve():
+        raise UserError(f"{what} {out} lies inside another training run ({keeper[0]}): its entries are that run's; "
+                        "name a folder of its own")
+    if out.is_dir():
+        other = sorted(set(os.listdir(out)) - RUN_FILES)
+        if other and not (out / "log.jsonl").exists() and not (out / "checkpoints").is_dir():
+            raise UserError(f"{what} {out} holds files that are not a training run's ({', '.join(other[:3])}); name a "
+                            "new folder or a run's own to resume it")
+
+
 def has_marker(folder: Path, marker: str) -> bool:
     """`folder` holds the marker its edge-xsent writer left: a manifest.json of an edge-xsent model, a
     corpus's stats.json, the reserved benchmark's notice; a file of the same name by anyone else is no marker."""

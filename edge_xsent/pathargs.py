@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Callable
 
-from edge_xsent.atomic import (check_into, check_output, kept_folder, note_input, note_output, refuse_special,
+from edge_xsent.atomic import (check_into, check_output, check_run_folder, kept_folder, note_input, note_output,
                                scope_inputs, scope_outputs)
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import as_path, kind_of, os_error
@@ -85,12 +85,8 @@ out_into = _usage(_out_into, "into")  # a folder the script writes its files int
 
 def _out_run(value: str) -> Path:
     path = as_path(value, "run folder").expanduser()
-    refuse_special(path, folder=True)
-    keeper = kept_folder(path.resolve() / "x")
-    if keeper is not None and (keeper[1] == "model folder" or keeper[0] != path.resolve()):
-        raise UserError(f"{value} is or lies inside a {keeper[1]} ({keeper[0]}): a run is restored into its own "
-                        "folder or a new one")
-    if path.is_dir() and any(path.iterdir()) and keeper is None:
+    check_run_folder(path, "run folder")  # the train command's rule for its --out
+    if path.is_dir() and any(path.iterdir()) and kept_folder(path.resolve() / "x") is None:  # and not even its files
         raise UserError(f"{value} exists and is not a training run (no checkpoints/ nor log.jsonl): it would be "
                         "written into; choose a new folder")
     _refuse_named(value, path)

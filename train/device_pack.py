@@ -31,8 +31,9 @@ from pathlib import Path
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 from edge_xsent.pathargs import in_path, out_file, out_folder, out_into
+from edge_xsent.train.devicepack import MARKER
 
-PACK_FOLDER = out_folder("PACK.txt", "pack")  # a new folder, or a pack (edge_xsent.train.devicepack.MARKER)
+PACK_FOLDER = out_folder(MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
 
 HERE = Path(__file__).resolve().parent
 

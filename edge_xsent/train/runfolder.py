@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from edge_xsent.atomic import RUN_OWN, atomic_write, disown, own
+from edge_xsent.atomic import atomic_write, check_run_folder, disown, own
 from edge_xsent.encode.bundle import read_training
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
@@ -104,9 +104,6 @@ def read_summary(out: Path) -> dict:
     return summary
 
 
-RUN_FILES = RUN_OWN | {"model-debiased", "bundle"}  # what a run folder may hold: its own and what debias, export put beside
-
-
 def check_run(cfg: TrainConfig) -> None:
     """Everything a run writes or spins up, checked before it reads any data (issue 74): its folder,
     its threads (at most this machine's cores), its teacher (a peer's name or a model folder here) and
@@ -120,29 +117,6 @@ def check_run(cfg: TrainConfig) -> None:
     if cfg.teacher:
         check_teacher(cfg.teacher)
         check_into(cfg.teacher_cache, "teacher_cache")
-
-
-def check_run_folder(out: Path) -> None:
-    """--out is a new folder or a run's own (resumed): never a file, a link, a model folder (the shipped
-    default's files would be overwritten), nor a folder of other files (the run would mix its own
-    in), and never inside a model folder or another run."""
-    from edge_xsent.atomic import kept_folder, refuse_special
-
-    refuse_special(out, folder=True)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out} is a file; a run writes a folder: name a new or existing run folder")
-    keeper = kept_folder(out.resolve() / "x")
-    if keeper is not None and keeper[1] == "model folder":
-        raise UserError(f"--out {out} is or lies inside a model folder ({keeper[0]}): a run would overwrite its files; "
-                        "name a new folder")
-    if keeper is not None and keeper[0] != out.resolve():
-        raise UserError(f"--out {out} lies inside another training run ({keeper[0]}): its entries are that run's; "
-                        "name a folder of its own")
-    if out.is_dir():
-        other = sorted(set(os.listdir(out)) - RUN_FILES)
-        if other and not (out / "log.jsonl").exists() and not (out / "checkpoints").is_dir():
-            raise UserError(f"--out {out} holds files that are not a training run's ({', '.join(other[:3])}); name a "
-                            "new folder or a run's own to resume it")
 
 
 def training_bytes(m: EncoderConfig) -> int:
