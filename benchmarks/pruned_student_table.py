@@ -11,16 +11,19 @@ ship), beside multilingual-e5-small's out-of-genre figures on the same pools, an
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
-from edge_xsent.eval import decisions as rule
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
 from edge_xsent.pathargs import in_path, out_file
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "train"))
+import decisions as rule  # noqa: E402  train/decisions.py, the rules the lab applies
 
 E5 = "multilingual-e5-small"
 
@@ -32,12 +35,12 @@ def e5_figures(path: Path) -> dict:
 
 
 def claims(fig: dict, e5_wide: dict) -> list[str]:
-    """Languages the rule lets a student claim (edge_xsent.eval.decisions.student_claims)."""
+    """Languages the rule lets a student claim (train/decisions.py's student_claims)."""
     return rule.student_claims(fig.get("oog_wide", {}).get("by_language", {}), e5_wide["by_language"])
 
 
 def verdict(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
-    """Which clauses of the rule a row fails (edge_xsent.eval.decisions.student_failed_constraints), or `passes`."""
+    """Which clauses of the rule a row fails (train/decisions.py's student_failed_constraints), or `passes`."""
     fails = rule.student_failed_constraints({"claimed": claims(fig, e5_wide), "int8_mb": fig["int8_mb"],
                                              "speed_ratio": fig.get("speed", {}).get("ratio"),
                                              "oog_mean": fig["oog"]["mean"]}, e5_oog["mean"])

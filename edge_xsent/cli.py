@@ -16,7 +16,8 @@ from edge_xsent.errors import UserError
 from edge_xsent.data.commands import data
 from edge_xsent.failures import open_closed_streams, user_errors
 from edge_xsent.eval_commands import eval_group
-from edge_xsent.flags import BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, config_from_flags, train_options, typed_command
+from edge_xsent.flags import (BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, GroupedCommand, config_from_flags,
+                              train_options, typed_command)
 from edge_xsent.threads import passive_openmp_wait
 
 passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
@@ -38,7 +39,7 @@ main.add_command(data)  # data build | reserved | stats: edge_xsent/data/command
 main.add_command(eval_group)  # eval xsr | oog | classify: edge_xsent/eval_commands.py
 
 
-@main.command("train")
+@main.command("train", cls=GroupedCommand)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A TOML recipe (see train/).")
 @train_options
 @click.option("--fresh", is_flag=True, help="Ignore an existing checkpoint in --out and start over.")

@@ -53,6 +53,41 @@ def config_fields() -> list[tuple[str, type, bool]]:
     return out
 
 
+# `edge-xsent train --help`, grouped: the flags most runs set first, then the rest by what they change. Every
+# setting sits in exactly one group (tests/test_cli.py checks), so a new one cannot hide at the bottom.
+TRAIN_FLAG_GROUPS = {
+    "Common": ("config_path", "data", "out", "langs", "init", "teacher", "n_layers", "batch_size", "lr", "max_steps",
+               "device", "fresh", "quiet", "help"),
+    "Model and tokenizer": ("vocab_size", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim", "tokenizer",
+                            "multilingual_head", "init_layers", "init_sha256", "freeze_table", "lazy_table", "type_row"),
+    "Objectives": ("objective", "gen_weight", "align_weight", "sim_weight", "head_negatives", "distance_weight",
+                   "distance_margin", "distance_negatives", "matryoshka_dims", "anchor_weight"),
+    "Distillation": ("teacher_weight", "teacher_loss", "teacher_proj", "teacher_cache", "teacher_max_len",
+                     "token_weight", "token_layers", "batch_items", "mono_batch_size", "max_mono_texts"),
+    "Data and batches": ("max_train_pairs", "train_order", "valid_pairs", "batch_by_pair", "join_share", "join_chars"),
+    "Optimiser and schedule": ("optimizer", "min_lr_ratio", "weight_decay", "warmup_steps", "max_minutes", "pause_at",
+                               "grad_clip", "seed"),
+    "Run folder and hardware": ("eval_every", "keep_model", "keep_steps", "checkpoint_every", "log_every", "amp",
+                                "threads"),
+}
+
+
+class GroupedCommand(click.Command):
+    """A command whose --help lists its options under TRAIN_FLAG_GROUPS' headings, in their order (click
+    writes one flat list otherwise: 200 lines where the ten flags most runs need are lost)."""
+
+    def format_options(self, ctx, formatter):
+        help_option = self.get_help_option(ctx)
+        rows = {"help" if p is help_option else p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
+        placed = {name for names in TRAIN_FLAG_GROUPS.values() for name in names}
+        groups = {**TRAIN_FLAG_GROUPS, "Other": tuple(n for n in rows if n not in placed)}
+        for title, names in groups.items():
+            records = [rows[n] for n in names if rows.get(n)]
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
+
+
 def train_options(fn):
     """One option per setting: `max_steps` is --max-steps, `amp` is --amp/--no-amp; its help is the
     field's own comment in config.py, its range, and the recipe key it overrides."""

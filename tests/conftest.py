@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ torch.set_num_threads(1)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.append(str(ROOT / "train"))  # the lab's modules beside its scripts (decisions, shipspec), as a script there sees them
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -69,6 +72,67 @@ def script_module(rel: str):
     mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # a dataclass in it looks itself up there
     spec.loader.exec_module(mod)
     return mod
+
+
+@dataclasses.dataclass
+class Ran:
+    """What `run_script` or `run_cli` saw, named as subprocess.CompletedProcess names it."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextlib.contextmanager
+def process_state_kept(cwd: Path | None = None):
+    """Run a command in this process, then put back what it may change of the process: argv, sys.path, the
+    working folder, the environment and torch's thread count (a command's --threads would slow every later test)."""
+    saved = sys.argv, sys.path[:], os.getcwd(), dict(os.environ), torch.get_num_threads()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        sys.argv, sys.path[:] = saved[0], saved[1]
+        os.chdir(saved[2])
+        os.environ.clear()
+        os.environ.update(saved[3])
+        torch.set_num_threads(saved[4])
+
+
+def run_script(rel: str, *args, cwd: Path | None = None) -> Ran:
+    """`python REL ARGS` in this process: its exit status, stdout and stderr, without the 2-3 s a new
+    interpreter spends importing torch. For what a script does, not for the process itself (a signal, a
+    closed stream, an rlimit, what happens at interpreter exit: those tests start one). An uncaught
+    exception fails the calling test with its traceback, where a process would exit 1 and print it."""
+    import io
+    import runpy
+
+    script = ROOT / rel
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    with process_state_kept(cwd):
+        sys.argv, sys.path[0:0] = [str(script), *map(str, args)], [str(script.parent)]
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                runpy.run_path(str(script), run_name="__main__")
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+            if isinstance(e.code, str):
+                err.write(e.code + "\n")
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
+def run_cli(*args, input: str | None = None, cwd: Path | None = None) -> Ran:
+    """`edge-xsent ARGS` in this process (click's runner), as `run_script` runs a script: for what a command
+    does; a test of the process itself (its streams, signals, exit at shutdown) starts one."""
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    with process_state_kept(cwd):
+        res = CliRunner().invoke(main, [str(a) for a in args], input=input)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return Ran(res.exit_code, res.stdout, res.stderr)
 
 
 def externalise_largest(graph: Path, location: str, data_file: Path) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("ablations", ROOT / "benchmarks" / "ablations.py")
@@ -33,9 +33,9 @@ def test_claims_follow_the_numbers():
 
 def test_table_from_a_real_run(tiny_run, tmp_path):
     out = tmp_path / "abl.md"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks/ablations.py"), str(tiny_run), "--data", "sample",
-                    "--queries", "100", "--seeds", "1", "--recipe", "tiny", "--out", str(out)],
-                   check=True, capture_output=True, text=True)
+    done = run_script("benchmarks/ablations.py", tiny_run, "--data", "sample", "--queries", "100", "--seeds", "1",
+                      "--recipe", "tiny", "--out", out)
+    assert done.returncode == 0, done.stderr
     text = out.read_text()
     assert "| UGT+align+sim | 60 |" in text and "benchmarks/ablations.sh tiny" in text
     data = json.loads(out.with_suffix(".json").read_text())

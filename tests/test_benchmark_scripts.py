@@ -173,3 +173,27 @@ def test_teacher_speed_refuses_to_write_into_a_model_folder(tiny_model, tmp_path
         run_script("teacher_speed.py", "--out", str(model / "config"), monkeypatch=monkeypatch)
     assert exit_.value.code == 2 and "part of a model folder" in capsys.readouterr().err
     assert {p: p.read_bytes() for p in model.rglob("*") if p.is_file()} == before
+
+
+def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path, monkeypatch, capsys):
+    """suite_time.py on a checkout of its own (a real pytest run through its tests/run.sh): each test's seconds
+    and the counts are kept, coverage is of edge_xsent/ as the test ran it, and a failing suite keeps no time."""
+    repo, results = tmp_path / "repo", tmp_path / "results"
+    (repo / "tests").mkdir(parents=True)
+    results.mkdir()
+    (repo / "tests" / "run.sh").write_text('cd "$(dirname "$0")/.."\npython3 -m pytest -q -p no:cacheprovider "$@"\n')
+    (repo / "tests" / "test_tiny.py").write_text(
+        "import pytest\nfrom edge_xsent.text import normalize\n\n\ndef test_normalizes():\n"
+        "    assert normalize('a  b') == 'a b'\n\n\n@pytest.mark.skip(reason='kept out')\ndef test_skipped():\n    pass\n")
+    run_script("suite_time.py", "--repo", str(repo), "--label", "tiny", "--results", str(results), monkeypatch=monkeypatch)
+    run_script("suite_time.py", "--repo", str(repo), "--coverage", "--results", str(results), monkeypatch=monkeypatch)
+    timed, covered = json.loads((results / "suite.json").read_text())
+    assert timed["label"] == "tiny" and timed["counts"] == {"passed": 1, "skipped": 1} and timed["pytest_s"] >= 0
+    assert set(timed["tests"]) == {"tests.test_tiny::test_normalizes", "tests.test_tiny::test_skipped"}
+    assert 0 < covered["coverage"] < 50 and "tests" not in covered  # text.py ran, most of the package did not
+    assert "| tiny |" in (results / "suite.md").read_text() and "test_tiny" in (results / "suite.md").read_text()
+    (repo / "tests" / "test_tiny.py").write_text("def test_fails():\n    assert False\n")
+    with pytest.raises(SystemExit) as failed:
+        run_script("suite_time.py", "--repo", str(repo), "--results", str(results), monkeypatch=monkeypatch)
+    assert failed.value.code == 1 and "the suite failed" in capsys.readouterr().err
+    assert len(json.loads((results / "suite.json").read_text())) == 2

@@ -16,12 +16,10 @@ from edge_xsent.train.loop import train
 
 
 def carry_script(*args: str):
-    """train/carry.py as a process: (exit code, stdout + stderr)."""
-    import subprocess
-    import sys
+    """train/carry.py, run in process: (exit code, stdout + stderr)."""
+    from conftest import run_script
 
-    res = subprocess.run([sys.executable, str(ROOT / "train/carry.py"), *args], capture_output=True, text=True,
-                         timeout=300)
+    res = run_script("train/carry.py", *args)
     return res.returncode, res.stdout + res.stderr
 
 

@@ -4,7 +4,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from edge_xsent.cli import main
 
 COMMANDS = [["data", "build"], ["data", "stats"], ["train"], ["export"], ["encode"], ["bench"], ["mine"],
@@ -65,10 +65,10 @@ def test_eval_max_pairs_shrinks_the_candidates():
 
 
 def test_eval_writes_markdown(tmp_path):
-    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--md", str(tmp_path / "x.md")])
+    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--max-pairs", "60", "--md", str(tmp_path / "x.md")])
     assert res.exit_code == 0, res.output
     md = (tmp_path / "x.md").read_text()
-    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "eval xsr --queries 20 --md" in md  # as typed
+    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "eval xsr --queries 20 --max-pairs 60 --md" in md
 
 
 def test_readme_quickstart_main_job_reproduces_its_pasted_output():
@@ -81,7 +81,7 @@ def test_readme_quickstart_main_job_reproduces_its_pasted_output():
     assert tests == "tests/run.sh" and "tests/run.sh" in (ROOT / ".ci/run").read_text()  # CI runs what it says
     job = setup.split("&&", 1)[1].split()
     assert job[0] == "edge-xsent", setup
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", *job[1:]], capture_output=True, text=True, cwd=ROOT)
+    res = run_cli(*job[1:], cwd=ROOT)
     assert res.returncode == 0, res.stderr
     average = lambda text: float(re.search(r"^average\s+([\d.]+)", text, re.M).group(1))  # noqa: E731
     pasted = readme.split("The first prints:", 1)[1]
@@ -102,12 +102,13 @@ def test_classify_without_english_documents_and_distractors_in_gz_are_handled(tm
     extra = tmp_path / "extra.fr.txt.gz"
     with gzip.open(extra, "wt", encoding="utf-8") as f:
         f.write("Une phrase de plus pour brouiller les pistes\n\nEncore une autre phrase\n")
-    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "50", "--json", "--distractors", f"fr:{extra}"])
+    few = ["eval", "xsr", "--queries", "50", "--max-pairs", "100", "--json"]  # 100 pairs: the behaviour, not a score
+    res = CliRunner().invoke(main, [*few, "--distractors", f"fr:{extra}"])
     assert res.exit_code == 0, res.output
     import json
 
     assert json.loads(res.output)["en->fr"]["n_candidates"] == json.loads(
-        CliRunner().invoke(main, ["eval", "xsr", "--queries", "50", "--json"]).output)["en->fr"]["n_candidates"] + 2
+        CliRunner().invoke(main, few).output)["en->fr"]["n_candidates"] + 2
 
 
 def test_result_records_name_the_command_as_typed(tmp_path):
@@ -142,6 +143,25 @@ def test_every_generated_training_flag_says_what_it_accepts():
     assert not bare, f"flags without a doc comment in config.py: {bare}"
     lr = next(p for p in generated if p.name == "lr")
     assert "learning rate" in lr.help and "[1e-12..10.0]" in lr.help
+
+
+def test_train_help_shows_the_common_flags_first_and_every_other_under_one_heading():
+    """`train --help` was 207 flat lines: its settings are grouped, each in exactly one group, the common first."""
+    from edge_xsent.cli import train_cmd
+    from edge_xsent.flags import TRAIN_FLAG_GROUPS
+
+    placed = [name for names in TRAIN_FLAG_GROUPS.values() for name in names]
+    assert len(placed) == len(set(placed)), "a setting listed in two groups"
+    import click
+
+    params = {p.name for p in train_cmd.params} - {train_cmd.get_help_option(click.Context(train_cmd)).name}
+    assert params <= set(placed), f"settings in no group (they would fall under Other): {sorted(params - set(placed))}"
+    text = CliRunner().invoke(main, ["train", "--help"]).output
+    headings = [line[:-1] for line in text.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
+    assert headings == list(TRAIN_FLAG_GROUPS), headings  # no Other: every flag has its group
+    common = text[text.index("Common:"):text.index("Model and tokenizer:")]
+    assert all(f in common for f in ("--config", "--data", "--out", "--max-steps", "--help"))
+    assert "--warmup-steps" not in common and text.index("--warmup-steps") > text.index("Optimiser and schedule:")
 
 
 def test_list_flags_parse_to_whole_numbers_also_where_the_setting_may_be_unset(monkeypatch):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from edge_xsent import Encoder
 from edge_xsent.train.debias import auto_rank, debias_model, language_subspace
 from edge_xsent.errors import UserError
@@ -66,21 +64,17 @@ def test_debiased_model_removes_the_subspace_and_keeps_retrieval(tiny_model, tmp
 
 
 def test_debias_cli_errors_and_export_carries_the_projection(tiny_model, tmp_path):
-    cli = [sys.executable, "-m", "edge_xsent.cli"]
-    bad = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--rank", "9"],
-                         capture_output=True, text=True, cwd=ROOT)
+    bad = run_cli("debias", tiny_model, "--data", "sample", "--rank", "9", cwd=ROOT)
     assert bad.returncode == 1 and "--rank must be between 1 and 4" in bad.stderr and "Traceback" not in bad.stderr
-    word = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--rank", "many"],
-                          capture_output=True, text=True, cwd=ROOT)
+    word = run_cli("debias", tiny_model, "--data", "sample", "--rank", "many", cwd=ROOT)
     assert word.returncode == 2 and "give a whole number >= 1, or auto" in word.stderr and "Traceback" not in word.stderr
-    auto = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--rank", "auto", "--per-lang", "100",
-                                 "--out", str(tmp_path / "auto")], capture_output=True, text=True, cwd=ROOT)
+    auto = run_cli("debias", tiny_model, "--data", "sample", "--rank", "auto", "--per-lang", "100",
+                   "--out", tmp_path / "auto", cwd=ROOT)
     assert auto.returncode == 0, auto.stderr
     info = json.loads((tmp_path / "auto" / "training.json").read_text())["language_subspace"]
     assert info["rank"] == auto_rank(np.array(info["singular_values"])) and "auto" in info["rank_rule"]
     out = tmp_path / "m"
-    done = subprocess.run(cli + ["debias", str(tiny_model), "--data", "sample", "--out", str(out), "--per-lang", "200"],
-                          capture_output=True, text=True, cwd=ROOT)
+    done = run_cli("debias", tiny_model, "--data", "sample", "--out", out, "--per-lang", "200", cwd=ROOT)
     assert done.returncode == 0, done.stderr
     from edge_xsent.export.exporter import export_bundle
 

@@ -1,8 +1,8 @@
-"""The decision rules of edge_xsent.eval.decisions on tiny tables."""
+"""The decision rules of train/decisions.py on tiny tables."""
 
 import pytest
 
-from edge_xsent.eval.decisions import failed_constraints, general_default
+from decisions import failed_constraints, general_default
 
 
 def row(general, software=96.0, mb=5.0, speed=3.0):
@@ -32,7 +32,7 @@ def int8_row(cos: float, general: float = 88.5, software: float = 96.7, speed: f
 
 
 def test_the_multilingual_default_rule_on_small_tables():
-    from edge_xsent.eval.decisions import claimed_languages, multilingual_default, multilingual_failed_constraints
+    from decisions import claimed_languages, multilingual_default, multilingual_failed_constraints
 
     pairs = {"de": 134_700, "ja": 43_200, "vi": 6_500, "ar": 23_500}
     assert claimed_languages(pairs, {"de": 95.0, "ja": 81.0, "vi": 99.0, "ar": 79.9}) == ["de", "ja"]  # vi: too few pairs
@@ -51,7 +51,7 @@ def test_the_multilingual_default_rule_on_small_tables():
 def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_passing_student():
     """studies/pruned-student/README.md: claims on oog-m1 beside e5-small; <= 20 MB; >= 1.0x USE-m; within 3 of
     e5-small on oog; among those that pass, fewest layers, then fastest."""
-    from edge_xsent.eval import decisions as rule
+    import decisions as rule
 
     e5 = {f"l{i:02d}": 90.0 for i in range(32)}
     assert rule.student_claims({**dict.fromkeys(e5, 86.0), "l00": 84.9, "xx": 99.0}, e5) == sorted(set(e5) - {"l00"})
@@ -68,7 +68,7 @@ def test_the_student_rule_claims_out_of_genre_and_picks_the_smallest_fastest_pas
 
 
 def test_the_gpu_student_rule_takes_the_best_oog_m1_and_within_half_a_point_the_faster():
-    from edge_xsent.eval import decisions as rule
+    import decisions as rule
 
     shipped = {"oog_mean": 87.0, "oog_wide_mean": 72.8}
     row = lambda size, speed, oog, wide: {"int8_bytes": size, "speed_ratio": speed, "oog_mean": oog,  # noqa: E731
@@ -86,7 +86,7 @@ def test_the_gpu_student_rule_takes_the_best_oog_m1_and_within_half_a_point_the_
 
 
 def test_the_gpu_run_rules_reproduce_within_a_point_and_keep_a_lever_at_half_a_point():
-    from edge_xsent.eval.decisions import lever_failures, reproduction_failures
+    from decisions import lever_failures, reproduction_failures
 
     run = lambda steps, oog, wide: {"steps": steps, "oog_mean": oog, "oog_wide_mean": wide}  # noqa: E731
     record = run(5434, 88.42, 79.12)

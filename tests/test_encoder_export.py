@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from edge_xsent import Encoder
 from edge_xsent.layout import MANIFEST
 from edge_xsent.errors import UserError
@@ -133,9 +133,7 @@ def test_cli_encode_roundtrip(tiny_bundle, tmp_path):
     out, _ = tiny_bundle
     src = tmp_path / "in.txt"
     src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "encode", "--model", str(out), "--input", str(src),
-                          "--out", str(tmp_path / "v.npy"), "--threads", "1"], capture_output=True, text=True,
-                         cwd=ROOT)
+    res = run_cli("encode", "--model", out, "--input", src, "--out", tmp_path / "v.npy", "--threads", "1", cwd=ROOT)
     assert res.returncode == 0, res.stderr
     v = np.load(tmp_path / "v.npy")
     assert np.allclose(v, Encoder.load(out).encode(SENTENCES), atol=1e-5)
@@ -252,7 +250,7 @@ def test_the_default_claims_only_what_holds_out_of_genre():
     """config.json's langs (Encoder.langs, the card's languages) are English and the languages whose out-of-genre
     P@1 (`oog-m1`) reaches 80 within 5 points of multilingual-e5-small's (issue 58), read from the figures file its
     manifest names: in-genre figures claim nothing (Arabic scored 86.8 in genre, 51.6 out of it)."""
-    from edge_xsent.eval.decisions import student_claims
+    from decisions import student_claims
     from edge_xsent.encode.encoder import DEFAULT_MODEL
     from edge_xsent.eval.evaluate import peer_oog
 
@@ -298,8 +296,7 @@ def test_torch_backend_without_fp32_weights_or_int8_graph_says_so(tiny_bundle, t
 
 
 def test_cli_compare_with_default_model():
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "compare", "Open the file", "Ouvrir le fichier"],
-                         capture_output=True, text=True, cwd=ROOT)
+    res = run_cli("compare", "Open the file", "Ouvrir le fichier", cwd=ROOT)
     assert res.returncode == 0, res.stderr
     rows = [l.split()[-2:] for l in res.stdout.splitlines()]
     assert float(rows[0][0]) == pytest.approx(1.0, abs=1e-3) and 0.5 < float(rows[0][1]) < 1.0

@@ -1,10 +1,8 @@
 import json
-import subprocess
-import sys
 
 import numpy as np
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from edge_xsent.data.corpus import Pair
 from edge_xsent.data.corpus import read_pairs
 from edge_xsent.eval.evaluate import cap_pairs, classify, knn_mean, package_split, retrieve, train_logreg, xsr, xsr_mixed
@@ -129,14 +127,12 @@ def test_xsr_mixed_uses_the_same_queries_as_xsr():
 
 
 def test_cli_eval_json(tiny_model):
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", str(tiny_model),
-                          "--queries", "50", "--json"], capture_output=True, text=True, cwd=ROOT)
+    res = run_cli("eval", "xsr", "--model", tiny_model, "--queries", "50", "--json", cwd=ROOT)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert set(out) == {"en->de", "de->en", "en->es", "es->en", "en->fr", "fr->en", "en->it", "it->en"}
     assert all(r["p1_cosine"] > 0.1 for r in out.values())  # chance is 1/500
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", str(tiny_model),
-                          "--queries", "50", "--pool", "mixed", "--json"], capture_output=True, text=True, cwd=ROOT)
+    res = run_cli("eval", "xsr", "--model", tiny_model, "--queries", "50", "--pool", "mixed", "--json", cwd=ROOT)
     assert res.returncode == 0, res.stderr
     mixed = json.loads(res.stdout)
     assert set(mixed) == set(out)

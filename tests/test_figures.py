@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from edge_xsent.data.corpus import CORPUS_HEADER, read_pairs, write_header, write_pair
 from edge_xsent.data.reserved import MARKER
 
-from conftest import script_module
+from conftest import run_script, script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,9 +54,9 @@ def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
     data = corpus_with_domains(tmp_path / "corpus")
     oog = reserved_folder(tmp_path / "oog")
     out = tmp_path / "tiny.json"
-    cmd = [sys.executable, str(ROOT / "train/figures.py"), str(tiny_bundle[0]), "--name", "tiny", "--data", str(data),
+    cmd = ["train/figures.py", str(tiny_bundle[0]), "--name", "tiny", "--data", str(data),
            "--oog", str(oog), "--oog-wide", str(oog), "--corpus-g", str(data), "--queries", "50", "--out", str(out)]
-    done = subprocess.run(cmd + ["--parts", "general,oog,oog_small,corpus_g"], capture_output=True, text=True)
+    done = run_script(*cmd, "--parts", "general,oog,oog_small,corpus_g")
     assert done.returncode == 0, done.stderr
     fig = json.loads(out.read_text())
     assert fig["name"] == "tiny" and fig["int8_mb"] > 0 and fig["manifest_sha256"] and "speed" not in fig
@@ -71,16 +69,16 @@ def test_figures_of_a_candidate_part_by_part(tiny_bundle, tmp_path):
     assert fig["provenance"]["oog"]["cpu"] == fig["machine"]["cpu"]  # each part names the CPU that measured it
     # A second call measures only what is missing: the parts already there are kept as they were.
     before = out.read_text()
-    again = subprocess.run(cmd + ["--parts", "general,oog", "--recipe", "train/tiny.toml"], capture_output=True, text=True)
+    again = run_script(*cmd, "--parts", "general,oog", "--recipe", "train/tiny.toml")
     assert again.returncode == 0 and json.loads(out.read_text())["general"] == json.loads(before)["general"]
     assert json.loads(before)["recipe"] is None and json.loads(out.read_text())["recipe"] == "train/tiny.toml"
     assert "general ..." not in again.stderr
     # --redo measures the parts asked for again and keeps the others; figures of another model are dropped.
-    redo = subprocess.run(cmd + ["--parts", "oog", "--redo"], capture_output=True, text=True)
+    redo = run_script(*cmd, "--parts", "oog", "--redo")
     assert redo.returncode == 0 and "oog ..." in redo.stderr and "general" in json.loads(out.read_text())
     stale = json.loads(out.read_text())
     out.write_text(json.dumps({**stale, "manifest_sha256": "0" * 64}))
-    other = subprocess.run(cmd + ["--parts", "oog"], capture_output=True, text=True)
+    other = run_script(*cmd, "--parts", "oog")
     assert other.returncode == 0 and "figures of another model" in other.stderr
     assert set(json.loads(out.read_text())) & {"general", "corpus_g", "oog_small"} == set()
 
@@ -127,16 +125,16 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     recipe = tmp_path / "good.toml"
     recipe.write_text('data = "sample"\n')
     good.write_text(json.dumps({**good_fig, "oog_small": {"by_language": {"th": 40.0}}, "recipe": str(recipe)}))
-    ship = [sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--peers", str(usem), "--peers", str(e5),
+    ship = ["train/ship.py", "--shipped", str(shipped), "--peers", str(usem), "--peers", str(e5),
             "--small-pools", str(small), "--e5-oog-m1", str(e5),
             "--decision", str(tmp_path / "decision.md"), "--out", str(tmp_path / "default")]
-    kept = subprocess.run(ship + ["--candidate", str(weak)], capture_output=True, text=True)
+    kept = run_script(*ship, "--candidate", str(weak))
     assert kept.returncode == 0, kept.stderr
     assert "keeps shipped" in kept.stdout and not (tmp_path / "default").exists()
     assert "old languages' oog P@1 78.0, more than 0.5 below 80.0" in (tmp_path / "decision.md").read_text()
     assert "| 78.0 | de -2.0 |" in (tmp_path / "decision.md").read_text()  # the worst change, a drop negative
 
-    done = subprocess.run(ship + ["--candidate", str(weak), "--candidate", str(good)], capture_output=True, text=True)
+    done = run_script(*ship, "--candidate", str(weak), "--candidate", str(good))
     assert done.returncode == 0, done.stderr
     out = tmp_path / "default"
     assert not (out / FILES["weights"]).exists() and (out / FILES["extra_weights"]).exists()
@@ -162,7 +160,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     good_fig["oog_wide"]["by_language"]["l00"] = 86.0  # measured again: within 5 of e5-small's 90
     good.write_text(json.dumps({**good_fig, "recipe": str(recipe)}))
     graph = (out / ONNX_INT8).read_bytes()
-    again = subprocess.run(ship[:2] + ship[4:] + ["--recard"], capture_output=True, text=True)
+    again = run_script(*ship[:1] + ship[3:], "--recard")
     assert again.returncode == 0, again.stderr
     assert "claims en and 2 languages: de, l00" in again.stdout and Encoder.load(out).langs == ["en", "de", "l00"]
     recarded = (out / "README.md").read_text()
@@ -171,7 +169,7 @@ def test_ship_follows_the_rule_and_ships_graph_without_float_weights(tiny_bundle
     assert (out / ONNX_INT8).read_bytes() == graph and verify(out)["figures"] == str(good.resolve())
     bundle = tmp_path / "bundle"
     shutil.copytree(tiny_bundle[0], bundle)  # a bundle train/ship.py never wrote: no figures to card it from
-    refused = subprocess.run(ship[:2] + ["--recard", "--out", str(bundle)], capture_output=True, text=True)
+    refused = run_script(*ship[:1], "--recard", "--out", str(bundle))
     assert refused.returncode == 1 and "names no figures file or recipe" in refused.stderr, refused.stderr
 
 
@@ -180,8 +178,8 @@ def test_ship_refuses_figures_without_a_part_the_rule_needs(tmp_path):
     partial = json.loads(figures_file(tmp_path / "c.json", "c").read_text())
     del partial["speed"]
     (tmp_path / "c.json").write_text(json.dumps(partial))
-    done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--shipped", str(shipped), "--candidate",
-                           str(tmp_path / "c.json"), "--decision", str(tmp_path / "d.md")], capture_output=True, text=True)
+    done = run_script("train/ship.py", "--shipped", str(shipped), "--candidate", str(tmp_path / "c.json"),
+                      "--decision", str(tmp_path / "d.md"))
     assert done.returncode != 0 and "no speed" in done.stderr and "--parts speed" in done.stderr
 
 
@@ -266,17 +264,16 @@ def test_ship_by_the_pruned_students_rule_claims_out_of_genre_beside_e5(tiny_bun
     recipe = tmp_path / "student.toml"
     recipe.write_text('data = "sample"\n\n[ship]\nrule = "student"\n')
     files["good"].write_text(json.dumps({**json.loads(files["good"].read_text()), "recipe": str(recipe)}))
-    ship = [sys.executable, str(ROOT / "train/ship.py"), "--rule", "student", "--shipped", str(files["shipped"]),
+    ship = ["train/ship.py", "--rule", "student", "--shipped", str(files["shipped"]),
             "--e5-oog", str(e5_oog), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide),
             "--small-pools", str(tmp_path / "none.json"), "--decision", str(tmp_path / "decision.md"),
             "--out", str(tmp_path / "default")]
-    kept = subprocess.run(ship + ["--candidate", str(files["far"])], capture_output=True, text=True)
+    kept = run_script(*ship, "--candidate", str(files["far"]))
     assert kept.returncode == 0, kept.stderr
     decision = (tmp_path / "decision.md").read_text()
     assert "| far | 1 | 31 | 17.3 | 1.30 | 85.0 | 86.0 | oog 7.0 below e5-small (> 3) |" in decision
     assert "| shipped (shipped now) | | | | | | | **stays** |" in decision and not (tmp_path / "default").exists()
-    done = subprocess.run(ship + ["--candidate", str(files["far"]), "--candidate", str(files["good"])],
-                          capture_output=True, text=True)
+    done = run_script(*ship, "--candidate", str(files["far"]), "--candidate", str(files["good"]))
     assert done.returncode == 0, done.stderr
     card = (tmp_path / "default/README.md").read_text()
     assert "The rule written before the runs: `studies/pruned-student/README.md`." in card
@@ -285,7 +282,7 @@ def test_ship_by_the_pruned_students_rule_claims_out_of_genre_beside_e5(tiny_bun
     assert Encoder.load(tmp_path / "default").langs == ["en", *langs]
     no_speed = {**student, "speed": {}}
     files["good"].write_text(json.dumps({"name": "good", **no_speed}))
-    refused = subprocess.run(ship + ["--candidate", str(files["good"])], capture_output=True, text=True)
+    refused = run_script(*ship, "--candidate", str(files["good"]))
     assert refused.returncode == 1 and "no speed" in refused.stderr and "--parts speed" in refused.stderr
 
 
@@ -315,11 +312,11 @@ def test_ship_by_the_gpu_students_rule_ships_a_student_folder_that_loads(tiny_st
     for name, fig in figs.items():
         files[name] = tmp_path / f"{name}.json"
         files[name].write_text(json.dumps({"name": name, **fig}))
-    done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "gpu-students",
-                           "--shipped", str(files["shipped"]), "--candidate", str(files["slow"]),
-                           "--candidate", str(files["four"]), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide),
-                           "--small-pools", str(tmp_path / "none.json"), "--decision", str(tmp_path / "decision.md"),
-                           "--out", str(tmp_path / "default")], capture_output=True, text=True)
+    done = run_script("train/ship.py", "--rule", "gpu-students",
+                      "--shipped", str(files["shipped"]), "--candidate", str(files["slow"]),
+                      "--candidate", str(files["four"]), "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide),
+                      "--small-pools", str(tmp_path / "none.json"), "--decision", str(tmp_path / "decision.md"),
+                      "--out", str(tmp_path / "default"))
     assert done.returncode == 0, done.stderr
     decision = (tmp_path / "decision.md").read_text()
     assert "| slow | 6,000,000 | 0.70 | 86.0 | 90.0 | 3 | 0.70x USE-m's sentences/s (< 0.8x, short by 0.10) |" in decision
@@ -332,11 +329,10 @@ def test_ship_by_the_gpu_students_rule_ships_a_student_folder_that_loads(tiny_st
     enc = Encoder.load(shipped)
     assert enc.langs == ["en", *langs]
     assert (enc.encode(["Open the file."]) * Encoder.load(tiny_student_bundle).encode(["Open the file."])).sum() > 0.9999
-    kept = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "gpu-students",  # none passes
-                           "--shipped", str(files["shipped"]), "--candidate", str(files["slow"]), "--e5-oog-m1",
-                           str(e5_wide), "--peers", str(e5_wide), "--small-pools", str(tmp_path / "none.json"),
-                           "--decision", str(tmp_path / "kept.md"), "--out", str(tmp_path / "default")],
-                          capture_output=True, text=True)
+    kept = run_script("train/ship.py", "--rule", "gpu-students",  # none passes
+                      "--shipped", str(files["shipped"]), "--candidate", str(files["slow"]), "--e5-oog-m1",
+                      str(e5_wide), "--peers", str(e5_wide), "--small-pools", str(tmp_path / "none.json"),
+                      "--decision", str(tmp_path / "kept.md"), "--out", str(tmp_path / "default"))
     assert kept.returncode == 0 and "the rule keeps shipped" in kept.stdout, kept.stderr
     best = (tmp_path / "slow-card.md").read_text()  # the best's card says which clause failed, by how much
     assert "## Not shipped" in best and "0.70x USE-m's sentences/s (< 0.8x, short by 0.10)" in best
@@ -359,11 +355,11 @@ def test_ship_by_the_quality_rule_ships_a_tiered_student_and_names_the_budget(ti
         files[name].write_text(json.dumps({"name": name, **fig}))
 
     def ship(budget: int, out: str, *more: str, candidates: tuple[str, ...] = ("three", "four")) -> str:
-        done = subprocess.run([sys.executable, str(ROOT / "train/ship.py"), "--rule", "quality", "--max-bytes", str(budget),
-                               "--shipped", str(files["fast"]), *(x for c in candidates for x in ("--candidate", str(files[c]))),
-                               "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide), "--small-pools",
-                               str(tmp_path / "none.json"), "--decision", str(tmp_path / f"{out}.md"),
-                               "--out", str(tmp_path / out), *more], capture_output=True, text=True)
+        done = run_script("train/ship.py", "--rule", "quality", "--max-bytes", str(budget),
+                          "--shipped", str(files["fast"]), *(x for c in candidates for x in ("--candidate", str(files[c]))),
+                          "--e5-oog-m1", str(e5_wide), "--peers", str(e5_wide), "--small-pools",
+                          str(tmp_path / "none.json"), "--decision", str(tmp_path / f"{out}.md"),
+                          "--out", str(tmp_path / out), *more)
         assert done.returncode == 0, done.stderr
         return (tmp_path / f"{out}.md").read_text()
 

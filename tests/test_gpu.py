@@ -3,13 +3,12 @@ CI (no GPU) checks that the GPU script says so and stops."""
 
 import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, tiny_config
+from conftest import ROOT, run_script, tiny_config
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -18,7 +17,7 @@ def test_gpu_script_without_a_gpu_says_so():
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the script would run")
     before = set((ROOT / "benchmarks" / "results").glob("gpu-*"))
-    res = subprocess.run([sys.executable, "benchmarks/gpu.py", "--quick"], cwd=ROOT, capture_output=True, text=True)
+    res = run_script("benchmarks/gpu.py", "--quick", cwd=ROOT)
     assert res.returncode == 2 and "no CUDA GPU is visible" in res.stderr and "Traceback" not in res.stderr
     assert set((ROOT / "benchmarks" / "results").glob("gpu-*")) == before  # nothing recorded
 

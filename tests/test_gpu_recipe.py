@@ -406,7 +406,8 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
     tmp, _ = joined
     toml = recipe_toml(recipe(tmp_path), tmp_path / "recipe.toml")
     env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "CONFIG": str(toml),
-           "BUDGET": "600", "A_FLAGS": "--max-steps 2 --join-share 0"}
+           "BUDGET": "600", "A_FLAGS": "--max-steps 2 --join-share 0",
+           "SMOKE_FLAGS": "--max-steps 2 --eval-every 2 --checkpoint-every 2"}  # the smoke run's 10 steps cut: its place is tested
 
     def call(out: Path, **more: str) -> str:
         res = subprocess.run(["bash", "train/device_run.sh"], cwd=ROOT, env={**env, "OUT": str(out), **more},

@@ -137,16 +137,30 @@ def write_texts(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def optimum_out(request, tmp_path_factory) -> dict[str, dict]:
+    """optimum_vectors.py on every case's folder, from one process started once per run (torch, transformers and
+    optimum take seconds to import): {"which-precision": its output}."""
+    from conftest import built_once
+
+    def build(tmp: Path) -> dict:
+        jobs = [[str(folder_of(w, request)), str(write_texts(tmp)), p] for w, p in CASES]
+        (tmp / "jobs.json").write_text(json.dumps(jobs))
+        res = subprocess.run([str(OPTIMUM_PYTHON), "export/interop/optimum_vectors.py", "--jobs", str(tmp / "jobs.json")],
+                             cwd=ROOT, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return {f"{w}-{p}": out for (w, p), out in zip(CASES, json.loads(res.stdout))}
+
+    return built_once(tmp_path_factory, "optimum-vectors", build)[1]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not OPTIMUM_PYTHON.exists() and not os.environ.get("CI"),
                     reason="needs the `optimum` extra in .venv-optimum (see .ci/run)")
 @pytest.mark.parametrize("which,precision", CASES)
-def test_optimum_gives_the_encoder_vectors(request, tmp_path, which, precision):
+def test_optimum_gives_the_encoder_vectors(request, optimum_out, which, precision):
     folder = folder_of(which, request)
-    res = subprocess.run([str(OPTIMUM_PYTHON), "export/interop/optimum_vectors.py", str(folder),
-                          str(write_texts(tmp_path)), precision], cwd=ROOT, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-3000:]
-    out = json.loads(res.stdout)
+    out = optimum_out[f"{which}-{precision}"]
     assert out["transformers"].startswith("4.")  # optimum's own transformers, not the hf extra's
     compare(folder, out, precision)
     sp = Tokenizer.load(folder / "tokenizer.model")

@@ -1,10 +1,7 @@
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_cli
 from edge_xsent.eval.mine import mine
 
 
@@ -66,9 +63,8 @@ def test_cli_mine_on_real_sentences(tiny_model, tmp_path):
     order = np.random.default_rng(0).permutation(len(pairs))
     (tmp_path / "src.en").write_text("\n".join(p.a for p in pairs) + "\n", encoding="utf-8")
     (tmp_path / "tgt.it").write_text("\n".join(pairs[i].b for i in order) + "\n", encoding="utf-8")
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "mine", str(tmp_path / "src.en"), str(tmp_path / "tgt.it"),
-                          "--model", str(tiny_model), "--out", str(tmp_path / "p.tsv"), "--threshold", "1.0"],
-                         capture_output=True, text=True, cwd=ROOT)
+    res = run_cli("mine", tmp_path / "src.en", tmp_path / "tgt.it", "--model", tiny_model, "--out", tmp_path / "p.tsv",
+                  "--threshold", "1.0", cwd=ROOT)
     assert res.returncode == 0, res.stderr
     rows = [l.split("\t") for l in (tmp_path / "p.tsv").read_text(encoding="utf-8").splitlines()]
     truth = {p.a: p.b for p in pairs}

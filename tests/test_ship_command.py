@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from test_build import fake_cache  # noqa: F401  (a fixture: a small apt cache laid out like the real one)
+from conftest import run_script
 from test_figures import corpus_with_domains, figures_file, reserved_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,9 +23,8 @@ TINY = ("batch_size = 32\nlr = 0.003\nwarmup_steps = 2\nmax_steps = 6\neval_ever
         "d_ff = 96\nmax_len = 32\n")
 
 
-def ship(*args, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train/ship.py"), *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=900, **kw)
+def ship(*args):
+    return run_script("train/ship.py", *args, cwd=ROOT)
 
 
 def spec(tmp_path: Path, tiny_model: Path, ship_lines: str = "") -> Path:
@@ -131,8 +131,7 @@ def test_interpolate_walks_from_the_runs_start_to_its_end(tiny_model, tmp_path):
     train(TrainConfig.from_toml(recipe), progress=False)
     start, end = (load_model(m)[0].state_dict() for m in (tiny_model, run / "model"))
     for alpha in (0.0, 0.5, 1.0):
-        done = subprocess.run([sys.executable, str(ROOT / "train/interpolate.py"), str(recipe), "--alpha", str(alpha),
-                               "--out", str(tmp_path / f"a{alpha}")], capture_output=True, text=True)
+        done = run_script("train/interpolate.py", recipe, "--alpha", alpha, "--out", tmp_path / f"a{alpha}")
         assert done.returncode == 0, done.stderr
         mixed = load_model(tmp_path / f"a{alpha}" / "model")[0].state_dict()
         for k in ("tok_emb.weight", "blocks.0.ffn.0.weight" if "blocks.0.ffn.0.weight" in end else "pos_emb.weight"):
@@ -140,8 +139,7 @@ def test_interpolate_walks_from_the_runs_start_to_its_end(tiny_model, tmp_path):
         assert not torch.equal(start["tok_emb.weight"], end["tok_emb.weight"])  # the run moved: the test can fail
         info = json.loads((tmp_path / f"a{alpha}" / "model" / "training.json").read_text())
         assert info["interpolated"]["alpha"] == alpha and info["train_config"]["init"] == str(tiny_model)
-    bad = subprocess.run([sys.executable, str(ROOT / "train/interpolate.py"), str(recipe), "--alpha", "1.5", "--out",
-                          str(tmp_path / "bad")], capture_output=True, text=True)
+    bad = run_script("train/interpolate.py", recipe, "--alpha", "1.5", "--out", tmp_path / "bad")
     assert bad.returncode != 0 and "from 0 (the start) to 1" in bad.stderr
 
 
@@ -167,7 +165,7 @@ def test_check_scores_a_runs_model_before_and_after_debias(tiny_run, tmp_path):
 
 def test_the_spec_is_checked_as_it_is_read(tmp_path):
     """Every [ship] key is checked where the recipe is read: one line naming the key and what it takes."""
-    from edge_xsent.config import ShipConfig
+    from shipspec import ShipConfig
     from edge_xsent.errors import UserError
 
     bad = {"alpha": (2, "alpha must be a number in (0, 1]"), "table_bits": (2, "table_bits must be one of [8, 4], got 2"),

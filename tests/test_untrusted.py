@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli, run_script
 from edge_xsent.errors import UserError
 from edge_xsent.train.warmstart import model_from_git
 
@@ -143,8 +144,7 @@ def test_torchscript_is_never_loaded_unless_the_caller_trusts_the_folder(tiny_bu
     with pytest.raises(UserError, match="trust_code=True"):
         Encoder.load(b, backend="torchscript")
     assert not loaded
-    res = subprocess.run([*CLI, "encode", "--model", str(b), "--backend", "torchscript", "--out",
-                          str(tmp_path / "v.npy")], input="Open the file\n", capture_output=True, text=True, timeout=300)
+    res = run_cli("encode", "--model", b, "--backend", "torchscript", "--out", tmp_path / "v.npy", input="Open the file\n")
     assert res.returncode == 2 and "Traceback" not in res.stderr and not (tmp_path / "v.npy").exists()
     monkeypatch.undo()
     assert Encoder.load(b, backend="torchscript", trust_code=True).encode(TEXTS).shape == (3, 48)
@@ -294,8 +294,7 @@ def test_encode_refuses_a_lone_surrogate_in_a_single_string():
 
 
 def test_an_absurd_thread_count_is_a_usage_error_not_a_crash(tmp_path):
-    res = subprocess.run([*CLI, "encode", "--threads", "1000000", "--out", str(tmp_path / "v.npy")],
-                         input="Open the file\n", capture_output=True, text=True, timeout=300)
+    res = run_cli("encode", "--threads", "1000000", "--out", tmp_path / "v.npy", input="Open the file\n")
     assert res.returncode in (1, 2) and "Traceback" not in res.stderr and "from 1 to" in res.stderr, res.stderr
 
 
@@ -305,8 +304,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def script(path: str, *args: str, cwd: Path | None = None):
-    return subprocess.run([sys.executable, str(ROOT / path), *args], capture_output=True, text=True, timeout=600,
-                          cwd=cwd)
+    return run_script(path, *args, cwd=cwd)
 
 
 def one_error(res) -> str:
@@ -437,15 +435,14 @@ def test_a_torn_log_line_is_dropped_on_resume_and_skipped_on_reading(tmp_path):
 def test_a_recipe_whose_model_is_not_a_table_is_one_line(tmp_path):
     recipe = tmp_path / "r.toml"
     recipe.write_text(f'data = "sample"\nout = "{tmp_path / "run"}"\nmodel = 5\n')
-    res = subprocess.run([*CLI, "train", "--config", str(recipe)], capture_output=True, text=True, timeout=300)
+    res = run_cli("train", "--config", recipe)
     assert "model must be a table" in one_error(res)
 
 
 def test_distractors_in_a_language_no_pair_has_are_refused(tmp_path):
     extra = tmp_path / "zz.txt"
     extra.write_text("one sentence\nanother one\n")
-    res = subprocess.run([*CLI, "eval", "xsr", "--data", "sample", "--langs", "fr", "--queries", "20",
-                          "--distractors", f"zz:{extra}"], capture_output=True, text=True, timeout=300)
+    res = run_cli("eval", "xsr", "--data", "sample", "--langs", "fr", "--queries", "20", "--distractors", f"zz:{extra}")
     assert "'zz' is none of the pairs' languages" in one_error(res)
 
 

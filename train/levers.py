@@ -1,5 +1,5 @@
 """The verdicts of the recipe's GPU runs by the rules studies/gpu-students/README.md wrote before them
-(edge_xsent/eval/decisions.py): A against the record's student (the reproduction rule), then each lever's run
+(train/decisions.py): A against the record's student (the reproduction rule), then each lever's run
 against the project's candidate so far (A, or the run that replaced it): B the longer run, J long items joined,
 T the token-level arm, F five blocks. Each run is its figures (`train/figures.py --parts oog,oog_wide`) and the
 summary its training wrote (steps).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
-from edge_xsent.eval import decisions
+import decisions  # train/decisions.py, beside this script
 from edge_xsent.failures import script_errors
 from edge_xsent.pathargs import in_path, out_file, path_pair
 from edge_xsent.inputs import read_json

@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import Callable
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.config import ShipConfig, TrainConfig, portable, shown_path
+from edge_xsent.config import TrainConfig, portable, shown_path
 from edge_xsent.data.corpus import resolve
 from edge_xsent.errors import UserError
 from edge_xsent.encode.bundle import sha256
 from edge_xsent.inputs import read_json, read_text
+
+from shipspec import ShipConfig  # train/shipspec.py, beside this module
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("datasets", "train", "interpolate", "debias", "export", "calibrate", "figures", "judge")

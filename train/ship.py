@@ -21,10 +21,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from edge_xsent.eval import decisions as rule
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.inputs import read_json, read_text
-from edge_xsent.config import SHIP_RULES, shown_path
+from edge_xsent.config import shown_path
 from edge_xsent.export.card import start_lines
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means
@@ -33,6 +32,9 @@ from edge_xsent.failures import script_errors
 from edge_xsent.pathargs import checkout, in_path, maybe_in_path, out_file, out_folder
 from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
+
+import decisions as rule  # train/decisions.py, beside this script
+from shipspec import SHIP_RULES  # train/shipspec.py
 
 ROOT = Path(__file__).resolve().parent.parent
 E5 = "multilingual-e5-small"  # its label in `eval oog --peers e5-small --json` files
@@ -73,7 +75,7 @@ def _measured(part, name: str) -> bool:
 class Claims:
     """Which languages a card claims, whichever rule chose the model (issue 58, "claims that hold"): a language
     whose out-of-genre P@1 (`oog-m1`) reaches 80 and is within 5 points of multilingual-e5-small's on the same
-    pools (edge_xsent.eval.decisions.student_claims). In-genre figures never make a claim: the default's general test
+    pools (decisions.student_claims). In-genre figures never make a claim: the default's general test
     P@1 was 80 or more in Arabic, Hindi and Indonesian, where out of genre it scores 51.6, 56.3 and 61.1 against
     e5-small's 74.7, 93.0 and 91.4."""
     note = (f"Claimed: a language whose out-of-genre P@1 (`oog-m1`) reaches {rule.STUDENT_CLAIM_MIN:g} and is "
@@ -109,7 +111,7 @@ class MultilingualRule:
 
     @staticmethod
     def row(fig: dict) -> dict:
-        """A figures file as the rule's row (edge_xsent.eval.decisions.multilingual_*): points, MB, ratios."""
+        """A figures file as the rule's row (decisions.multilingual_*): points, MB, ratios."""
         general = fig.get("general", {})
         claimed = rule.claimed_languages({l: r["train_pairs"] for l, r in general.items()},
                                          {l: r["p1"] for l, r in general.items()})
@@ -145,7 +147,7 @@ class MultilingualRule:
 
 class StudentRule:
     """studies/pruned-student/README.md (issue 58): a student pruned from multilingual-e5-small, judged out of
-    genre beside its teacher (edge_xsent.eval.decisions.student_*); a language is claimed on `oog-m1` alone."""
+    genre beside its teacher (decisions.student_*); a language is claimed on `oog-m1` alone."""
     name, doc = "student", "studies/pruned-student/README.md"
     needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ()}
     chosen_note = ""
@@ -178,7 +180,7 @@ class StudentRule:
 
 class GpuStudentRule:
     """studies/gpu-students/README.md: students of multilingual-e5-small distilled on a GPU, as model folders,
-    judged beside the shipped default on the same out-of-genre pools (edge_xsent.eval.decisions.gpu_student_*)."""
+    judged beside the shipped default on the same out-of-genre pools (decisions.gpu_student_*)."""
     name, doc = "gpu-students", "studies/gpu-students/README.md"
     needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ("oog", "oog_wide")}
     chosen_note = ""
@@ -419,7 +421,7 @@ def check_rebuildable(recipe: str, bundle: Path, judged_by: str = "multilingual"
     winner, its interpolation included ([ship] alpha), and the rule that chose it ([ship] rule), or the
     command would rebuild another model, or judge it by another rule."""
     from edge_xsent.encode.bundle import read_training
-    from edge_xsent.config import ShipConfig
+    from shipspec import ShipConfig
 
     mixed = read_training(bundle).get("interpolated")
     shipping = ShipConfig.from_toml(recipe)
@@ -493,7 +495,7 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
     decision was made once, from candidates whose bundles may be gone. Returns the claimed languages."""
     from edge_xsent.atomic import atomic_dir, copy_tree
     from edge_xsent.encode.bundle import refresh_manifest, verify
-    from edge_xsent.config import ShipConfig
+    from shipspec import ShipConfig
 
     manifest = verify(folder)
     if not manifest.get("figures") or not manifest.get("recipe"):

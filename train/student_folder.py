@@ -1,9 +1,9 @@
 """A GPU-distilled student of multilingual-e5-small as a bundle every stack loads (edge_xsent/train/student.py).
 
-    python train/student_folder.py ../shared/students/student-4block.safetensors --out models/student-4
+    python train/student_folder.py student-4block.safetensors --out models/student-4   # a GPU run's student
     python train/student_folder.py STUDENT --out DIR --rows 48000        # a table size of one's own
     python train/student_folder.py out/student/ --out models/student-4   # the parts a device run returned
-    python train/student_folder.py STUDENT --out DIR --refit-data ~/edge-xsent-data/corpus-m1   # kept rows refitted
+    python train/student_folder.py STUDENT --out DIR --refit-data corpus   # kept rows refitted
     python train/student_folder.py STUDENT --out DIR --table tiered    # every piece a row: 4 bits, then 1 bit
     python train/student_folder.py e5-small --out DIR --table tiered --max-bytes 40000000   # e5's own 12 blocks
 

@@ -380,6 +380,14 @@ def teacher_agreement(texts: dict[str, list[str]], embed: Embed, teacher: Embed,
     return {lang: neighbour_agreement(t, embed(t), teacher(t), k) for lang, t in texts.items() if len(t) > 5 * k}
 
 
+OOG_AGREEMENT_WEIGHT = 0.3  # studies/shipping-history/out-of-genre-default.md: the weight fixed before its runs
+
+
+def out_of_genre_score(retrieval: float, agreement: float) -> float:
+    """`edge-xsent eval oog`'s score, 0.7 x reserved-source P@1 + 0.3 x teacher neighbour agreement (fractions)."""
+    return (1 - OOG_AGREEMENT_WEIGHT) * retrieval + OOG_AGREEMENT_WEIGHT * agreement
+
+
 def format_out_of_genre(res: dict) -> str:
     lines = []
     for source, dirs in res["retrieval"].items():

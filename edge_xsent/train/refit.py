@@ -2,7 +2,7 @@
 
     full, tok, record = load_student("student-4block.safetensors")   # all 250,002 rows
     cut = cut_table(full, table_rows_rule(tok, 48_000))              # dropped pieces read their nearest kept row
-    cut, log = refit_table(full, cut, tok, RefitConfig(data="~/edge-xsent-data/corpus-m1"))
+    cut, log = refit_table(full, cut, tok, RefitConfig(data="corpus"))
 
 Why: cutting e5's table to fit 20 MB sends every dropped piece to the kept row nearest its own, which
 costs the 4-block student 3.3 points of `oog` (91.7 with every row, 88.4 at 48,000). The blocks are trained

@@ -1,6 +1,7 @@
 """The decision rules behind the shipped choices, each fixed before the runs it judges, in
-one importable place: the scripts that run the experiments and the model card that reports
-them call these, so a rule is written once and tested on tiny tables (tests/test_decisions.py).
+one place beside the lab scripts that apply them (train/ship.py, train/levers.py,
+benchmarks/pruned_student_table.py): a rule is written once and tested on tiny tables
+(tests/test_decisions.py). The installed package holds none of them.
 The rules of closed studies whose scripts left the tree (the default sweep, the debias rank, the
 distillation loss, the vocabulary for both domains, the int8 variant) are in git's history, at
 043df7e, beside their results in benchmarks/results/.
@@ -36,18 +37,13 @@ def general_default(rows: dict[str, dict]) -> str | None:
     return min(near, key=lambda k: passing[k]["int8_mb"])
 
 
-# studies/shipping-history/out-of-genre-default.md: the default chosen on genres it never trained on (issue 29).
-OOG_AGREEMENT_WEIGHT = 0.3  # the score: 0.7 x reserved-source P@1 + 0.3 x teacher neighbour agreement
+# studies/shipping-history/out-of-genre-default.md: the default chosen on genres it never trained on (issue 29);
+# its score is `edge-xsent eval oog`'s (edge_xsent.eval.evaluate.out_of_genre_score).
 OOG_SOFTWARE_MIN_P1 = 95.0  # software test split, int8, mean of the 16 directions
 OOG_GENERAL_MIN_P1 = 87.4  # corpus-g general test split, int8, mean of the 16 directions
 OOG_INT8_MAX_MB = 16.0
 OOG_SPEED_MIN_RATIO = 1.5  # sentences/s against USE-m's, same sentences, 1 thread, one run
 OOG_TIE_POINTS = 0.5  # within this of the best score, the smaller int8 file wins
-
-
-def out_of_genre_score(retrieval: float, agreement: float) -> float:
-    """The out-of-genre score of `edge-xsent eval oog` (fractions in, fraction out)."""
-    return (1 - OOG_AGREEMENT_WEIGHT) * retrieval + OOG_AGREEMENT_WEIGHT * agreement
 
 
 def oog_failed_constraints(row: dict) -> list[str]:
