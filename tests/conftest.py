@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from edge_xsent.threads import chosen, use_threads
+
 torch.set_num_threads(1)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -85,8 +87,8 @@ class Ran:
 @contextlib.contextmanager
 def process_state_kept(cwd: Path | None = None):
     """Run a command in this process, then put back what it may change of the process: argv, sys.path, the
-    working folder, the environment and torch's thread count (a command's --threads would slow every later test)."""
-    saved = sys.argv, sys.path[:], os.getcwd(), dict(os.environ), torch.get_num_threads()
+    working folder, the environment and the thread policy (a command's --threads would slow every later test)."""
+    saved = sys.argv, sys.path[:], os.getcwd(), dict(os.environ), torch.get_num_threads(), chosen()
     try:
         if cwd is not None:
             os.chdir(cwd)
@@ -97,6 +99,7 @@ def process_state_kept(cwd: Path | None = None):
         os.environ.clear()
         os.environ.update(saved[3])
         torch.set_num_threads(saved[4])
+        use_threads(saved[5])
 
 
 def run_script(rel: str, *args, cwd: Path | None = None) -> Ran:

@@ -181,7 +181,8 @@ def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path,
     repo, results = tmp_path / "repo", tmp_path / "results"
     (repo / "tests").mkdir(parents=True)
     results.mkdir()
-    (repo / "tests" / "run.sh").write_text('cd "$(dirname "$0")/.."\npython3 -m pytest -q -p no:cacheprovider "$@"\n')
+    (repo / "tests" / "run.sh").write_text('cd "$(dirname "$0")/.."\nPYTEST_DISABLE_PLUGIN_AUTOLOAD=1 '
+                                          'python3 -m pytest -q -p no:cacheprovider "$@"\n')  # no plugin: a faster start
     (repo / "tests" / "test_tiny.py").write_text(
         "import pytest\nfrom edge_xsent.text import normalize\n\n\ndef test_normalizes():\n"
         "    assert normalize('a  b') == 'a b'\n\n\n@pytest.mark.skip(reason='kept out')\ndef test_skipped():\n    pass\n")

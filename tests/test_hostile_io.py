@@ -485,11 +485,11 @@ def test_a_teacher_folder_whose_weights_are_a_pickle_is_one_error(tmp_path):
     assert not pwned.exists()
 
 
-def test_a_huge_batch_size_is_cut_to_bounded_calls(monkeypatch):
+def test_a_huge_batch_size_is_cut_to_bounded_calls(tiny_bundle, monkeypatch):
     from edge_xsent.encode.encoder import MAX_BATCH_TOKENS
 
-    enc = Encoder.load()
-    sentences = [f"Sentence number {i} of a long list, " * 8 for i in range(600)]  # about 100 tokens each
+    enc = Encoder.load(tiny_bundle[0])  # the bound is the encoder's, whatever the model: the tiny one reads 32 ids
+    sentences = [f"Sentence number {i} of a long list, " * 8 for i in range(1600)]  # each cut to 32: 51,200 ids
     calls = []
     real = enc._run
 
