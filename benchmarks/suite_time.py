@@ -111,7 +111,8 @@ def markdown(runs: list[dict]) -> str:
              "",
              "Measured by `python benchmarks/suite_time.py` (time) and `python benchmarks/suite_time.py --coverage`",
              "(line coverage of `edge_xsent/`, every subprocess measured); each test's seconds are in `suite.json`.",
-             f"Last run {runs[-1]['date'].split()[0]}; each run's date is in the table. A coverage run's failures are",
+             f"Kept since {runs[0]['date'].split()[0]} (a date that stays: benchmarks/index.py lists it); each run's date is "
+             "in the table. A coverage run's failures are",
              "its own: the full-disk cases' processes (a 100-byte file limit) cannot write coverage's data file either.",
              "",
              "| date | label | commit | machine | passed | skipped | failed | command (s) | pytest (s) | coverage |",

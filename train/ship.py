@@ -34,7 +34,7 @@ from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
 import decisions as rule  # train/decisions.py, beside this script
-from shipspec import SHIP_RULES  # train/shipspec.py
+from shipspec import SHIP_RULES, ShipConfig  # train/shipspec.py, the [ship] table
 
 ROOT = Path(__file__).resolve().parent.parent
 E5 = "multilingual-e5-small"  # its label in `eval oog --peers e5-small --json` files
@@ -421,7 +421,6 @@ def check_rebuildable(recipe: str, bundle: Path, judged_by: str = "multilingual"
     winner, its interpolation included ([ship] alpha), and the rule that chose it ([ship] rule), or the
     command would rebuild another model, or judge it by another rule."""
     from edge_xsent.encode.bundle import read_training
-    from shipspec import ShipConfig
 
     mixed = read_training(bundle).get("interpolated")
     shipping = ShipConfig.from_toml(recipe)
@@ -495,7 +494,6 @@ def recard(folder: Path, peers: dict[str, dict[str, float]], small: dict[str, di
     decision was made once, from candidates whose bundles may be gone. Returns the claimed languages."""
     from edge_xsent.atomic import atomic_dir, copy_tree
     from edge_xsent.encode.bundle import refresh_manifest, verify
-    from shipspec import ShipConfig
 
     manifest = verify(folder)
     if not manifest.get("figures") or not manifest.get("recipe"):
