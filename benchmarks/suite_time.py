@@ -9,6 +9,9 @@ coverage slows the suite and its time would not compare.
     python benchmarks/suite_time.py --coverage             # this checkout, line coverage of edge_xsent/
     python benchmarks/suite_time.py --repo ../old --label before   # another checkout (an earlier commit)
 
+tests/run.sh installs the checkout it runs in (pip install -e); after another checkout's run this one is installed
+again.
+
 Time it with nothing else running: two CPU jobs on 2 cores slow each other several-fold.
 """
 
@@ -31,7 +34,8 @@ from edge_xsent.failures import UserError, script_errors
 from edge_xsent.pathargs import in_path, out_into
 from edge_xsent.inputs import read_json
 
-RESULTS = Path(__file__).resolve().parent / "results"
+CHECKOUT = Path(__file__).resolve().parent.parent
+RESULTS = CHECKOUT / "benchmarks" / "results"
 COVERAGE_RC = """[run]
 source = edge_xsent
 parallel = true
@@ -52,7 +56,7 @@ def durations(junit: Path) -> dict:
     return {"tests": tests, "counts": dict(counts)}
 
 
-def test_file(name: str) -> str:
+def file_of(name: str) -> str:
     """'tests.test_cli.TestX::test_y' -> 'test_cli' (JUnit's classname is the module, then any class)."""
     parts = name.split("::")[0].split(".")
     return next((part for part in parts if part.startswith("test_")), parts[-1])
@@ -61,7 +65,7 @@ def test_file(name: str) -> str:
 def by_file(tests: dict[str, float]) -> dict[str, float]:
     totals: dict[str, float] = defaultdict(float)
     for name, s in tests.items():
-        totals[test_file(name)] += s
+        totals[file_of(name)] += s
     return dict(sorted(((k, round(v, 1)) for k, v in totals.items()), key=lambda kv: -kv[1]))
 
 
@@ -111,9 +115,9 @@ def markdown(runs: list[dict]) -> str:
              "",
              "Measured by `python benchmarks/suite_time.py` (time) and `python benchmarks/suite_time.py --coverage`",
              "(line coverage of `edge_xsent/`, every subprocess measured); each test's seconds are in `suite.json`.",
-             f"Kept since {runs[0]['date'].split()[0]} (a date that stays: benchmarks/index.py lists it); each run's date is "
-             "in the table. A coverage run's failures are",
-             "its own: the full-disk cases' processes (a 100-byte file limit) cannot write coverage's data file either.",
+             f"Kept since {runs[0]['date'].split()[0]} (the first run: a date that stays, for benchmarks/index.py); each",
+             "run's date is in the table. A coverage run's failures are its own: the full-disk cases' processes (a",
+             "100-byte file limit) cannot write coverage's data file either.",
              "",
              "| date | label | commit | machine | passed | skipped | failed | command (s) | pytest (s) | coverage |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -134,36 +138,56 @@ def markdown(runs: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repo", type=in_path, default=Path(__file__).resolve().parent.parent,
-                   help="the checkout whose suite runs (default: this one)")
-    p.add_argument("--label", default="", help="a name for the run in the table (default: the commit)")
-    p.add_argument("--coverage", action="store_true", help="measure line coverage instead of time")
-    p.add_argument("--results", type=out_into, default=RESULTS, help="where suite.json and suite.md are kept")
-    args = p.parse_args()
-    repo = args.repo.resolve()
+def package_dir() -> str:
+    """Where `import edge_xsent` resolves in a new interpreter (tests/run.sh's `pip install -e` moves it)."""
+    return subprocess.run([sys.executable, "-c", "import edge_xsent, os; print(os.path.dirname(edge_xsent.__file__))"],
+                          capture_output=True, text=True, env=suite_env()).stdout.strip()
+
+
+def measure(repo: Path, coverage: bool, label: str) -> dict:
+    """One run of the suite in `repo`: its time and each test's seconds, or its coverage."""
+    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit_of(repo), "label": label or commit_of(repo),
+           "machine": f"{os.cpu_count()} cores, {platform.machine()}"}
     with tempfile.TemporaryDirectory(prefix="suite-") as tmp:
-        work, junit = Path(tmp), Path(tmp) / "junit.xml"
-        run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit_of(repo), "label": args.label or commit_of(repo),
-               "machine": f"{os.cpu_count()} cores, {platform.machine()}"}
-        if args.coverage:
-            run["coverage"] = round(coverage_run(repo, junit, work), 2)
+        junit = Path(tmp) / "junit.xml"
+        if coverage:
+            run["coverage"] = round(coverage_run(repo, junit, Path(tmp)), 2)
         else:
             run["command_s"] = round(timed_run(repo, junit))
-        found = durations(junit)
-        run["counts"] = found["counts"]
-        if not args.coverage:
             run["pytest_s"] = round(float(next(ET.parse(junit).getroot().iter("testsuite")).get("time", 0)))
-            run["tests"] = found["tests"]
-    record = args.results / "suite.json"
+        found = durations(junit)
+    run["counts"] = found["counts"]
+    if not coverage:
+        run["tests"] = found["tests"]
+    return run
+
+
+def keep(run: dict, results: Path) -> None:
+    record = results / "suite.json"
     runs = read_json(record) if record.exists() else []
     runs.append(run)
     with atomic_write(record) as f:
         f.write(json.dumps(runs, indent=1) + "\n")
-    with atomic_write(args.results / "suite.md") as f:
+    with atomic_write(results / "suite.md") as f:
         f.write(markdown(runs))
+
+
+@script_errors
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repo", type=in_path, default=CHECKOUT, help="the checkout whose suite runs (default: this one)")
+    p.add_argument("--label", default="", help="a name for the run in the table (default: the commit)")
+    p.add_argument("--coverage", action="store_true", help="measure line coverage instead of time")
+    p.add_argument("--results", type=out_into, default=RESULTS, help="where suite.json and suite.md are kept")
+    args = p.parse_args()
+    installed = package_dir()
+    try:
+        run = measure(args.repo.resolve(), args.coverage, args.label)
+    finally:
+        if package_dir() != installed:  # another checkout's tests/run.sh installed its package: this one's again
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", str(CHECKOUT)], check=True,
+                           env=suite_env())
+    keep(run, args.results)
     print(markdown([run]).split("## Where")[0])
 
 
