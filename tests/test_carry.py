@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 import torch
-from conftest import ROOT, run_until, tiny_config
+from conftest import run_script, run_until, tiny_config
 from edge_xsent import Encoder
 from edge_xsent.train import carry
 from edge_xsent.errors import UserError
@@ -17,8 +17,6 @@ from edge_xsent.train.loop import train
 
 def carry_script(*args: str):
     """train/carry.py, run in process: (exit code, stdout + stderr)."""
-    from conftest import run_script
-
     res = run_script("train/carry.py", *args)
     return res.returncode, res.stdout + res.stderr
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_cli, run_script
+from conftest import ROOT, run_cli, run_script, time_limit
 
 CLI = [sys.executable, "-m", "edge_xsent.cli"]
 SENTENCES = "Open the file\nSave the current document\nClose the window\n"
@@ -177,16 +177,8 @@ TARGETS = {
 def in_process(*args: str):
     """A fuzz case run in this process (`run`'s arguments): only the full disk needs a process of its own, for its
     rlimit. An alarm fails a case that blocks (a FIFO opened for writing would never return)."""
-    def blocked(*_):
-        pytest.fail(f"{' '.join(args)} blocked for 60 s")
-
-    old = signal.signal(signal.SIGALRM, blocked)
-    signal.alarm(60)
-    try:
+    with time_limit(60, pytest.fail.Exception(f"{' '.join(args)} blocked for 60 s")):
         return run_script(args[0][1:], *args[1:]) if args[0].startswith("@") else run_cli(*args)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, externalise_largest, script_module
+from conftest import ROOT, externalise_largest, script_module, time_limit
 from edge_xsent import Encoder
 from edge_xsent.encode.bundle import write_manifest
 from edge_xsent.cli import main
@@ -32,14 +31,8 @@ ROOT_USER = os.geteuid() == 0
 @pytest.fixture(autouse=True)
 def no_hang():
     """A case that hangs (a FIFO read) fails here after 60 s instead of stalling the suite."""
-    def hung(*_):
-        raise TimeoutError("hung: a read waited on a FIFO or an endless file")
-
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(60)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+    with time_limit(60, TimeoutError("hung: a read waited on a FIFO or an endless file")):
+        yield
 
 
 def cli(*args: str, input: str | None = None):

@@ -144,7 +144,8 @@ def optimum_out(request, tmp_path_factory) -> dict[str, dict]:
     from conftest import built_once
 
     def build(tmp: Path) -> dict:
-        jobs = [[str(folder_of(w, request)), str(write_texts(tmp)), p] for w, p in CASES]
+        texts_file = str(write_texts(tmp))
+        jobs = [[str(folder_of(w, request)), texts_file, p] for w, p in CASES]
         (tmp / "jobs.json").write_text(json.dumps(jobs))
         res = subprocess.run([str(OPTIMUM_PYTHON), "export/interop/optimum_vectors.py", "--jobs", str(tmp / "jobs.json")],
                              cwd=ROOT, capture_output=True, text=True)

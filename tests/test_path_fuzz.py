@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
-import signal
 import sys
 from pathlib import Path
 
 import click
 import pytest
 
+from conftest import time_limit
 from edge_xsent.atomic import copy_file, owning
 from edge_xsent.errors import UserError
 from edge_xsent.layout import FORMAT
@@ -233,10 +233,6 @@ class Overran(BaseException):
     """Raised in a command that still runs long after a hostile path was given: it is doing work."""
 
 
-def overran(signum, frame):
-    raise Overran
-
-
 OUTPUT_NAMES = ("out", "md_path", "cache")  # the names the CLI writes under: --out, --md, --cache
 
 
@@ -285,12 +281,8 @@ def test_every_click_output_refuses_every_hostile_path_before_any_work(command, 
         for name, target in hostile("out", world).items():
             if name == "a folder":
                 continue  # a folder output may be an existing folder of its kind: test_hostile.py's world has them
-            signal.signal(signal.SIGALRM, overran)
-            signal.alarm(20)  # a refusal takes milliseconds: a command still running got past its checks
-            try:
+            with time_limit(20, Overran()):  # a refusal takes milliseconds: a command still running got past its checks
                 res = CliRunner().invoke(cli, [*words, p.opts[-1], target, *_required(cmd, p, world)])
-            finally:
-                signal.alarm(0)
             named = Path(target).name in res.output  # the refusal names the path given, not another parameter
             if isinstance(res.exception, (Accepted, Overran)) or res.exit_code not in (1, 2) or not named:
                 failures.append(f"{command} {p.opts[-1]} <- {name}: {res.exit_code} {res.exception!r} {res.output[-200:]}")
@@ -420,12 +412,10 @@ def test_every_click_input_refuses_every_hostile_path(command, world, tmp_path, 
             fifo = name == "a FIFO"
             if fifo:
                 _feed(world / "fifo")
-            signal.signal(signal.SIGALRM, overran)
-            signal.alarm(20)
             try:
-                res = CliRunner().invoke(cli, line, input="")
+                with time_limit(20, Overran()):
+                    res = CliRunner().invoke(cli, line, input="")
             finally:
-                signal.alarm(0)
                 if fifo:
                     _drain(world / "fifo")
             text = name in ("a FIFO", "a deep JSON")  # as a text read once, each is a valid stream of one line

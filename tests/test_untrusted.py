@@ -303,10 +303,6 @@ def test_an_absurd_thread_count_is_a_usage_error_not_a_crash(tmp_path):
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def script(path: str, *args: str, cwd: Path | None = None):
-    return run_script(path, *args, cwd=cwd)
-
-
 def one_error(res) -> str:
     """One error line, no traceback: exit 1 (refused by the work's checks) or 2 (an argument refused as it was parsed,
     by its edge_xsent.pathargs type: argparse's `SCRIPT: error: argument --out: ...`)."""
@@ -325,7 +321,7 @@ def test_figures_writes_only_its_own_file(tiny_bundle, tmp_path):
     for args, message in ((["--name", f"{up}{str(victim.with_suffix(''))[1:]}"], "not a path"),
                           (["--name", "x", "--out", str(model / "config.json")], "input of this command"),
                           (["--name", "x", "--out", str(model)], "input of this command")):
-        assert message in one_error(script("train/figures.py", str(model), *args, "--parts", "oog"))
+        assert message in one_error(run_script("train/figures.py", str(model), *args, "--parts", "oog"))
     assert (model / "config.json").read_bytes() == config and victim.read_text() == "{}"
 
 
@@ -339,7 +335,7 @@ def test_figures_turns_bad_inputs_into_one_line(tiny_bundle, tmp_path):
                           ([str(tiny_bundle[0]), "--name", "x", "--corpus-g", "sample", "--data", "sample", "--parts",
                             "corpus_g"], "no general test pairs"),
                           ([str(tiny_bundle[0]), "--name", "x", "--parts", "nonsense"], "--parts nonsense")):
-        assert message in one_error(script("train/figures.py", *args, *out))
+        assert message in one_error(run_script("train/figures.py", *args, *out))
 
 
 def _figures(path: Path, name: str, model: Path, **change) -> Path:
@@ -367,7 +363,7 @@ def test_ship_writes_only_its_own_outputs(tiny_bundle, tmp_path):
                           ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(user)], "not a model folder"),
                           ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(bundle)], "input of this command"),
                           ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(run)], "not a model folder")):
-        assert message in one_error(script("train/ship.py", *args))
+        assert message in one_error(run_script("train/ship.py", *args))
     assert all(p.read_bytes() == b for p, b in before.items())
     assert not (tmp_path / "d.md").exists()
 
@@ -377,10 +373,10 @@ def test_ship_turns_bad_figures_into_one_line(tiny_bundle, tmp_path):
     cases = {"empty oog": dict(oog={}), "empty by_language": dict(oog={"mean": 80.0, "by_language": {}})}
     for name, change in cases.items():
         cand = _figures(tmp_path / "c.json", "c", tiny_bundle[0], **change)
-        assert "no oog" in one_error(script("train/ship.py", "--shipped", str(shipped), "--candidate", str(cand),
-                                            "--decision", str(tmp_path / "d.md"))), name
-    assert "no such file" in one_error(script("train/ship.py", "--shipped", str(shipped), "--candidate",
-                                                      str(tmp_path / "absent.json")))
+        assert "no oog" in one_error(run_script("train/ship.py", "--shipped", str(shipped), "--candidate", str(cand),
+                                                "--decision", str(tmp_path / "d.md"))), name
+    assert "no such file" in one_error(run_script("train/ship.py", "--shipped", str(shipped), "--candidate",
+                                                  str(tmp_path / "absent.json")))
 
 
 def test_interpolate_replaces_only_its_own_kind_of_folder(tmp_path):
@@ -389,8 +385,8 @@ def test_interpolate_replaces_only_its_own_kind_of_folder(tmp_path):
     (user / "notes.txt").write_text("mine")
     recipe = tmp_path / "r.toml"
     recipe.write_text(f'data = "sample"\nout = "{tmp_path / "run"}"\ninit = "default"\n')
-    assert "is not a run-like folder" in one_error(script("train/interpolate.py", str(recipe), "--alpha", "0.5",
-                                                          "--out", str(user)))
+    assert "is not a run-like folder" in one_error(run_script("train/interpolate.py", str(recipe), "--alpha", "0.5",
+                                                              "--out", str(user)))
     assert (user / "notes.txt").read_text() == "mine"
 
 
