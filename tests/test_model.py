@@ -39,6 +39,28 @@ def test_generative_head_with_language_embedding():
         m.generative_logits(h)
 
 
+def test_a_model_built_for_its_weights_computes_what_the_loaded_one_does_and_starts_what_they_lack():
+    """`for_weights` draws nothing for the weights a load replaces; what the state lacks (an inference folder's
+    head) starts as in a new model: LayerNorm at one and zero, Linear weights drawn at std 0.02, biases zero."""
+    cfg = EncoderConfig(vocab_size=3000, n_layers=1, d_model=64, n_heads=2, d_ff=128, max_len=8, n_langs=8, lang_dim=32)
+    torch.manual_seed(0)
+    trained = DualEncoder(cfg).eval()
+    state = {k: v for k, v in trained.state_dict().items() if not k.startswith(("head", "lang_emb"))}
+    rng = torch.get_rng_state()
+    model = DualEncoder.for_weights(cfg)
+    assert torch.equal(torch.get_rng_state(), rng)  # nothing drawn for the table
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and sorted(missing) == ["head_bias", "head_dense.bias", "head_dense.weight", "head_ln.bias",
+                                                  "head_ln.weight", "lang_emb.weight"]
+    model.init_missing(missing)
+    ids = torch.tensor([[5, 6, 7, 0], [8, 9, 10, 11]])
+    assert torch.equal(model.eval()(ids, (ids != 0).long()), trained(ids, (ids != 0).long()))
+    assert (model.head_ln.weight == 1).all() and (model.head_ln.bias == 0).all() and (model.head_bias == 0).all()
+    assert (model.head_dense.bias == 0).all() and 0.015 < float(model.head_dense.weight.std()) < 0.025
+    assert 0.015 < float(model.lang_emb.weight.std()) < 0.025
+    assert torch.isfinite(model.generative_logits(torch.randn(3, 64), torch.tensor([0, 1, 0]))).all()
+
+
 def test_config_validation():
     with pytest.raises(UserError, match="divisible"):
         EncoderConfig(d_model=100, n_heads=8)

@@ -61,3 +61,14 @@ def test_pruning_keeps_the_byte_pieces(latin_tokenizer):
     assert small.vocab_size < latin_tokenizer.vocab_size and small.byte_fallback
     ids = small.encode(["ไทย"])[0]
     assert UNK_ID not in ids and [old_ids[i] for i in ids] == latin_tokenizer.encode(["ไทย"])[0]
+
+
+def test_one_models_bytes_load_one_processor_and_give_the_same_ids():
+    """The same tokenizer bytes, loaded again (a student's training, export and checks each do), reuse the
+    processor: e5's 250,002 pieces take a third of a second to load."""
+    from edge_xsent.encode.tokenizer import Tokenizer
+
+    texts = [p.a for p in read_pairs("sample", split="train")][:300]
+    tok = Tokenizer.train(texts, 400)
+    again = Tokenizer.from_bytes(bytearray(tok.proto))  # what a loader read, in whichever bytes-like it was
+    assert again.sp is tok.sp and again.encode(texts[:20]) == tok.encode(texts[:20])

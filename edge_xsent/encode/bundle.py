@@ -302,13 +302,14 @@ def load_model(folder: str | Path, verify_checksums: bool = True,
         files = ModelFiles(folder, verify_checksums,
                            expected=[FILES["config"], ONNX_INT8 if derived else FILES["weights"], FILES["tokenizer"]])
     config, cfg = files.config()
-    model = DualEncoder(cfg)
+    model = DualEncoder.for_weights(cfg)
     state = read_state(files, config, cfg)
     try:
         missing, unexpected = model.load_state_dict(state, strict=False)
     except RuntimeError as e:  # shapes differ: config.json's d_model, max_len or vocab_size is not the weights'
         first = str(e).split("\n")[1].strip() if "\n" in str(e) else str(e)
         raise UserError(f"{folder / FILES['config']}: its sizes do not match the weights ({first})") from None
+    model.init_missing(missing)
     if derived:  # no generative head beside the graph: inference does not need it, training starts it afresh
         missing = [k for k in missing if not k.startswith("head")]
     if missing or unexpected:

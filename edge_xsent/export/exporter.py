@@ -276,7 +276,7 @@ def prune_vocabulary(model_dir: str | Path, texts: list[str], out: str | Path) -
     new_tok, old_ids = prune(tok, used)
     idx = torch.tensor(old_ids)
     cfg = dataclasses.replace(model.cfg, vocab_size=len(old_ids))
-    small = DualEncoder(cfg)
+    small = DualEncoder.for_weights(cfg)
     state = model.state_dict()
     state["tok_emb.weight"] = state["tok_emb.weight"][idx]
     state["head_bias"] = state["head_bias"][idx]

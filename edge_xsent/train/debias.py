@@ -78,7 +78,7 @@ def debias_model(model_dir: Path, data: str | Path, out: Path, rank: int | None 
         vectors = {lang: enc.encode(s, batch_size=64) for lang, s in sentences.items()}
     basis, sv = language_subspace(vectors, rank)
     chosen = len(basis)
-    debiased = DualEncoder(EncoderConfig.from_dict({**model.cfg.to_dict(), "lang_subspace": chosen}))
+    debiased = DualEncoder.for_weights(EncoderConfig.from_dict({**model.cfg.to_dict(), "lang_subspace": chosen}))
     state = model.state_dict()
     state["lang_basis"] = torch.from_numpy(basis)
     debiased.load_state_dict(state)

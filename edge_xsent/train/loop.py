@@ -184,7 +184,7 @@ class Trainer:
             return self.model
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
         state["pos_emb.weight"] = state["pos_emb.weight"] + row.detach().cpu()
-        model = DualEncoder(self.model.cfg)
+        model = DualEncoder.for_weights(self.model.cfg)
         model.load_state_dict(state)
         return model
 
@@ -458,7 +458,7 @@ def start_anchor(cfg: TrainConfig, model: DualEncoder, run_langs: list[str], res
     if resume is not None:
         if "anchor" not in resume:
             raise UserError("this checkpoint was written without anchor_weight; resume with the same config, or --fresh")
-        start = DualEncoder(model.cfg)
+        start = DualEncoder.for_weights(model.cfg)
         start.load_state_dict(resume["anchor"]["start"])
         return Anchor.build(start, resume["anchor"]["langs"], run_langs)
     langs = read_json(start_dir(cfg) / FILES["config"], what="config.json").get("langs") or []

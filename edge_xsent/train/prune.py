@@ -182,7 +182,7 @@ def prune_ffn(model, importance: list, d_ff: int):
 
     from edge_xsent.encode.model import DualEncoder
 
-    narrow = DualEncoder(dataclasses.replace(model.cfg, d_ff=d_ff))
+    narrow = DualEncoder.for_weights(dataclasses.replace(model.cfg, d_ff=d_ff))
     state = model.state_dict()
     for k, score in enumerate(importance):
         keep = torch.sort(torch.topk(score, d_ff).indices).values

