@@ -69,9 +69,15 @@ def passive_openmp_wait() -> None:
         os.environ.setdefault(WAIT_POLICY, "PASSIVE")
 
 
+def waits_passively() -> bool:
+    """Whether this process asked for passive waits (the edge-xsent command does, passive_openmp_wait): then
+    onnxruntime's own thread pool does not spin either (onnx_session)."""
+    return os.environ.get(WAIT_POLICY, "").upper() == "PASSIVE"
+
+
 def spinning_warning(threads: int) -> str | None:
     """A warning for a run of more than one thread whose OpenMP threads may spin, else None."""
-    if threads > 1 and os.environ.get(WAIT_POLICY, "").upper() != "PASSIVE":
+    if threads > 1 and not waits_passively():
         return (f"{threads} threads with OpenMP's default (spinning) wait: beside other jobs a step can be "
                 f"several times slower. Set {WAIT_POLICY}=PASSIVE before Python starts (the edge-xsent command "
                 "does), or threads = 1")

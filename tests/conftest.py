@@ -10,11 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from edge_xsent.threads import chosen, use_threads
+# Two pytest workers share the cores with the processes the tests start: every thread waits passively (torch's
+# OpenMP reads this once, at import; onnxruntime's pool, opened later, follows it: threads.waits_passively), and
+# what a test computes in this process uses one thread (torch, and each onnxruntime session given no count).
+os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+import torch  # noqa: E402
+
+from edge_xsent.threads import chosen, use_threads  # noqa: E402
 
 torch.set_num_threads(1)
+use_threads(1)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent

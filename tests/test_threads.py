@@ -41,6 +41,24 @@ def test_the_command_waits_passively_and_a_spinning_policy_would_show():
     assert spinning > 0.15 and spinning > 5 * passive
 
 
+def test_onnx_sessions_wait_as_torch_does(monkeypatch):
+    """The passive policy reaches onnxruntime's own pool, which spins by default (and holds its cores between
+    the batches of an encode); a process that did not ask keeps onnxruntime's default."""
+    from edge_xsent.encode.encoder import DEFAULT_MODEL
+    from edge_xsent.encode.runtime import onnx_session
+    from edge_xsent.layout import ONNX_INT8
+
+    def spins() -> set[str]:
+        opts = onnx_session(DEFAULT_MODEL / ONNX_INT8, 2).get_session_options()
+        return {opts.get_session_config_entry(f"session.{p}.allow_spinning") for p in ("intra_op", "inter_op")}
+
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    assert spins() == {"0"}
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    with pytest.raises(RuntimeError, match="does not have configuration"):  # not asked: onnxruntime's default
+        spins()
+
+
 def test_more_than_one_spinning_thread_gets_a_warning(monkeypatch):
     from edge_xsent.threads import spinning_warning
 

@@ -51,11 +51,13 @@ class Block(nn.Module):
 
 
 class DualEncoder(nn.Module):
-    def __init__(self, cfg: EncoderConfig):
+    def __init__(self, cfg: EncoderConfig, draw: bool = True):
+        """`draw=False` (`for_weights`): the token table is left unfilled and `_init` not run, for weights loaded next."""
         super().__init__()
         self.cfg = cfg
         rows = cfg.table_rows or cfg.vocab_size
-        self.tok_emb = nn.Embedding(rows, cfg.d_model, padding_idx=cfg.pad_id)
+        self.tok_emb = nn.Embedding(rows, cfg.d_model, padding_idx=cfg.pad_id,
+                                    _weight=None if draw else torch.empty(rows, cfg.d_model))
         if cfg.table_rows:  # a cut table: each piece reads the row id_map names (student.cut_table)
             self.register_buffer("id_map", torch.zeros(cfg.vocab_size, dtype=torch.int32))
         self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
@@ -70,16 +72,15 @@ class DualEncoder(nn.Module):
         self.head_bias = nn.Parameter(torch.zeros(rows))
         if cfg.lang_subspace:  # orthonormal rows, set by debias.py after training
             self.register_buffer("lang_basis", torch.zeros(cfg.lang_subspace, cfg.d_model))
-        self.apply(self._init)
+        if draw:
+            self.apply(self._init)
 
     @classmethod
     def for_weights(cls, cfg: EncoderConfig) -> "DualEncoder":
-        """An encoder whose weights are loaded next: built on the meta device, then given memory that is not
-        filled, so an e5-sized table (96M numbers) is not drawn at random twice only to be overwritten (about
-        1.5 s a load). Pass what `load_state_dict` reports missing to `init_missing`."""
-        with torch.device("meta"):
-            model = cls(cfg)
-        return model.to_empty(device="cpu")
+        """An encoder whose weights are loaded next: its token table is not drawn at random (twice) only to be
+        overwritten, about 1 s for e5's 96M numbers. (The meta device would skip the rest too, but its first use
+        in a process costs as much.) Pass what `load_state_dict` reports missing to `init_missing`."""
+        return cls(cfg, draw=False)
 
     def init_missing(self, missing: list[str]) -> None:
         """Start the tensors a loaded state lacked (a folder without the generative head) as a new model would:
