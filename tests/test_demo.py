@@ -79,25 +79,32 @@ def test_page_embeddings_for_benchmarks(which, request, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not MAVEN and not os.environ.get("CI"), reason="needs Java 17 and Maven (offline local repository)")
-@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered",
-                                   "shipped_default"])
-def test_jvm_tokenizer_and_vectors_match_python(which, request, tmp_path):
-    """The Android app's shared JVM code (android_demo/jvm) against the same test vectors, also on a
-    pruned student's form (4-bit token table, per-row int8 activations)."""
-    bundle = bundle_of(request.getfixturevalue(which))
+def test_jvm_tokenizer_and_vectors_match_python(request, tmp_path):
+    """The Android app's shared JVM code (android_demo/jvm) against each model's test vectors, also on a
+    pruned student's form (4-bit token table, per-row int8 activations): one Maven run reads them all."""
     sys.path.insert(0, str(DEMO))
     from prepare import CASES, prepare
 
-    web = tmp_path / "web"
-    (web / "model").mkdir(parents=True)
-    prepare(bundle, web=web, vendor=False)
+    models = ["tiny_bundle", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered", "shipped_default"]
+    vectors = []
+    for which in models:
+        web = tmp_path / which
+        (web / "model").mkdir(parents=True)
+        prepare(bundle_of(request.getfixturevalue(which)), web=web, vendor=False)
+        vectors.append(str(web / "model" / "testvectors.json"))
     jvm = tmp_path / "jvm"
     shutil.copytree(DEMO / "jvm", jvm, ignore=shutil.ignore_patterns("target"))
-    res = subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={web / 'model' / 'testvectors.json'}"], cwd=jvm,
+    res = subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={os.pathsep.join(vectors)}"], cwd=jvm,
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     report = (jvm / "target" / "surefire-reports" / "dev.edgexsent.SharedVectorsTest.txt").read_text()
     assert "Tests run: 3, Failures: 0, Errors: 0, Skipped: 0" in report
     assert len(CASES) >= 10
 
-
+    # The last model's vectors made wrong fail the run, naming it: every path given is read.
+    bad = json.loads(Path(vectors[-1]).read_text())
+    bad["cases"][0]["ids"] = [*bad["cases"][0]["ids"], 7]
+    Path(vectors[-1]).write_text(json.dumps(bad))
+    res = subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={os.pathsep.join(vectors)}"], cwd=jvm,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode != 0 and "shipped_default" in res.stdout + res.stderr
