@@ -58,17 +58,19 @@ def test_data_stats_on_the_sample():
 def test_eval_max_pairs_shrinks_the_candidates():
     import json
 
-    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--max-pairs", "40", "--json"])
+    res = CliRunner().invoke(main, ["eval", "xsr", "--model", "fast", "--queries", "20", "--max-pairs", "40", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert {r["n_candidates"] for r in out.values()} == {40} and {r["n_queries"] for r in out.values()} == {20}
 
 
 def test_eval_writes_markdown(tmp_path):
-    res = CliRunner().invoke(main, ["eval", "xsr", "--queries", "20", "--max-pairs", "60", "--md", str(tmp_path / "x.md")])
+    res = CliRunner().invoke(main, ["eval", "xsr", "--model", "fast", "--queries", "20", "--max-pairs", "60", "--md",
+                                    str(tmp_path / "x.md")])
     assert res.exit_code == 0, res.output
     md = (tmp_path / "x.md").read_text()
-    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md and "eval xsr --queries 20 --max-pairs 60 --md" in md
+    assert md.startswith("# Cross-lingual retrieval") and "en->fr" in md
+    assert "eval xsr --model fast --queries 20 --max-pairs 60 --md" in md
 
 
 def test_readme_quickstart_main_job_reproduces_its_pasted_output():
@@ -102,7 +104,7 @@ def test_classify_without_english_documents_and_distractors_in_gz_are_handled(tm
     extra = tmp_path / "extra.fr.txt.gz"
     with gzip.open(extra, "wt", encoding="utf-8") as f:
         f.write("Une phrase de plus pour brouiller les pistes\n\nEncore une autre phrase\n")
-    few = ["eval", "xsr", "--queries", "50", "--max-pairs", "100", "--json"]  # 100 pairs: the behaviour, not a score
+    few = ["eval", "xsr", "--model", "fast", "--queries", "50", "--max-pairs", "100", "--json"]  # the behaviour, not a score
     res = CliRunner().invoke(main, [*few, "--distractors", f"fr:{extra}"])
     assert res.exit_code == 0, res.output
     import json
