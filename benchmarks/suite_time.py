@@ -139,9 +139,10 @@ def markdown(runs: list[dict]) -> str:
 
 
 def package_dir() -> str:
-    """Where `import edge_xsent` resolves in a new interpreter (tests/run.sh's `pip install -e` moves it)."""
+    """Where `import edge_xsent` resolves in a new interpreter (tests/run.sh's `pip install -e` moves it), started
+    outside every checkout: in one, `python -c` finds that checkout's folder first, whatever is installed."""
     return subprocess.run([sys.executable, "-c", "import edge_xsent, os; print(os.path.dirname(edge_xsent.__file__))"],
-                          capture_output=True, text=True, env=suite_env()).stdout.strip()
+                          capture_output=True, text=True, env=suite_env(), cwd=tempfile.gettempdir()).stdout.strip()
 
 
 def measure(repo: Path, coverage: bool, label: str) -> dict:

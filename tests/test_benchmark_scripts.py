@@ -190,3 +190,18 @@ def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path)
     failed = run_script("benchmarks/suite_time.py", "--repo", str(repo), "--results", str(results))
     assert failed.returncode == 1 and "the suite failed" in failed.stderr
     assert len(json.loads((results / "suite.json").read_text())) == 2
+
+
+def test_suite_time_finds_the_installed_package_not_the_checkout_it_stands_in(tmp_path, monkeypatch):
+    """After another checkout's run, suite_time.py installs this one again if `import edge_xsent` moved; asked
+    from inside a checkout, `python -c` would find that checkout's folder and never see the move."""
+    from conftest import script_module
+
+    suite_time = script_module("benchmarks/suite_time.py")
+    decoy = tmp_path / "checkout"
+    (decoy / "edge_xsent").mkdir(parents=True)
+    (decoy / "edge_xsent" / "__init__.py").write_text("")
+    monkeypatch.chdir(decoy)
+    import edge_xsent
+
+    assert suite_time.package_dir() == str(Path(edge_xsent.__file__).resolve().parent)
