@@ -88,10 +88,11 @@ _SPACES = re.compile(" {2,}")
 RULES_FILE = "tokenizer_rules.json"
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def _processor(model_proto: bytes) -> spm.SentencePieceProcessor:
     """One processor for a model's bytes in a process: loading e5's 250,002 pieces takes 0.2-0.4 s, and a
-    student's training, export and checks load the same tokenizer many times. Nothing changes a processor."""
+    student's training, export and checks load the same tokenizer many times. Nothing changes a processor.
+    Two are kept (a student's and its teacher's), about 90 MB each for e5's pieces."""
     return spm.SentencePieceProcessor(model_proto=model_proto)
 
 
