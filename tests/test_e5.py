@@ -213,6 +213,11 @@ def test_a_process_reads_the_file_once_shares_it_read_only_and_reads_a_changed_f
         first.tensors["emb.pos"][0] = 1.0
     with pytest.raises(ValueError, match="read-only"):
         first.scores[0] = 0.0
+    from edge_xsent.train.e5 import state_dict
+
+    state = state_dict(first, [0], None)  # the weights a model loads: its own memory, the shared file untouched
+    state["emb_ln.weight"].add_(1.0)
+    assert not np.shares_memory(state["emb_ln.weight"].numpy(), first.tensors["emb.ln.w"])
     st = copy.stat()
     os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert read_e5(copy) is not first

@@ -176,8 +176,6 @@ def our_id(e5_id: int) -> int:
 def state_dict(f: E5File, layers: Sequence[int] | None = None, table: np.ndarray | None = None) -> dict:
     """DualEncoder weights (no generative head) of e5-small, keeping `layers` (all by default); `table`: the
     token table to use instead of e5's own (<s> and <pad> swapped), which is then never dequantised."""
-    import torch
-
     H, t = f.d_model, f.tensors
     if table is None:
         table = dequantize_q4(t["emb.word"], f.vocab_size, H)
@@ -194,7 +192,16 @@ def state_dict(f: E5File, layers: Sequence[int] | None = None, table: np.ndarray
                   b + "ff1.weight": q4(p + "fi.w", f.d_ff, H), b + "ff1.bias": t[p + "fi.b"],
                   b + "ff2.weight": q4(p + "fo.w", H, f.d_ff), b + "ff2.bias": t[p + "fo.b"],
                   b + "ln2.weight": t[p + "oln.w"], b + "ln2.bias": t[p + "oln.b"]}
-    return {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in state.items()}
+    return {k: own_tensor(v) for k, v in state.items()}
+
+
+def own_tensor(array: np.ndarray):
+    """A float32 tensor with memory of its own where `array` is one of a shared E5File's read-only arrays
+    (read_e5); an array made for the caller (dequantised, summed) is wrapped as it is, not copied."""
+    import torch
+
+    a = np.ascontiguousarray(array, dtype=np.float32)
+    return torch.from_numpy(a if a.flags.writeable else a.copy())
 
 
 def load_e5(path: str | Path | None = None, layers: Sequence[int] | None = None):

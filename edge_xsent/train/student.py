@@ -162,10 +162,8 @@ def write_student(model_dir: str | Path, out: str | Path, part_bytes: int) -> li
 def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: int = MAX_LEN):
     """(DualEncoder with all of e5's rows, Tokenizer, record) of a student file; at most `max_len` positions,
     fewer if the student has fewer (one trained on shorter texts)."""
-    import torch
-
     from edge_xsent.config import EncoderConfig
-    from edge_xsent.train.e5 import read_e5
+    from edge_xsent.train.e5 import own_tensor, read_e5
     from edge_xsent.encode.model import DualEncoder
 
     tensors, f = read_student(path), read_e5(e5_path)
@@ -181,7 +179,7 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
                         "wrote, whole") from None
     except ValueError as e:  # numpy's shape errors: concatenating or adding tensors of another model
         raise UserError(f"{path}: its tensors do not fit e5-small's shapes ({str(e)[:200]})") from None
-    state = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in arrays.items()}
+    state = {k: own_tensor(v) for k, v in arrays.items()}
     try:
         missing, unexpected = model.load_state_dict(state, strict=False)
     except RuntimeError as e:
