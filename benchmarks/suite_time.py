@@ -147,7 +147,8 @@ def package_dir() -> str:
 
 def measure(repo: Path, coverage: bool, label: str) -> dict:
     """One run of the suite in `repo`: its time and each test's seconds, or its coverage."""
-    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit_of(repo), "label": label or commit_of(repo),
+    commit = commit_of(repo)
+    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit, "label": label or commit,
            "machine": f"{os.cpu_count()} cores, {platform.machine()}"}
     with tempfile.TemporaryDirectory(prefix="suite-") as tmp:
         junit = Path(tmp) / "junit.xml"

@@ -19,8 +19,7 @@ import torch  # noqa: E402
 
 from edge_xsent.threads import chosen, use_threads  # noqa: E402
 
-torch.set_num_threads(1)
-use_threads(1)
+use_threads(1)  # torch's threads too: it is imported
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parent.parent

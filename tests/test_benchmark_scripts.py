@@ -107,8 +107,8 @@ def test_oog_by_language_tabulates_each_language_over_its_sources(tmp_path):
                                                      "ufoai": {"en->de": 1.0, "de->en": 1.0}}}}
     (tmp_path / "r.json").write_text(json.dumps(results))
     (tmp_path / "stats.json").write_text(json.dumps({"pairs": {"tuxpaint": {"ja": 196, "de": 241}, "ufoai": {"de": 2129}}}))
-    rows = bench("oog_by_language.py", str(tmp_path / "r.json"), "--data", str(tmp_path), "--trained", "de").stdout
-    rows = rows.splitlines()
+    ran = bench("oog_by_language.py", str(tmp_path / "r.json"), "--data", str(tmp_path), "--trained", "de")
+    rows = ran.stdout.splitlines()
     assert rows[2] == "| de (trained) | tuxpaint 241, ufoai 2,129 | 90.0 | 95.0 | +5.0 |"  # trained languages first
     assert rows[3] == "| ja | tuxpaint 196 | 30.0 | 90.0 | +60.0 |"
 

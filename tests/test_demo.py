@@ -94,8 +94,12 @@ def test_jvm_tokenizer_and_vectors_match_python(request, tmp_path):
         vectors.append(str(web / "model" / "testvectors.json"))
     jvm = tmp_path / "jvm"
     shutil.copytree(DEMO / "jvm", jvm, ignore=shutil.ignore_patterns("target"))
-    res = subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={os.pathsep.join(vectors)}"], cwd=jvm,
-                         capture_output=True, text=True, timeout=600)
+
+    def maven() -> subprocess.CompletedProcess:
+        return subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={os.pathsep.join(vectors)}"], cwd=jvm,
+                              capture_output=True, text=True, timeout=600)
+
+    res = maven()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
     report = (jvm / "target" / "surefire-reports" / "dev.edgexsent.SharedVectorsTest.txt").read_text()
     assert "Tests run: 3, Failures: 0, Errors: 0, Skipped: 0" in report
@@ -105,6 +109,5 @@ def test_jvm_tokenizer_and_vectors_match_python(request, tmp_path):
     bad = json.loads(Path(vectors[-1]).read_text())
     bad["cases"][0]["ids"] = [*bad["cases"][0]["ids"], 7]
     Path(vectors[-1]).write_text(json.dumps(bad))
-    res = subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={os.pathsep.join(vectors)}"], cwd=jvm,
-                         capture_output=True, text=True, timeout=600)
+    res = maven()
     assert res.returncode != 0 and "shipped_default" in res.stdout + res.stderr

@@ -66,8 +66,6 @@ def test_pruning_keeps_the_byte_pieces(latin_tokenizer):
 def test_one_models_bytes_load_one_processor_and_give_the_same_ids():
     """The same tokenizer bytes, loaded again (a student's training, export and checks each do), reuse the
     processor: e5's 250,002 pieces take a third of a second to load."""
-    from edge_xsent.encode.tokenizer import Tokenizer
-
     texts = [p.a for p in read_pairs("sample", split="train")][:300]
     tok = Tokenizer.train(texts, 400)
     again = Tokenizer.from_bytes(bytearray(tok.proto))  # what a loader read, in whichever bytes-like it was
