@@ -25,8 +25,7 @@ def onnx_session(file: Path, threads: int | None, session_options=None, disabled
     if threads := chosen(threads):
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-    if waits_passively():  # its pool spins by default: beside another job, 2 threads encoded the default's test
-        # sentences in 2.3 s spinning against 1.55 s waiting passively (1.06 / 1.32 s on an idle machine)
+    if waits_passively():  # its pool spins by default, holding its cores between batches beside other work
         for pool in ("intra_op", "inter_op"):
             opts.add_session_config_entry(f"session.{pool}.allow_spinning", "0")
     try:
