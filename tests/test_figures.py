@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -220,6 +221,19 @@ def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(
     ship.check_rebuildable(str(plain), tiny_model)  # a plain run, a plain recipe
     with pytest.raises(UserError, match=r"\[ship\] rule is 'multilingual', but this winner was judged by --rule student"):
         ship.check_rebuildable(str(plain), tiny_model, "student")
+
+
+def test_a_card_names_its_corpus_and_no_folder_a_reader_lacks():
+    """The trainer's data folder (`~/edge-xsent-data/corpus-m1`) is no file a reader has: a card names the corpus,
+    and the recipe that builds it where that recipe does; every shipped card holds no such path."""
+    ship = script_module("train/ship.py")
+    training = {"step": 1, "train_pairs": 9, "train_config": {"objective": "ugt", "data": "~/edge-xsent-data/corpus-m1"}}
+    built = "\n".join(ship.training_lines("train/shipped.toml", training, 39))
+    assert "- Data: `corpus-m1` (built by `train/shipped.toml`'s [ship.datasets]; docs/data.md), 9 train pairs" in built
+    plain = "\n".join(ship.training_lines("train/tiny-cpu.toml", training, 39))  # no [ship.datasets] there
+    assert "- Data: `corpus-m1` (docs/data.md), 9 train pairs" in plain and "~/" not in built + plain
+    cards = sorted((ROOT / "edge_xsent" / "resources").glob("*/README.md"))
+    assert len(cards) >= 3 and not [c for c in cards if re.search(r"~/|\.\./shared|/root/|/home/", c.read_text())]
 
 
 def test_the_card_says_which_weights_a_run_kept():

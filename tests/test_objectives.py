@@ -64,6 +64,20 @@ def test_mask_one_token_masks_exactly_one_real_non_punct_token():
         assert ids[masked == MASK_ID].tolist() == tok.tolist()
 
 
+def test_punctuation_pieces_are_those_without_a_letter_or_digit(tiny_model):
+    """The pieces SMLM never masks, on a real tokenizer: symbols and punctuation, with or without the word
+    mark; never a piece holding a letter or a digit, nor the bare word mark."""
+    from edge_xsent.encode.tokenizer import Tokenizer
+
+    tok = Tokenizer.load(tiny_model / "tokenizer.model")
+    avoid = obj.punctuation_pieces(tok)
+    assert avoid.shape == (tok.vocab_size,) and avoid.dtype == torch.bool
+    piece = {tok.sp.id_to_piece(i): bool(avoid[i]) for i in range(tok.vocab_size)}
+    assert piece["."] and piece[","] and piece["\u2581("]  # the sample's commonest marks
+    assert not piece["\u2581"] and not piece["<mask>"] and not any(piece[p] for p in piece if any(c.isalnum() for c in p))
+    assert all(piece[p] for p in piece if p.strip("\u2581") and not any(c.isalnum() for c in p))
+
+
 def test_mask_one_token_all_punctuation_falls_back():
     ids, mask = batch([[5, 6]])
     avoid = torch.ones(V, dtype=torch.bool)

@@ -293,14 +293,27 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
     tc = training.get("train_config", {})
     teacher = (f" + {tc['teacher_weight']:g} x distillation from `{tc['teacher']}` ({tc.get('teacher_loss')} loss, English "
                "sides and monolingual text in the teacher's own languages)") if tc.get("teacher") else ""
-    return [f"- Data: `{tc.get('data')}`, {training.get('train_pairs', 0):,d} train pairs, English with {n_langs} languages "
-            "(docs/data.md; no Bible or Quran text, no UDHR; the out-of-genre sources reserved whole).",
+    return [f"- Data: {corpus_words(tc.get('data'), recipe)}, {training.get('train_pairs', 0):,d} train pairs, English with "
+            f"{n_langs} languages (no Bible or Quran text, no UDHR; the out-of-genre sources reserved whole).",
             f"- Objective: `{tc.get('objective')}` (SMLM + XTR) + {tc.get('align_weight', 0):g} x align + "
             f"{tc.get('sim_weight', 0):g} x sim{teacher}.",
             f"- Recipe `{recipe}`: batch {tc.get('batch_size', 0)}, lr {tc.get('lr', 0):g}, {tc.get('max_steps', 0):,d} steps, "
             f"started from `{tc.get('init')}`; the weights are {kept(tc)}, step {training.get('step', 0):,d}; "
             f"trained on {training.get('device', '?')}.",
             *interpolation_lines(recipe, training), *start_lines(training)]
+
+
+def corpus_words(data: str | None, recipe: str) -> str:
+    """The corpus by its name, not by the folder it had where the model was trained (no reader has
+    `~/edge-xsent-data/...`): the recipe's [ship.datasets] builds it, docs/data.md says what it holds."""
+    import tomllib
+
+    if not data or data == "sample":
+        return f"`{data or '?'}`"
+    path = ROOT / recipe
+    built = tomllib.loads(path.read_text()).get("ship", {}).get("datasets", {}) if path.is_file() else {}
+    return f"`{Path(data).name}`" + (f" (built by `{recipe}`'s [ship.datasets]; docs/data.md)" if data in built else
+                                     " (docs/data.md)")
 
 
 def student_lines(training: dict) -> list[str]:
