@@ -212,10 +212,8 @@ class TrainConfig:
     token_layers: list[int] | None = None  # e5's block (0-11) each student block is pulled to, in order, -1 for none (default: the last to e5's last)
 
     def __post_init__(self) -> None:
-        if isinstance(self.model, dict):
-            self.model = EncoderConfig.from_dict(self.model)
         if not isinstance(self.model, EncoderConfig):
-            raise UserError(f"config: model must be a table of model settings ([model] in a recipe), got {self.model!r}")
+            self.model = EncoderConfig.from_dict(as_table(self.model, "model", "config"))
         check_fields(self, TRAIN_RANGES, "config")
         self.out = str(Path(self.out).expanduser())  # long runs keep checkpoints outside the work tree (~/...)
         if self.train_order not in ("file", "balanced"):
@@ -303,13 +301,8 @@ class TrainConfig:
     def from_recipe(cls, raw: dict, where: str, overrides: dict | None = None) -> "TrainConfig":
         """A recipe as read_recipe parsed it, flags (`overrides`) on top."""
         raw, overrides = dict(raw), dict(overrides or {})
-        ship = raw.pop("ship", {})  # the shipping spec: read and checked by the lab's train/ship.py, not by training
-        if not isinstance(ship, dict):
-            raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {ship!r}")
-        if not isinstance(raw.get("model", {}), dict):
-            raise UserError(f"{where}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
-                            f"on the next line), got {raw['model']!r}")
-        raw["model"] = {**raw.get("model", {}), **overrides.pop("model", {})}
+        as_table(raw.pop("ship", {}), "ship", where)  # the shipping spec: the lab's train/ship.py reads it, not training
+        raw["model"] = {**as_table(raw.get("model", {}), "model", where), **overrides.pop("model", {})}
         return cls.from_dict({**raw, **overrides}, where)
 
     @classmethod
@@ -320,15 +313,23 @@ class TrainConfig:
         if unknown:
             raise UserError(f"{where}: unknown keys {sorted(unknown)}; valid keys: {sorted(known)}")
         model = raw.pop("model", {})
-        if isinstance(model, dict):
-            model = EncoderConfig.from_dict(model)
-        elif not isinstance(model, EncoderConfig):
-            raise UserError(f"{where}: model must be a table of the encoder's settings ([model], then n_layers = 2 "
-                            f"on the next line), got {model!r}")
+        if not isinstance(model, EncoderConfig):
+            model = EncoderConfig.from_dict(as_table(model, "model", where))
         return cls(model=model, **raw)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+TABLE_FORMS = {"model": "a table of the encoder's settings ([model], then n_layers = 2 on the next line)",
+               "ship": "a table ([ship], then alpha = 0.75 on the next line)"}
+
+
+def as_table(value, key: str, where: str) -> dict:
+    """A recipe's [model] or [ship] written as a plain value (`model = 5`): one error showing the table form."""
+    if not isinstance(value, dict):
+        raise UserError(f"{where}: {key} must be {TABLE_FORMS[key]}, got {value!r}")
+    return value
 
 
 def portable(value):

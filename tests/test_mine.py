@@ -56,6 +56,31 @@ def test_chunking_does_not_change_the_result():
     assert np.allclose([s for s, _, _ in a], [s for s, _, _ in b], atol=1e-5)
 
 
+def test_a_source_that_cannot_be_read_twice_is_refused_before_anything_is_read(tmp_path):
+    """mine_files reads its source twice: a FIFO (never opened for a writer: nothing hangs) or a folder is one
+    error naming it; a missing source is read_lines's error, as for the targets."""
+    import os
+
+    from edge_xsent.errors import UserError
+    from edge_xsent.eval.mine import mine_files
+
+    vec = setup(n=3)
+    tgt = tmp_path / "tgt.txt"
+    tgt.write_text("t0\nt1\nt2\n")
+    fifo = tmp_path / "src.fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "folder").mkdir()
+    for src, kind in ((fifo, "a FIFO"), (tmp_path / "folder", "a folder")):
+        with pytest.raises(UserError, match=rf"{src}: the source, which mine reads twice .* is {kind}.*, not a regular file"):
+            mine_files(src, tgt, tmp_path / "out.tsv", fake_embed(vec))
+    with pytest.raises(UserError, match="absent.txt: no such file"):
+        mine_files(tmp_path / "absent.txt", tgt, tmp_path / "out.tsv", fake_embed(vec))
+    src = tmp_path / "src.txt"
+    src.write_text("s0\ns1\ns2\n")
+    assert mine_files(src, tgt, tmp_path / "out.tsv", fake_embed(vec), threshold=1.0) == 3
+    assert not (tmp_path / "out.tsv").is_dir() and len((tmp_path / "out.tsv").read_text().splitlines()) == 3
+
+
 def test_cli_mine_on_real_sentences(tiny_model, tmp_path):
     from edge_xsent.data.corpus import SAMPLE_CORPUS, read_corpus_split
 

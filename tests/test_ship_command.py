@@ -166,6 +166,7 @@ def test_check_scores_a_runs_model_before_and_after_debias(tiny_run, tmp_path):
 def test_the_spec_is_checked_as_it_is_read(tmp_path):
     """Every [ship] key is checked where the recipe is read: one line naming the key and what it takes."""
     from shipspec import ShipConfig
+    from edge_xsent.config import TrainConfig
     from edge_xsent.errors import UserError
 
     bad = {"alpha": (2, "alpha must be a number in (0, 1]"), "table_bits": (2, "table_bits must be one of [8, 4], got 2"),
@@ -176,6 +177,9 @@ def test_the_spec_is_checked_as_it_is_read(tmp_path):
     for key, (value, message) in bad.items():
         with pytest.raises(UserError, match=re.escape(message)):
             ShipConfig.from_dict({key: value}, "r.toml")
+    for plain in (ShipConfig.from_dict, lambda raw, where: TrainConfig.from_recipe({"ship": raw}, where)):
+        with pytest.raises(UserError, match=re.escape("r.toml: ship must be a table ([ship], then alpha = 0.75 on")):
+            plain(0.75, "r.toml")  # `ship = 0.75`: training and the ship script say the same
     good = ShipConfig.from_dict({"alpha": 1, "parts": ["oog"], "datasets": {"~/d": "reserved --langs fr"}})
     assert good.alpha == 1.0 and good.parts == ("oog",) and good.oog_wide == "~/edge-xsent-data/oog-m1"
     recipe = tmp_path / "r.toml"

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -319,6 +320,10 @@ def test_a_warm_started_run_resumes_after_its_init_folder_is_gone(tiny_model, tm
 def test_a_bad_recipe_value_names_the_setting_before_any_work(tmp_path, setting, value, named):
     with pytest.raises(UserError, match=named):
         TrainConfig.from_dict({"data": "sample", "out": str(tmp_path / "r"), setting: value})
+    if setting == "model":  # read from a recipe, built in code: the same line, showing the table form
+        for made in (lambda: TrainConfig.from_recipe({setting: value}, "r.toml"), lambda: TrainConfig(model=value)):
+            with pytest.raises(UserError, match=re.escape("model must be a table of the encoder's settings ([model], then")):
+                made()
 
 
 @pytest.mark.parametrize("setting, value", [("dropout", 1.5), ("max_len", 10**9), ("d_ff", 10**9), ("n_layers", 2.0)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from edge_xsent.config import DEFAULT_INT8_ACTIVATIONS, INT8_ACTIVATIONS, TABLE_BITS, TrainConfig, read_recipe
+from edge_xsent.config import DEFAULT_INT8_ACTIVATIONS, INT8_ACTIVATIONS, TABLE_BITS, TrainConfig, as_table, read_recipe
 from edge_xsent.errors import UserError
 
 SHIP_RULES = ("multilingual", "student", "gpu-students", "quality")  # train/ship.py's rules: studies/shipping-history/multilingual-default.md,
@@ -43,8 +43,7 @@ class ShipConfig:
 
     @classmethod
     def from_dict(cls, raw, where: str = "config") -> "ShipConfig":
-        if not isinstance(raw, dict):
-            raise UserError(f"{where}: ship must be a table ([ship], then alpha = 0.75 on the next line), got {raw!r}")
+        as_table(raw, "ship", where)
         keys = {f.name for f in fields(cls)}
         unknown = set(raw) - keys
         if unknown:

@@ -116,20 +116,13 @@ def tsv_field(text: str) -> str:
 
 def _check_rereadable(src: Path) -> None:
     """The source is read twice: a FIFO or a device would hang or differ the second time, so only a file will do
-    (the targets, read once, may be a stream)."""
+    (the targets, read once, may be a stream). A missing source is read_lines's to name."""
     import os
-    import stat
 
-    from edge_xsent.errors import UserError
-    from edge_xsent.inputs import kind_of
+    from edge_xsent.inputs import open_regular
 
-    try:
-        mode = os.stat(src).st_mode
-    except OSError:
-        return  # read_lines names a missing or unreadable file
-    if not stat.S_ISREG(mode):
-        raise UserError(f"{src} is {kind_of(mode)}: mine reads the source twice (its vectors, then the mined lines), "
-                        "so it must be a regular file; save the stream to a file first")
+    if os.path.lexists(src):
+        os.close(open_regular(src, "the source, which mine reads twice (its vectors, then the mined lines),"))
 
 
 def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "intersect", k: int = 4,
