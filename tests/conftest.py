@@ -26,20 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "train"))  # the lab's modules beside its scripts (decisions, shipspec), as a script there sees them
 
 
-def pytest_collection_modifyitems(config, items):
-    """Longest first, by each test's seconds when last timed (benchmarks/results/suite.json, kept by
-    benchmarks/suite_time.py); a test never timed goes last. pytest-xdist hands the tests out in this order, so
-    the workers end together instead of one idling while the other runs a minute-long test picked last."""
-    import json
-
-    kept, seconds = ROOT / "benchmarks" / "results" / "suite.json", {}
-    for run in json.loads(kept.read_text()) if kept.exists() else []:
-        if run.get("pytest_s"):  # a timed run, not a coverage run's slowed seconds
-            seconds.update(run["tests"])
-    key = lambda item: item.nodeid.replace("/", ".").replace(".py::", "::", 1)  # noqa: E731 (suite.json's names)
-    items.sort(key=lambda item: -seconds.get(key(item), 0.0))
-
-
 @pytest.fixture(autouse=True, scope="session")
 def train_each_tokenizer_once():
     """Some sixty tests train the same tiny tokenizer (10-15 s each). Tokenizer.train is deterministic
