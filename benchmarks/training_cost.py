@@ -3,6 +3,7 @@
     python benchmarks/training_cost.py --data corpus-g5            # ~6 minutes on 2 cores, nothing else running
     python benchmarks/training_cost.py --data corpus-g5 --steps 4  # a smoke run
     python benchmarks/training_cost.py --data sample --threads 1   # 1 thread alone: 6 workers, not 13
+    python benchmarks/training_cost.py --variants "dropout 0"      # before, exact and one option only
 
 Every variant is the training loop's own `Trainer.step` on the same real batches of the recipe's
 corpus (length-bucketed as in training, a sample of 20,000 pairs; monolingual texts too) with the
@@ -239,6 +240,16 @@ def thread_counts(text: str) -> tuple[int, ...]:
     return counts
 
 
+def variant_names(text: str) -> tuple[str, ...]:
+    """--variants "dropout 0" -> ("before", "exact", "dropout 0"): the baseline and the exact step always run (every
+    ratio is against "before", the FLOPs are the exact step's); the approximate options are the ones named."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(VARIANTS)} (comma-separated)")
+    return ("before", "exact", *(n for n in VARIANTS if n in names and n not in ("before", "exact")))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
@@ -249,6 +260,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="turns per worker")
     ap.add_argument("--threads", type=thread_counts, default=(1, 2),
                     help="comma-separated thread counts to time (default 1,2; must include 1, where FLOPs are counted)")
+    ap.add_argument("--variants", type=variant_names, default=tuple(VARIANTS),
+                    help="the approximate options to time beside before and exact (default: all), comma-separated")
     ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -268,7 +281,7 @@ def main() -> None:
         results, flops = [], None
         for threads in args.threads:
             workers = [Worker(name, threads, old if name == "before" else ROOT, over, batches, tmp, "PASSIVE", args)
-                       for name, over in VARIANTS.items()]
+                       for name, over in VARIANTS.items() if name in args.variants]
             take_turns(workers, args.rounds, args.steps, warmup=2)
             results += [row(w, workers[0]) for w in workers]
             if threads == 1:  # the exact step's FLOPs on the batches it was timed on (batch 2 onwards)

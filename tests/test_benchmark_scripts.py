@@ -85,18 +85,21 @@ def test_training_cost_on_the_tiny_model(tiny_model, tmp_path):
                       'd_model = 48\nn_heads = 4\nd_ff = 96\nmax_len = 32\n')
     out = tmp_path / "training-cost.md"
     bench("training_cost.py", "--data", "sample", "--recipe", str(recipe), "--init", str(tiny_model),
-          "--before", "HEAD", "--steps", "1", "--rounds", "1", "--threads", "1",
-          "--out", str(out))  # 1 thread: 6 workers, not the 13 of 1 and 2 threads
+          "--before", "HEAD", "--steps", "1", "--rounds", "1", "--threads", "1", "--variants", "sampled head 4k + lazy "
+          "table + dropout 0", "--out", str(out))  # 1 thread, one approximate option: 4 workers, not the 13 of all
     table = out.read_text()
-    assert "| before | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 1 |" in table
+    assert "| before | 1 |" in table and "| exact | 1 |" in table and "| sampled head 4k + lazy table + dropout 0 | 1 |" in table
+    assert "| dropout 0 |" not in table  # an option not named is not timed
     assert "| 1 | PASSIVE |" in table and "| 2 |" not in table  # beside the busy process: 1 thread only
     assert json.loads(out.with_suffix(".json").read_text())["flops"]["gflop_per_step"] > 0
 
 
-@pytest.mark.parametrize("threads", ["2", "1,x", "0,1"])
-def test_training_cost_refuses_thread_counts_without_1(threads, tmp_path):
-    res = run_script("benchmarks/training_cost.py", "--threads", threads, "--out", str(tmp_path / "t.md"))
-    assert res.returncode == 2 and f"{threads!r}" in res.stderr  # argparse's usage error, before any worker starts
+@pytest.mark.parametrize("flag, value", [("--threads", "2"), ("--threads", "1,x"), ("--threads", "0,1"),
+                                         ("--variants", "dropout 1"), ("--variants", ",")])
+def test_training_cost_refuses_thread_counts_without_1_and_unknown_variants(flag, value, tmp_path):
+    res = run_script("benchmarks/training_cost.py", flag, value, "--out", str(tmp_path / "t.md"))
+    assert res.returncode == 2 and f"{value!r}" in res.stderr  # argparse's usage error, before any worker starts
+    assert flag == "--threads" or "choose from before, exact, dropout 0," in res.stderr
     assert not (tmp_path / "t.md").exists()
 
 
