@@ -47,3 +47,11 @@ def test_readme_is_short_and_tells_no_history():
                 ROOT / "edge_xsent" / "resources" / "fast-model" / "README.md", *(ROOT / "train").glob("*.toml")]:
         found = re.findall(r"\b(?:issue|session)s? \d+", doc.read_text(), re.I)
         assert not found, f"{doc.relative_to(ROOT)} tells how the work was organised: {found}"
+
+
+def test_train_readme_gives_every_file_there_its_line():
+    """train/README.md promises one line a file: a script or recipe added (or moved in) without one fails here."""
+    readme = (ROOT / "train" / "README.md").read_text()
+    unnamed = [p.name for p in sorted((ROOT / "train").iterdir()) if p.name != "README.md" and not p.name.startswith(".")
+               and p.name != "__pycache__" and f"`{p.name}{'/' if p.is_dir() else ''}`" not in readme]
+    assert not unnamed, f"train/README.md has no line for {unnamed}"
