@@ -306,12 +306,9 @@ def training_lines(recipe: str, training: dict, n_langs: int) -> list[str]:
 def corpus_words(data: str | None, recipe: str) -> str:
     """The corpus by its name, not by the folder it had where the model was trained (no reader has
     `~/edge-xsent-data/...`): the recipe's [ship.datasets] builds it, docs/data.md says what it holds."""
-    import tomllib
-
     if not data or data == "sample":
         return f"`{data or '?'}`"
-    path = ROOT / recipe
-    built = tomllib.loads(path.read_text()).get("ship", {}).get("datasets", {}) if path.is_file() else {}
+    built = ShipConfig.from_toml(ROOT / recipe).datasets if (ROOT / recipe).is_file() else {}
     return f"`{Path(data).name}`" + (f" (built by `{recipe}`'s [ship.datasets]; docs/data.md)" if data in built else
                                      " (docs/data.md)")
 

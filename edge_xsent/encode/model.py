@@ -83,26 +83,29 @@ class DualEncoder(nn.Module):
         return cls(cfg, draw=False)
 
     def init_missing(self, missing: list[str]) -> None:
-        """Start the tensors a loaded state lacked (a folder without the generative head) as a new model would:
-        LayerNorms at one and zero, Linear and Embedding weights drawn as `_init` draws them, biases and buffers zero."""
-        with torch.no_grad():
-            for name in missing:
-                owner, _, attr = name.rpartition(".")
-                module = self.get_submodule(owner)
-                tensor = getattr(module, attr)
-                if attr == "weight" and isinstance(module, nn.LayerNorm):
-                    tensor.fill_(1.0)
-                elif attr == "weight" and isinstance(module, (nn.Linear, nn.Embedding)):
-                    nn.init.normal_(tensor, std=0.02)
-                else:
-                    tensor.zero_()
+        """Start the tensors a loaded state lacked (a folder without the generative head) as a new model starts them."""
+        for name in missing:
+            owner, _, attr = name.rpartition(".")
+            self._start(self.get_submodule(owner), attr)
 
     @staticmethod
     def _init(m: nn.Module) -> None:
         if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, std=0.02)
+            DualEncoder._start(m, "weight")
         if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
+            DualEncoder._start(m, "bias")
+
+    @staticmethod
+    def _start(module: nn.Module, attr: str) -> None:
+        """How a new model starts one tensor: Linear and Embedding weights drawn N(0, 0.02), LayerNorm weights one,
+        biases and buffers zero."""
+        tensor = getattr(module, attr)
+        if attr == "weight" and isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(tensor, std=0.02)
+        elif attr == "weight" and isinstance(module, nn.LayerNorm):
+            nn.init.ones_(tensor)
+        else:
+            nn.init.zeros_(tensor)
 
     def encode_tokens(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T) ids and 0/1 mask -> (B, T, C) last-layer states."""

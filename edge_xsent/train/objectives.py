@@ -273,8 +273,7 @@ def token_loss(student: Sequence[torch.Tensor], teacher: Sequence[torch.Tensor],
 def punctuation_pieces(tok: Tokenizer) -> torch.Tensor:
     """(V,) bool: pieces made only of punctuation/symbols, which SMLM avoids masking."""
     pieces = (p.replace("\u2581", "") for p in tok.sp.id_to_piece(list(range(tok.vocab_size))))  # one call: 250k in e5
-    return torch.tensor([bool(p) and not p.isalnum() and not any(ch.isalnum() for ch in p) for p in pieces],
-                        dtype=torch.bool)
+    return torch.tensor([bool(p) and not any(ch.isalnum() for ch in p) for p in pieces], dtype=torch.bool)
 
 
 class Objective(nn.Module):
