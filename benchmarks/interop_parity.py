@@ -55,17 +55,31 @@ def cosines(theirs: np.ndarray, ours: np.ndarray) -> dict:
     return {"min_cosine": float(cos.min()), "mean_cosine": float(cos.mean()), "texts": len(cos)}
 
 
-def external(cmd: list[str], folder: Path, sample: list[str], precision: str) -> dict:
+def external(cmd: list[str], folder: Path, sample: list[str], precisions: list[str], jobs: bool) -> dict[str, dict]:
+    """Each precision's ids and vectors from another stack; `jobs`: all of them from one process (optimum_vectors.py
+    --jobs: one start of torch, transformers and optimum, not one a precision)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "texts.json"
         path.write_text(json.dumps(sample, ensure_ascii=False), encoding="utf-8")
-        res = subprocess.run([*cmd, str(folder), str(path), precision], cwd=ROOT, capture_output=True, text=True)
+        if jobs:
+            (Path(tmp) / "jobs.json").write_text(json.dumps([[str(folder), str(path), p] for p in precisions]))
+            outs = run_json([*cmd, "--jobs", str(Path(tmp) / "jobs.json")])
+        else:
+            outs = [run_json([*cmd, str(folder), str(path), p]) for p in precisions]
+    return {p: {**out, "vectors": zero_filled(out["vectors"])} for p, out in zip(precisions, outs)}
+
+
+def run_json(cmd: list[str]):
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if res.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-2000:]}")
-    out = json.loads(res.stdout)
-    dim = len(next(v for v in out["vectors"] if v is not None))
-    out["vectors"] = np.array([v if v is not None else [0.0] * dim for v in out["vectors"]], dtype=np.float32)
-    return out
+    return json.loads(res.stdout)
+
+
+def zero_filled(vectors: list) -> np.ndarray:
+    """A stack's vectors, a text without tokens (None) as zeros."""
+    dim = len(next(v for v in vectors if v is not None))
+    return np.array([v if v is not None else [0.0] * dim for v in vectors], dtype=np.float32)
 
 
 def measure(folder: Path) -> dict:
@@ -84,11 +98,11 @@ def measure(folder: Path) -> dict:
         "transformers AutoModel + pooling + Dense": {**cosines(transformers_encode(folder, sample), torch_vecs),
                                                      "ids_equal": hf_ids},
     }
-    stacks = {"optimum ORTModelForFeatureExtraction": [str(ROOT / ".venv-optimum/bin/python"), "export/interop/optimum_vectors.py"],
-              "transformers.js pipeline (Node)": ["node", "export/interop/transformers_js.mjs"]}
-    for name, cmd in stacks.items():
-        for precision in onnx_vecs:
-            out = external(cmd, folder, sample, precision)
+    stacks = {"optimum ORTModelForFeatureExtraction":  # (command, takes --jobs)
+              ([str(ROOT / ".venv-optimum/bin/python"), "export/interop/optimum_vectors.py"], True),
+              "transformers.js pipeline (Node)": (["node", "export/interop/transformers_js.mjs"], False)}
+    for name, (cmd, jobs) in stacks.items():
+        for precision, out in external(cmd, folder, sample, list(onnx_vecs), jobs).items():
             rows[f"{name}, {precision}"] = {**cosines(out["vectors"], onnx_vecs[precision]),
                                             "ids_equal": sum(a == b for a, b in zip(out["ids"], sp_ids))}
     return {"folder": str(folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder), "texts": len(sample),

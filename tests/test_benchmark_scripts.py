@@ -75,7 +75,12 @@ INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (
 @pytest.mark.skipif(not INTEROP_READY and not os.environ.get("CI"), reason="needs the optimum venv and `npm ci` in export/interop/")
 def test_interop_parity(tiny_bundle, tmp_path):
     bench("interop_parity.py", str(tiny_bundle[0]), "--results", str(tmp_path))
-    assert "sentence-transformers" in (tmp_path / "interop-parity.md").read_text()
+    table = (tmp_path / "interop-parity.md").read_text()
+    assert "sentence-transformers" in table
+    for precision in ("fp32", "int8"):  # both from one optimum process (--jobs), in the order asked
+        row = next(r for r in table.splitlines() if r.startswith(f"| optimum ORTModelForFeatureExtraction, {precision} |"))
+        _, ids, _, mean_cos = row.strip("| ").split(" | ")
+        assert ids.split(" / ")[0] == ids.split(" / ")[1] and float(mean_cos) > 0.999
 
 
 def test_training_cost_on_the_tiny_model(tiny_model, tmp_path):
