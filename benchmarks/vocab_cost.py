@@ -28,6 +28,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="8000,16000,32000,50000")
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps before the timed ones, per size")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
@@ -63,7 +64,7 @@ def main() -> None:
         model = DualEncoder(mcfg)
         cfg = TrainConfig(data="sample", model=mcfg)
         trainer = Trainer(cfg, model, avoid, torch.device("cpu"))
-        times = time_steps(trainer, lambda step: batch, args.steps, warmup=2)  # the loop's own step
+        times = time_steps(trainer, lambda step: batch, args.steps, warmup=args.warmup)  # the loop's own step
         out.append({"vocab": V, "params_m": round(model.num_parameters() / 1e6, 1),
                     "int8_mb_estimate": round((V * 512 + model.num_parameters(False)) / 2**20, 1),
                     "step": summarize(times)})

@@ -52,7 +52,8 @@ def test_max_len(tiny_model, tmp_path):
 
 def test_vocab_cost(tmp_path):
     out = tmp_path / "vocab_cost.md"
-    bench("vocab_cost.py", "--sizes", "1000,2000", "--steps", "1", "--threads", "1", "--out", str(out))
+    bench("vocab_cost.py", "--sizes", "1000,2000", "--steps", "1", "--warmup", "0", "--threads", "1", "--out",
+          str(out))
     assert "| 2,000 |" in out.read_text()
 
 

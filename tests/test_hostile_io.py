@@ -375,11 +375,17 @@ def test_a_recipe_or_its_tokenizer_that_never_ends_is_one_error(what, tmp_path):
 
 
 def test_a_recipe_streamed_through_a_pipe_trains(tmp_path):
-    """`train --config <(cat recipe.toml)`: a recipe is read once, so a stream is as good as its file."""
-    shutil.copy(ROOT / "train" / "tiny-cpu.toml", tmp_path / "r.toml")
-    command = f'"{sys.executable}" -m edge_xsent.cli train --config <(cat "$1") --out "$2" --max-steps 1 --quiet'
-    run = subprocess.run(["bash", "-c", command, "-", str(tmp_path / "r.toml"), str(tmp_path / "run")],
-                         capture_output=True, text=True, timeout=600)
+    """`train --config <(cat recipe.toml)`: a recipe is read once, so a stream is as good as its file
+    (a real pipe, read through /dev/fd as bash's process substitution hands it over)."""
+    from conftest import run_cli
+
+    read, write = os.pipe()
+    with os.fdopen(write, "wb") as f:  # the recipe is far smaller than a pipe's buffer
+        f.write((ROOT / "train" / "tiny-cpu.toml").read_bytes())
+    try:
+        run = run_cli("train", "--config", f"/dev/fd/{read}", "--out", tmp_path / "run", "--max-steps", "1", "--quiet")
+    finally:
+        os.close(read)
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["steps"] == 1
 
