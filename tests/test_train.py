@@ -257,7 +257,10 @@ def test_config_file_and_unknown_keys(tmp_path):
 
 @pytest.mark.slow
 def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path, tiny_run):
-    """A real training subprocess is killed with SIGKILL mid-run, then resumed to the end."""
+    """A real training subprocess is killed with SIGKILL mid-run, then resumed to the end (the reference run and
+    the resumed one in this process: the killed one is the process under test)."""
+    from conftest import run_cli
+
     # The tiny run's tokenizer (the same sample, size and seed): three processes need not each train one.
     args = ["--data", "sample", "--tokenizer", str(tiny_run / "tokenizer.model"), "--vocab-size", "1000",
             "--n-layers", "1", "--d-model", "32",
@@ -265,7 +268,7 @@ def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path, tiny_run):
             "--warmup-steps", "5", "--eval-every", "1000", "--checkpoint-every", "5", "--threads", "1", "--quiet"]
     cmd = [sys.executable, "-m", "edge_xsent.cli", "train"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run(cmd + args + ["--out", str(tmp_path / "ref")], check=True, env=env, capture_output=True)
+    assert run_cli("train", *args, "--out", tmp_path / "ref").returncode == 0
     out = tmp_path / "killed"
     proc = subprocess.Popen(cmd + args + ["--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -278,7 +281,7 @@ def test_kill_9_and_resume_matches_uninterrupted_run(tmp_path, tiny_run):
     proc.wait()
     killed_at = load_checkpoint(checkpoint_path(out))["step"]
     assert 15 <= killed_at < 60, "the run should have been killed mid-way"
-    res = subprocess.run(cmd + args + ["--out", str(out)], env=env, capture_output=True, text=True)
+    res = run_cli("train", *args, "--out", out)
     assert res.returncode == 0, res.stderr
     assert f"resuming at step {killed_at}" in res.stderr
     assert same_weights(weights(checkpoint_path(tmp_path / "ref")), weights(checkpoint_path(out)))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, run_script
+from conftest import run_cli, run_script, time_limit
 from edge_xsent.errors import UserError
 from edge_xsent.train.warmstart import model_from_git
 
@@ -396,6 +396,10 @@ TINY = ["--config", str(ROOT / "train" / "tiny-cpu.toml"), "--quiet", "--threads
 
 
 def test_a_second_training_on_the_same_out_stops_with_one_line(tmp_path):
+    """The first run, another process, holds the folder's lock; stopped (SIGSTOP) once it writes its log, it keeps
+    holding it without spending a core while the second command (in this process) is refused."""
+    import signal
+
     out = tmp_path / "run"
     first = subprocess.Popen([*CLI, "train", *TINY, "--out", str(out), "--max-steps", "100000"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -404,8 +408,9 @@ def test_a_second_training_on_the_same_out_stops_with_one_line(tmp_path):
         while not (out / "log.jsonl").exists() and deadline and first.poll() is None:  # it holds the folder now
             subprocess.run(["sleep", "1"])
             deadline -= 1
-        second = subprocess.run([*CLI, "train", *TINY, "--out", str(out), "--max-steps", "100000"],
-                                capture_output=True, text=True, timeout=300)
+        first.send_signal(signal.SIGSTOP)
+        with time_limit(120, AssertionError("the second run was not refused: it went on to train")):
+            second = run_cli("train", *TINY, "--out", out, "--max-steps", "100000")
         assert "another training run is writing this folder" in one_error(second)
     finally:
         first.kill()
