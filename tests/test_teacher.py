@@ -134,14 +134,16 @@ def test_a_wider_feed_forward_layer_starts_as_the_trained_model(tiny_model):
 
 def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_model, tmp_path):
     from edge_xsent.encode.bundle import load_model
-    from edge_xsent.data.corpus import read_pairs
     from edge_xsent.encode.tokenizer import Tokenizer
+    from edge_xsent.train.batches import train_rows
     from edge_xsent.train.warmstart import transfer_vocabulary
     from edge_xsent.train.loop import train
 
     trained, old, _ = load_model(tiny_model)
-    texts = [t for p in read_pairs("sample") for t in (p.a, p.b)]
-    new = Tokenizer.train(texts, 1500, seed=1)
+    out = tmp_path / "newvocab"
+    cfg = tiny_config(out, init=str(tiny_model), tokenizer="train", max_steps=2, eval_every=2,
+                      model=dict(vocab_size=1500, d_model=48, n_heads=4, d_ff=96))
+    new = Tokenizer.train([t for p in train_rows(cfg) for t in (p.a, p.b)], 1500, seed=cfg.seed)  # the run's own below
     emb, bias = trained.tok_emb.weight.detach(), trained.head_bias.detach()
     moved = transfer_vocabulary(old, new, emb, bias)
     assert moved["tok_emb.weight"].shape == (1500, emb.shape[1]) and moved["head_bias"].shape == (1500,)
@@ -157,10 +159,8 @@ def test_a_new_vocabulary_starts_from_the_trained_pieces_of_the_same_text(tiny_m
     assert torch.allclose(moved["tok_emb.weight"][new.sp.piece_to_id(word)], emb[parts].mean(0))
 
     # in a run: `tokenizer = "train"` with an init trains a new vocabulary and starts from the moved rows
-    out = tmp_path / "newvocab"
-    train(tiny_config(out, init=str(tiny_model), tokenizer="train", max_steps=2, eval_every=2,
-                      model=dict(vocab_size=1500, d_model=48, n_heads=4, d_ff=96)), progress=False)
-    assert Tokenizer.load(out / "tokenizer.model").proto != old.proto
+    train(cfg, progress=False)
+    assert Tokenizer.load(out / "tokenizer.model").proto == new.proto != old.proto
     with pytest.raises(UserError, match='vocab_size=1000 there, 1500 here; a new vocabulary needs its tokenizer'):
         from edge_xsent.encode.model import DualEncoder, EncoderConfig
         from edge_xsent.train.warmstart import load_init_weights

@@ -593,11 +593,8 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
 
 def ship_spec(args: argparse.Namespace, train_flags: list[str]) -> None:
     """`python train/ship.py RECIPE`: every stage from the spec (train/pipeline.py), judged by this file's rule."""
-    import importlib.util
+    import pipeline  # train/pipeline.py, beside this script
 
-    spec = importlib.util.spec_from_file_location("pipeline", ROOT / "train/pipeline.py")  # a script beside this one
-    pipeline = sys.modules["pipeline"] = importlib.util.module_from_spec(spec)  # registered: its dataclasses need it
-    spec.loader.exec_module(pipeline)
     record = pipeline.ship_recipe(args.spec, lambda shipped, fig, rule_name, decision: judge_files(args, shipped, [fig], rule_name,
                                                                                          decision),
                          args.stop_after, train_flags, args.docs)
