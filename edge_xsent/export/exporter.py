@@ -98,7 +98,7 @@ def export_onnx(model: DualEncoder, example: tuple[torch.Tensor, torch.Tensor], 
     program.save(str(path))
 
 
-def strip_stack_traces(model) -> None:
+def strip_stack_traces(model: "onnx_ir.Model") -> None:
     """torch's exporter records each node's Python stack trace: the exporting machine's file paths
     (its home folder, its site-packages), in a file that ships. Only that metadata goes, before the
     graph is written (an onnx_ir.Model: no second read and write of a graph of hundreds of MB)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.errors import UserError
-from edge_xsent.layout import FILES, ONNX_FP32, ONNX_INT8
+from edge_xsent.layout import FILES, ONNX_FP32, ONNX_INT8, TS_FROZEN
 from edge_xsent.threads import check_threads
 
 BACKENDS = ("torch", "onnx-fp32", "onnx-int8", "torchscript")  # what `bench` times by default
@@ -383,7 +383,7 @@ def run(cfg: BenchConfig, progress=print) -> dict:
             bundle = tmp / f"bundle-{n}"
             export_bundle(folder, bundle, check_parity=False, torchscript="torchscript" in cfg.backends)  # only what runs
             files = {"torch": FILES["weights"], "onnx-fp32": ONNX_FP32, "onnx-int8": ONNX_INT8,
-                     "torchscript": "torchscript/model.pt"}
+                     "torchscript": TS_FROZEN}
             sizes = {b: (bundle / files[b]).stat().st_size for b in cfg.backends}
             for b in cfg.backends:
                 progress(f"inference, {n} layer(s): {b} ...")
