@@ -20,7 +20,7 @@ if [ ! -x .venv-optimum/bin/python ]; then
   python3 -m venv --system-site-packages .venv-optimum
   .venv-optimum/bin/python -m pip install -q -e ".[optimum,fastembed]"  # fastembed beside it: no transformers needed
 fi
-# One pytest worker per core (pytest-xdist; each test computes at 1 thread): about 10 minutes on 2 cores
+# One pytest worker per core (pytest-xdist; each test computes at 1 thread): about 6-8 minutes on 2 cores
 # (benchmarks/results/suite.md keeps each run's time; benchmarks/suite_time.py measures one). `-n 0` after the
 # script runs them in one process again. --durations: the 30 slowest tests at the end, so a run shows where the
 # suite's time goes (its budget: about 15 minutes on 2 cores).
