@@ -310,7 +310,13 @@ def test_onnx_inference_does_not_import_torch(tiny_bundle):
     assert res.stdout.strip() == "False", res.stderr
 
 
-def test_cli_stdin_and_pruned_export_leave_no_temporary_files(tiny_model, tiny_bundle, tmp_path):
+def test_cli_stdin_and_pruned_export_leave_no_temporary_files(tiny_model, tiny_bundle, tmp_path, monkeypatch):
+    """`encode` from a real stdin, in a process given TMPDIR; the pruned export in this process, with the same
+    TMPDIR and tempfile.tempdir (which TMPDIR sets only at a process's first use of tempfile)."""
+    import tempfile
+
+    from conftest import run_cli
+
     out, _ = tiny_bundle
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
@@ -322,9 +328,9 @@ def test_cli_stdin_and_pruned_export_leave_no_temporary_files(tiny_model, tiny_b
     assert np.allclose(np.load(tmp_path / "v.npy"), Encoder.load(out).encode(SENTENCES), atol=1e-5)
     keep = tmp_path / "keep.txt"
     keep.write_text("\n".join(SENTENCES * 20) + "\n", encoding="utf-8")
-    res = subprocess.run([sys.executable, "-m", "edge_xsent.cli", "export", str(tiny_model), "--out",
-                          str(tmp_path / "b"), "--keep-vocab-from", str(keep), "--no-torchscript"],
-                         capture_output=True, text=True, cwd=ROOT, env=env)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    monkeypatch.setenv("TMPDIR", str(tmpdir))  # for native code that reads it when it writes
+    res = run_cli("export", tiny_model, "--out", tmp_path / "b", "--keep-vocab-from", keep, "--no-torchscript")
     assert res.returncode == 0, res.stderr
     assert "vocabulary pruned from 1000 to" in res.stderr and not (tmp_path / "b" / ".pruned").exists()
     assert Encoder.load(tmp_path / "b").tokenizer.vocab_size < 1000
