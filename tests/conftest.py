@@ -27,10 +27,11 @@ sys.path.append(str(ROOT / "train"))  # the lab's modules beside its scripts (de
 
 
 @pytest.fixture(autouse=True, scope="session")
-def train_each_tokenizer_once():
+def train_each_tokenizer_once(tmp_path_factory):
     """Some sixty tests train the same tiny tokenizer (10-15 s each). Tokenizer.train is deterministic
-    (test_tokenizer checks the function this yields, unmemoised, twice), so each pytest worker trains each
-    (texts, settings) once and hands out copies; a training that fails is not remembered."""
+    (test_tokenizer checks the function this yields, unmemoised, twice), so the run trains each (texts,
+    settings) once, shared by the pytest workers as `built_once` shares a fixture, and hands out copies;
+    a training that fails is not remembered."""
     import hashlib
 
     from edge_xsent.encode.tokenizer import Tokenizer
@@ -42,7 +43,11 @@ def train_each_tokenizer_once():
         digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()
         key = (digest, len(texts), vocab_size, max_sentences, seed, byte_fallback)
         if key not in trained:
-            trained[key] = real(cls, texts, vocab_size, max_sentences, seed, byte_fallback).proto
+            def build(folder: Path) -> None:
+                (folder / "tokenizer.model").write_bytes(real(cls, texts, vocab_size, max_sentences, seed, byte_fallback).proto)
+
+            name = "tokenizer-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+            trained[key] = (built_once(tmp_path_factory, name, build)[0] / "tokenizer.model").read_bytes()
         return cls.from_bytes(trained[key])
 
     Tokenizer.train = classmethod(train)

@@ -46,35 +46,53 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
     assert (tmp_path / "shot.png").stat().st_size > 20_000
 
 
+PAGE_MODELS = ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered",
+               "shipped_default"]
+PAGE_TEXTS = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂",
+              "Xin cha\u0300o the\u0302\u0301 gio\u031b\u0301i", "\u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
-@pytest.mark.parametrize("which", ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row", "tiny_student_bundle",
-                                   "tiny_student_tiered", "shipped_default"])
-def test_page_embeddings_for_benchmarks(which, request, tmp_path):
+def test_page_embeddings_for_benchmarks(request, tmp_path):
     """android_demo/test/embed.mjs returns the page's own vectors, in input order, zeros for a text
     without tokens; they agree with Python's onnxruntime on the same int8 file, also where its token
     table is in 4-bit blocks (`export --table-bits 4`: onnxruntime-web's GatherBlockQuantized) and where
-    its activations are scaled per row as well (`--int8-activations per-row`, a pruned student's form)."""
+    its activations are scaled per row as well (`--int8-activations per-row`, a pruned student's form).
+    One run (`--jobs`: one browser) for PAGE_MODELS; each model's result is checked on its own."""
     from edge_xsent import Encoder
 
-    bundle = bundle_of(request.getfixturevalue(which))
-    web = tmp_path / "web"
     sys.path.insert(0, str(DEMO))
     from prepare import prepare_copy
 
-    prepare_copy(bundle, web)
-    texts = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂",
-             "Xin cha\u0300o the\u0302\u0301 gio\u031b\u0301i", "\u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165"]
-    (tmp_path / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
-    res = subprocess.run(["node", "test/embed.mjs", "--root", str(web), "--texts", str(tmp_path / "texts.json"),
-                          "--out", str(tmp_path / "v.json")], cwd=DEMO, capture_output=True, text=True, timeout=600)
+    (tmp_path / "texts.json").write_text(json.dumps(PAGE_TEXTS, ensure_ascii=False), encoding="utf-8")
+    bundles = {which: bundle_of(request.getfixturevalue(which)) for which in PAGE_MODELS}
+    jobs = [{"root": str(tmp_path / which), "texts": str(tmp_path / "texts.json"), "out": str(tmp_path / f"{which}.json")}
+            for which in PAGE_MODELS]
+    for which, job in zip(PAGE_MODELS, jobs):
+        prepare_copy(bundles[which], Path(job["root"]))
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    res = subprocess.run(["node", "test/embed.mjs", "--jobs", str(tmp_path / "jobs.json")], cwd=DEMO,
+                         capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    got = np.array(json.loads((tmp_path / "v.json").read_text())["vectors"], dtype=np.float32)
-    ref = Encoder.load(bundle, backend="onnx", precision="int8", threads=1).encode(texts, batch_size=1)
-    assert got.shape == ref.shape and np.array_equal(got[1].any(), ref[1].any())  # a student reads "" as `passage: `
-    assert ((got * ref).sum(1)[[0, 2, 3, 4, 5]] > 0.999).all()
-    bad = subprocess.run(["node", "test/embed.mjs", "--root", str(web)], cwd=DEMO, capture_output=True, text=True)
+    for which, job in zip(PAGE_MODELS, jobs):
+        got = np.array(json.loads(Path(job["out"]).read_text())["vectors"], dtype=np.float32)
+        ref = Encoder.load(bundles[which], backend="onnx", precision="int8", threads=1).encode(PAGE_TEXTS, batch_size=1)
+        assert got.shape == ref.shape and np.array_equal(got[1].any(), ref[1].any()), which  # a student reads "" as `passage: `
+        assert ((got * ref).sum(1)[[0, 2, 3, 4, 5]] > 0.999).all(), which
+
+
+@pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
+def test_embed_says_what_it_misses_and_a_failed_page_is_its_jobs_error(tmp_path):
+    bad = subprocess.run(["node", "test/embed.mjs", "--root", str(tmp_path)], cwd=DEMO, capture_output=True, text=True)
     assert bad.returncode == 2 and "missing --texts" in bad.stderr
+    (tmp_path / "texts.json").write_text('["a"]')
+    jobs = [{"root": str(tmp_path / "no-page"), "texts": str(tmp_path / "texts.json"), "out": str(tmp_path / "v.json")}]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    failed = subprocess.run(["node", "test/embed.mjs", "--jobs", str(tmp_path / "jobs.json")], cwd=DEMO,
+                            capture_output=True, text=True, timeout=600)
+    assert failed.returncode == 1 and "no-page" in failed.stderr
+    assert "error" in json.loads((tmp_path / "v.json").read_text())
 
 
 @pytest.mark.slow
@@ -95,9 +113,13 @@ def test_jvm_tokenizer_and_vectors_match_python(request, tmp_path):
     jvm = tmp_path / "jvm"
     shutil.copytree(DEMO / "jvm", jvm, ignore=shutil.ignore_patterns("target"))
 
+    # Maven's JVM and the tests' JVM with the client compiler only and one GC thread: a run of seconds spends
+    # about half its CPU on the optimising compiler and parallel GC otherwise (8.1 -> 4.0 s of CPU here)
+    env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+
     def maven() -> subprocess.CompletedProcess:
         return subprocess.run(["mvn", "-o", "-q", "test", f"-Dvectors={os.pathsep.join(vectors)}"], cwd=jvm,
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=600, env=env)
 
     res = maven()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]

@@ -22,19 +22,26 @@ function serve(root) {
   });
 }
 
-// -> { page, errors (console errors so far), close() }, once the app says it is ready.
-export async function openDemo(root) {
-  const server = serve(root);
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  const browser = await chromium.launch({
+// Headless Chromium as the tests run it; one browser can open several demos (embed.mjs --jobs).
+export function launchBrowser() {
+  return chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
            "--no-first-run", "--disable-component-update", "--disable-sync"],
   });
-  const close = async () => { await browser.close(); server.close(); };
+}
+
+// -> { page, errors (console errors so far), close() }, once the app says it is ready. Given a browser, the
+// demo opens in a context of its own there and close() leaves the browser open; else it launches one.
+export async function openDemo(root, shared = null) {
+  const server = serve(root);
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const browser = shared || await launchBrowser();
+  let context = null;
+  const close = async () => { await (shared ? context?.close() : browser.close()); server.close(); };
   const errors = [];
   try {
-    const context = await browser.newContext({ ...devices["Pixel 7"] });
+    context = await browser.newContext({ ...devices["Pixel 7"] });
     const page = await context.newPage();
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     page.on("pageerror", (e) => errors.push(String(e)));

@@ -131,8 +131,9 @@ def tokenizer_json(tok: "Tokenizer") -> dict:
     "<0x41>" is six characters), only as the fallback for a character without a piece; so low a
     score keeps every other tokenizer from choosing them over the characters they spell.
     """
-    sp = tok.sp
-    vocab = [[sp.id_to_piece(i), BYTE_SCORE if sp.is_byte(i) else sp.get_score(i)] for i in range(tok.vocab_size)]
+    sp, ids = tok.sp, list(range(tok.vocab_size))  # SentencePiece's list calls: one crossing, not 750,000 for e5's
+    vocab = [[piece, BYTE_SCORE if byte else score]
+             for piece, score, byte in zip(sp.id_to_piece(ids), sp.get_score(ids), sp.is_byte(ids))]
     vocab[PAD_ID][0], vocab[UNK_ID][0] = HF_PAD, HF_UNK
     replace = lambda pattern, content: {"type": "Replace", "pattern": pattern, "content": content}  # noqa: E731
     text = [{"type": "NFKC"}, replace({"Regex": CONTROL}, ""), replace({"Regex": WHITESPACE}, " "),

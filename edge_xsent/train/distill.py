@@ -90,7 +90,7 @@ class TokenTeacher(torch.nn.Module):
         f = read_e5()
         by_piece = {p: our_id(i) for i, p in enumerate(f.pieces)}
         unk = our_id(f.specials["unk"])
-        pieces = [tok.sp.id_to_piece(i) for i in range(tok.vocab_size)]
+        pieces = tok.sp.id_to_piece(list(range(tok.vocab_size)))
         specials = {0: our_id(f.specials["pad"]), 1: unk}
         id_map = torch.tensor([specials.get(i, by_piece.get(p, unk)) for i, p in enumerate(pieces)], dtype=torch.long)
         layers = token_layers if token_layers is not None else [-1] * (n_layers - 1) + [f.n_layers - 1]

@@ -215,8 +215,9 @@ def table_rows_rule(tok, rows: int) -> list[int]:
     sp = tok.sp
     if rows < 6 or rows > tok.vocab_size:
         raise UserError(f"table rows {rows}: choose between 6 and the {tok.vocab_size} pieces")
-    normal = [i for i in range(5, tok.vocab_size) if not sp.is_unused(i)]
-    ranked = sorted(normal, key=lambda i: (-sp.get_score(i), i))
+    ids = list(range(5, tok.vocab_size))
+    normal = [(-score, i) for i, score, unused in zip(ids, sp.get_score(ids), sp.is_unused(ids)) if not unused]
+    ranked = [i for _, i in sorted(normal)]
     return sorted([0, 1, 2, 3, 4, *ranked[: rows - 5]])
 
 
