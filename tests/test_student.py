@@ -144,8 +144,8 @@ def test_a_cut_table_keeps_kept_pieces_exactly_and_maps_the_rest_to_their_neares
 
     model, tok, _ = student
     ids = sorted({i for x in tok.encode(SCRIPTS[:4], 128) for i in x})
-    kept = sorted({0, 1, 2, 3, 4, *ids, *range(5, 2000)})
-    small = model.tok_emb.weight.detach().numpy()[: 2000 + len(ids) + 50]  # the nearest rule on a slice
+    kept = sorted({0, 1, 2, 3, 4, *ids, *range(5, 200)})  # each kept row costs a pass over e5's 250,002 in cut_table
+    small = model.tok_emb.weight.detach().numpy()[: 200 + len(ids) + 50]  # the nearest rule on a slice
     mapped = nearest_rows(small, kept[: len(kept) // 2])
     sims = small @ small[kept[: len(kept) // 2]].T / np.outer(np.linalg.norm(small, axis=1),
                                                                np.linalg.norm(small[kept[: len(kept) // 2]], axis=1))
