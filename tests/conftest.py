@@ -55,6 +55,34 @@ def train_each_tokenizer_once(tmp_path_factory):
     Tokenizer.train = classmethod(real)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def export_each_graph_once(tmp_path_factory):
+    """torch's ONNX exporter (export_onnx: 2-3 s of dynamo tracing) is asked for the tiny model's graph a dozen
+    times, once per export option and command the tests try. Its graph depends only on the weights, the config and
+    the example batch (test_encoder_export checks the function this yields against a kept graph), so the run
+    exports each such model once, shared by the workers as `built_once` shares a fixture, and copies the graph for
+    the next; every step of an export after the fp32 graph still runs. An export that fails is not remembered."""
+    import hashlib
+    import shutil
+
+    from edge_xsent.export import exporter
+
+    real = exporter.export_onnx
+
+    def export_onnx(model, example, path: Path) -> None:
+        key = hashlib.sha256(repr((type(model).__qualname__, model.cfg)).encode())
+        for name, t in [*model.state_dict().items(), *enumerate(example)]:
+            key.update(f"{name} {t.dtype} {tuple(t.shape)}".encode())
+            key.update(t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        kept = built_once(tmp_path_factory, "graph-" + key.hexdigest()[:16], lambda f: real(model, example, f / "fp32.onnx"))
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(kept[0] / "fp32.onnx", path)
+
+    exporter.export_onnx = export_onnx
+    yield real
+    exporter.export_onnx = real
+
+
 def built_once(tmp_path_factory, name: str, build) -> tuple[Path, object]:
     """`build(folder)` once for the whole run: pytest-xdist's workers share the folder (a file lock: the first
     builds, the others wait and read), so a heavy session fixture costs one build, not one per worker (2 on

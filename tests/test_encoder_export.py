@@ -34,6 +34,17 @@ def test_bundle_files_and_manifest(tiny_bundle):
     assert (out / ONNX_INT8).stat().st_size < 0.5 * (out / ONNX_FP32).stat().st_size
 
 
+def test_the_graph_is_the_same_each_export_so_the_suite_exports_each_once(export_each_graph_once, tiny_model,
+                                                                          tiny_bundle, tmp_path):
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.export.exporter import example_inputs
+
+    real = export_each_graph_once  # export_onnx itself, not the suite's memo (conftest)
+    model, tok, _ = load_model(tiny_model)
+    real(model, example_inputs(tok, model.cfg.max_len), tmp_path / "fresh.onnx")
+    assert (tmp_path / "fresh.onnx").read_bytes() == (tiny_bundle[0] / ONNX_FP32).read_bytes()  # the memo's graph
+
+
 @pytest.mark.parametrize("backend,precision,tol", [("onnx", "fp32", 1e-4), ("torchscript", None, 1e-4),
                                                    ("onnx", "int8", 2e-2)])
 def test_every_format_agrees_with_fp32(tiny_bundle, backend, precision, tol):

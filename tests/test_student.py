@@ -8,6 +8,7 @@ shared GPU students are not in the repository, and the pipeline is the same for 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -240,12 +241,16 @@ def test_tokenizer_json_gives_the_same_ids_in_tokenizers(student):
 
     from tokenizers import Tokenizer as HF
 
-    from edge_xsent.encode.hf import tokenizer_json
+    from edge_xsent.encode.hf import tokenizer_json, tokenizer_json_text
+    from edge_xsent.encode.tokenizer import Tokenizer
 
     _, tok, _ = student
-    hf = HF.from_str(json.dumps(tokenizer_json(tok)))
+    hf = HF.from_str(tokenizer_json_text(tok))  # as save_model writes it, kept for the next save
     texts = [t for t in SCRIPTS if t.strip()] + [unicodedata.normalize("NFD", t) for t in COMPOSED]
     assert [e.ids for e in hf.encode_batch(texts)] == tok.encode(texts)
+    query = Tokenizer(tok.proto, dataclasses.replace(tok.rules, prefix="query: "))  # the same pieces, other rules
+    assert '"prepend": "query: "' in tokenizer_json_text(query)
+    assert tokenizer_json_text(tok) == json.dumps(tokenizer_json(tok), ensure_ascii=False)
 
 
 def test_the_trainer_refuses_to_continue_a_student_and_says_what_to_start_from(tiny_student_bundle, tmp_path):

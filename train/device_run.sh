@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH} EDGE_XSENT_E5=
 T0=$(date +%s); BUDGET=${BUDGET:-520}; CFG=${CONFIG:-train/gpu-students.toml}; D=$W/in/corpus; O=${OUT:-/tmp/out}
 left() { python3 -c "import time; print(round(($T0 + $BUDGET - time.time()) / 60 - ${1:-0}, 2))"; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>&1
-python3 -c "import torch, sys; print(sys.version.split()[0], torch.__version__)"
+python3 -c "import sys; from importlib.metadata import version; print(sys.version.split()[0], version('torch'))"  # not torch's 2 s import
 mkdir -p "$O"
 if [ -d "$W/in/corpus" ] && [ -f "$W/in/e5-small-q4.bin" ]; then  # a warm machine's earlier call joined and smoke-ran it
     echo "joined and smoke-run by an earlier call: $W/in"

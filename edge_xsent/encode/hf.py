@@ -218,12 +218,26 @@ def sentence_transformers_files(cfg: EncoderConfig, with_projection: bool) -> di
     return {"modules.json": modules, **files}
 
 
+_JSON_TEXTS: dict[tuple, str] = {}
+
+
+def tokenizer_json_text(tok: "Tokenizer") -> str:
+    """tokenizer.json as written, kept for the last two tokenizers of the process: a run saves its model at each
+    evaluation and a student's export saves it again, 0.4 s each for e5's 250,002 pieces."""
+    key = (bytes(tok.proto), repr(tok.rules), tuple(sorted(tok.rules.char_map.items())) if tok.rules else None)
+    if key not in _JSON_TEXTS:
+        if len(_JSON_TEXTS) == 2:
+            del _JSON_TEXTS[next(iter(_JSON_TEXTS))]
+        _JSON_TEXTS[key] = json.dumps(tokenizer_json(tok), ensure_ascii=False)
+    return _JSON_TEXTS[key]
+
+
 def write_hf_files(folder: Path, cfg: EncoderConfig, tok: "Tokenizer", lang_basis: "torch.Tensor | None") -> None:
     """Everything but config.json and model.safetensors (bundle.save_model writes those)."""
     from edge_xsent.atomic import save_safetensors
 
     folder = Path(folder)
-    (folder / layout.FILES["tokenizer_json"]).write_text(json.dumps(tokenizer_json(tok), ensure_ascii=False))
+    (folder / layout.FILES["tokenizer_json"]).write_text(tokenizer_json_text(tok))
     for name, content in sentence_transformers_files(cfg, lang_basis is not None).items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(json.dumps(content, indent=2) + "\n")

