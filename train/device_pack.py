@@ -8,6 +8,8 @@
                        # machine: the recipe's datasets built where missing ([ship.datasets]), then the pack unless it fits
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
+    python train/device_pack.py trained-student RUN OUT/student -- FLAGS   # there: `edge-xsent train --out RUN FLAGS`,
+                                               # then `student` of RUN/model, in one process (torch imported once)
 
 The sizes are this lab's device tool's, and flags here (the package knows none): a call carries the checkout (about
 35 MB) and at most 64 MiB in all, so a call folder holds 24 MiB (--chunk-mb); a file coming back holds at most
@@ -71,6 +73,26 @@ def packed(cfg, out: Path, chunk_bytes: int) -> None:
           f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
 
 
+def student_parts(model: Path, out: Path, part_bytes: int) -> None:
+    from edge_xsent.train.student import write_student
+
+    for path in write_student(model, out, part_bytes):
+        print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
+
+
+def trained_student(run: Path, out: Path, flags: list[str], part_bytes: int) -> None:
+    """`edge-xsent train --out RUN FLAGS`, then the student of RUN/model: one process, so torch's import and the
+    run's tokenizer are paid once (2-3 s of a lent GPU's call per run). A failed training exits with its own status."""
+    from edge_xsent.cli import main as cli
+
+    try:
+        cli(["train", "--out", str(run), *flags[flags[:1] == ["--"]:]], prog_name="edge-xsent")
+    except SystemExit as e:  # click ends every command so, 0 included
+        if e.code:
+            raise
+    student_parts(run / "model", out, part_bytes)
+
+
 def chunk_mb(text: str) -> float:
     """--chunk-mb, --part-mb: a finite size above zero (0 would make no call folder hold anything, nan every comparison fail)."""
     try:
@@ -112,6 +134,12 @@ def main(argv: list[str] | None = None) -> None:
     st.add_argument("out", type=out_file)
     st.add_argument("--part-mb", type=chunk_mb, default=16.0, help="the most one part file holds (MiB): what one "
                     "transfer back may carry")
+    ts = sub.add_parser("trained-student", help="edge-xsent train --out RUN FLAGS, then student RUN/model OUT, in one "
+                                                "process")
+    ts.add_argument("run", type=Path, help="the run's folder (train's --out)")
+    ts.add_argument("out", type=out_file, help="the student file, as student's")
+    ts.add_argument("--part-mb", type=chunk_mb, default=16.0, help="as student's")
+    ts.add_argument("flags", nargs=argparse.REMAINDER, help="after --: edge-xsent train's flags")
     args = ap.parse_args(argv)
     from edge_xsent.train import devicepack
 
@@ -132,11 +160,10 @@ def main(argv: list[str] | None = None) -> None:
     elif args.action == "join":
         m = devicepack.join(args.staged, args.into)
         print(f"{args.into}: corpus/ and {devicepack.E5_NAME} ({m['e5_version']}) joined and checked")
+    elif args.action == "trained-student":
+        trained_student(args.run, args.out, args.flags, int(args.part_mb * 2**20))
     else:
-        from edge_xsent.train.student import write_student
-
-        for path in write_student(args.model, args.out, int(args.part_mb * 2**20)):
-            print(f"{path} ({path.stat().st_size / 2**20:.1f} MiB)")
+        student_parts(args.model, args.out, int(args.part_mb * 2**20))
 
 
 if __name__ == "__main__":

@@ -33,8 +33,8 @@ else
 fi
 run() {  # NAME MINUTES FLAGS...
     local name=$1 minutes=$2; shift 2
-    python3 -m edge_xsent train --config "$CFG" --data "$D" --out "$W/run-$name-$T0" --max-minutes "$minutes" --quiet "$@" \
-        > "$O/train-$name.log" 2>&1 && python3 train/device_pack.py student "$W/run-$name-$T0/model" "$O/$name"
+    python3 train/device_pack.py trained-student "$W/run-$name-$T0" "$O/$name" -- --config "$CFG" --data "$D" \
+        --max-minutes "$minutes" --quiet "$@" > "$O/train-$name.log" 2>&1  # the run, then its student: one process
     local rc=$?; echo "run $name rc=$rc at +$(( $(date +%s) - T0 )) s"; tail -6 "$O/train-$name.log"
     cp "$W/run-$name-$T0/summary.json" "$O/$name-summary.json" 2>/dev/null; return $rc
 }
