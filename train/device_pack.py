@@ -32,7 +32,7 @@ from pathlib import Path
 
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file, out_folder, out_into
+from edge_xsent.pathargs import in_path, out_file, out_folder, out_into, out_run
 from edge_xsent.train.devicepack import MARKER
 
 PACK_FOLDER = out_folder(MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
                     "transfer back may carry")
     ts = sub.add_parser("trained-student", help="edge-xsent train --out RUN FLAGS, then student RUN/model OUT, in one "
                                                 "process")
-    ts.add_argument("run", type=Path, help="the run's folder (train's --out)")
+    ts.add_argument("run", type=out_run, help="the run's folder (train's --out)")
     ts.add_argument("out", type=out_file, help="the student file, as student's")
     ts.add_argument("--part-mb", type=chunk_mb, default=16.0, help="as student's")
     ts.add_argument("flags", nargs=argparse.REMAINDER, help="after --: edge-xsent train's flags")
