@@ -218,13 +218,14 @@ def sentence_transformers_files(cfg: EncoderConfig, with_projection: bool) -> di
     return {"modules.json": modules, **files}
 
 
-_JSON_TEXTS: dict[tuple, str] = {}
+_JSON_TEXTS: dict[tuple[bytes, str], str] = {}
 
 
 def tokenizer_json_text(tok: "Tokenizer") -> str:
     """tokenizer.json as written, kept for the last two tokenizers of the process: a run saves its model at each
     evaluation and a student's export saves it again, 0.4 s each for e5's 250,002 pieces."""
-    key = (bytes(tok.proto), repr(tok.rules), tuple(sorted(tok.rules.char_map.items())) if tok.rules else None)
+    rules = json.dumps(tok.rules.to_json(), ensure_ascii=False) if tok.rules else ""  # as Tokenizer.save writes them
+    key = (bytes(tok.proto), rules)
     if key not in _JSON_TEXTS:
         if len(_JSON_TEXTS) == 2:
             del _JSON_TEXTS[next(iter(_JSON_TEXTS))]
