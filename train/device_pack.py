@@ -86,7 +86,7 @@ def trained_student(run: Path, out: Path, flags: list[str], part_bytes: int) -> 
     from edge_xsent.cli import main as cli
 
     try:
-        cli(["train", "--out", str(run), *flags[flags[:1] == ["--"]:]], prog_name="edge-xsent")
+        cli(["train", "--out", str(run), *(flags[1:] if flags[:1] == ["--"] else flags)], prog_name="edge-xsent")
     except SystemExit as e:  # click ends every command so, 0 included
         if e.code:
             raise
