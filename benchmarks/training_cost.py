@@ -292,10 +292,10 @@ def main() -> None:
                          "peak_gflops_1_thread": round(got["peak"], 1)}
             for w in workers:
                 w.close()
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        workers = [Worker("exact, beside a busy process", threads, ROOT, {}, batches, tmp, wait, args)
+                   for threads, wait in ((1, "PASSIVE"), (2, None), (2, "PASSIVE")) if threads in args.threads]
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # once the workers are ready: beside the steps
         try:
-            workers = [Worker("exact, beside a busy process", threads, ROOT, {}, batches, tmp, wait, args)
-                       for threads, wait in ((1, "PASSIVE"), (2, None), (2, "PASSIVE")) if threads in args.threads]
             take_turns(workers, args.rounds, args.steps, warmup=1)
             busy_rows = [row(w, workers[0]) for w in workers]
             for w in workers:

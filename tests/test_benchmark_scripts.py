@@ -177,9 +177,11 @@ def test_teacher_speed_refuses_to_write_into_a_model_folder(tiny_model, tmp_path
     assert {p: p.read_bytes() for p in model.rglob("*") if p.is_file()} == before
 
 
-def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path):
+def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path, monkeypatch):
     """suite_time.py on a checkout of its own (a real pytest run through its tests/run.sh): each test's seconds
-    and the counts are kept, coverage is of edge_xsent/ as the test ran it, and a failing suite keeps no time."""
+    and the counts are kept, coverage is of edge_xsent/ as the test ran it (in an xdist worker: one, not one a core,
+    for two tests), and a failing suite keeps no time."""
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "1")
     repo, results = tmp_path / "repo", tmp_path / "results"
     (repo / "tests").mkdir(parents=True)
     results.mkdir()

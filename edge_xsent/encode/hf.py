@@ -298,17 +298,18 @@ def transformers_encode(folder: str | Path, texts: list[str]) -> "np.ndarray":
     return pooled.numpy()
 
 
-def ort_encode(folder: str | Path, texts: list[str], precision: str = "int8") -> "np.ndarray":
+def ort_encode(folder: str | Path, texts: list[str], precision: str = "int8", tokenizer=None) -> "np.ndarray":
     """Vectors from optimum's ORTModelForFeatureExtraction on the bundle's ONNX file, mean-pooled
     as its users do; one text a time, since int8's dynamic activation scales see the whole batch.
-    A text with no tokens is a zero vector, as in edge-xsent."""
+    A text with no tokens is a zero vector, as in edge-xsent. `tokenizer`: the folder's AutoTokenizer
+    when the caller has it loaded already (reading a student's tokenizer.json takes seconds)."""
     import numpy as np
 
     files = {"fp32": layout.ONNX_FP32, "int8": layout.ONNX_INT8}
     if precision not in files:
         raise UserError(f"precision {precision!r}: use one of {', '.join(files)}")
     ort = require("optimum.onnxruntime")
-    auto = require("transformers").AutoTokenizer.from_pretrained(str(folder))
+    auto = tokenizer or require("transformers").AutoTokenizer.from_pretrained(str(folder))
     onnx_file = Path(files[precision])
     if not (Path(folder) / onnx_file).exists():
         raise UserError(f"{Path(folder) / onnx_file}: missing; export the folder with `edge-xsent export {folder} --int8`")

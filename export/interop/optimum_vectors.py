@@ -24,7 +24,7 @@ def vectors(folder: str, texts_file: str, precision: str = "fp32") -> dict:
     texts = json.loads(open(texts_file, encoding="utf-8").read())
     auto = require("transformers").AutoTokenizer.from_pretrained(folder)
     ids = [auto(t)["input_ids"] for t in texts]  # special tokens as users get them (a student's <s> ... </s>)
-    pooled = ort_encode(folder, texts, precision)
+    pooled = ort_encode(folder, texts, precision, tokenizer=auto)
     st = st_onnx_model(folder, precision)
     st_vectors = [st.encode([t])[0].tolist() if ids[i] else None for i, t in enumerate(texts)]
     return {"ids": ids, "vectors": pooled.tolist(), "st_vectors": st_vectors,
