@@ -276,10 +276,10 @@ def test_fuzz_hostile_inputs(world, tmp_path, command):
 @pytest.mark.slow
 def test_training_on_a_full_disk_stops_cleanly_and_the_rerun_finishes(tmp_path, tiny_run):
     args = ("train", "--config", str(ROOT / "train" / "tiny-cpu.toml"), "--out", str(tmp_path / "run"),
-            "--max-steps", "12", "--eval-every", "10", "--checkpoint-every", "10", "--valid-pairs", "100", "--quiet",
+            "--max-steps", "3", "--eval-every", "2", "--checkpoint-every", "2", "--valid-pairs", "100", "--quiet",
             "--tokenizer", str(tiny_run / "tokenizer.model"), "--vocab-size", "1000")  # no tokenizer trained in each process
     line = one_error_line(run(*args, limit_bytes=1_500_000))  # the tokenizer fits, the model folder does not
-    assert "failed at step 10" in line and "run the same command to resume" in line
+    assert "failed at step 2" in line and "run the same command to resume" in line
     assert run(*args).returncode == 0 and (tmp_path / "run" / "model" / "model.safetensors").exists()
 
 
