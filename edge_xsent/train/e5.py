@@ -310,35 +310,43 @@ class E5Teacher:
 
     def __init__(self, path: str | Path | None = None, threads: int | None = None, max_len: int = E5_MAX_LEN,
                  onnx: str | Path | None = None, prefix: str = PREFIX, device: str = "cpu"):
-        from edge_xsent.threads import check_threads, set_torch_threads
+        from edge_xsent.threads import check_threads
 
         check_threads(threads)
+        self.path, self.threads, self.onnx = path, threads, onnx
         self.max_len, self.prefix, self.device = max_len, prefix, device
         self.version = version() + "+nfc"  # labels read text as e5 composes it (TextRules.compose)
         kind = "torch" if onnx is None else "onnx-int8"
         self.key = f"e5-small-{kind}" + ("" if prefix == PREFIX else "-" + prefix.strip(": ")) + \
             ("" if max_len == E5_MAX_LEN else f"-{max_len}ids")  # labels of another length go to a cache of their own
-        if onnx is None:
-            set_torch_threads(threads)
-            self.model, self.tokenizer = load_e5(path)
-            self.model.to(device)
-            self.embed_ids = self._torch
-        else:
-            from edge_xsent.encode.runtime import onnx_session
 
-            self.tokenizer = E5Tokenizer(read_e5(path))
-            self.session = onnx_session(Path(onnx_teacher_graph(onnx, path)), threads)
-            self.embed_ids = self._onnx
+    # Read on first use: a run whose every label is in the teacher cache (a lent GPU's packed run) never loads e5.
+    @functools.cached_property
+    def tokenizer(self) -> "E5Tokenizer":
+        return E5Tokenizer(read_e5(self.path))
 
-    def _torch(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    @functools.cached_property
+    def model(self):
+        from edge_xsent.threads import set_torch_threads
+
+        set_torch_threads(self.threads)
+        f = read_e5(self.path)
+        return e5_blocks_with(f, list(range(f.n_layers))).eval().to(self.device)
+
+    @functools.cached_property
+    def session(self):
+        from edge_xsent.encode.runtime import onnx_session
+
+        return onnx_session(Path(onnx_teacher_graph(self.onnx, self.path)), self.threads)
+
+    def embed_ids(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if self.onnx is not None:
+            return self.session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
         import torch
 
         with torch.inference_mode():
             ids, mask = torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
             return self.model(ids, mask).float().cpu().numpy()
-
-    def _onnx(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        return self.session.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})[0]
 
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
         """(n, 384) float32 unit vectors in input order; batches formed by length."""
