@@ -392,16 +392,20 @@ def test_interpolate_replaces_only_its_own_kind_of_folder(tmp_path):
 
 # ----------------------------------------------------------------------------- bounds and silent results
 
-TINY = ["--config", str(ROOT / "train" / "tiny-cpu.toml"), "--quiet", "--threads", "1"]
+@pytest.fixture
+def tiny_cpu(tiny_run) -> list[str]:
+    """train/tiny-cpu.toml with the tiny run's tokenizer: a process of its own would train one first (10 s)."""
+    return ["--config", str(ROOT / "train" / "tiny-cpu.toml"), "--quiet", "--threads", "1",
+            "--tokenizer", str(tiny_run / "tokenizer.model"), "--vocab-size", "1000"]
 
 
-def test_a_second_training_on_the_same_out_stops_with_one_line(tmp_path):
+def test_a_second_training_on_the_same_out_stops_with_one_line(tmp_path, tiny_cpu):
     """The first run, another process, holds the folder's lock; stopped (SIGSTOP) once it writes its log, it keeps
     holding it without spending a core while the second command (in this process) is refused."""
     import signal
 
     out = tmp_path / "run"
-    first = subprocess.Popen([*CLI, "train", *TINY, "--out", str(out), "--max-steps", "100000", "--log-every", "1"],
+    first = subprocess.Popen([*CLI, "train", *tiny_cpu, "--out", str(out), "--max-steps", "100000", "--log-every", "1"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = 120
@@ -410,16 +414,16 @@ def test_a_second_training_on_the_same_out_stops_with_one_line(tmp_path):
             deadline -= 1
         first.send_signal(signal.SIGSTOP)
         with time_limit(120, AssertionError("the second run was not refused: it went on to train")):
-            second = run_cli("train", *TINY, "--out", out, "--max-steps", "100000")
+            second = run_cli("train", *tiny_cpu, "--out", out, "--max-steps", "100000")
         assert "another training run is writing this folder" in one_error(second)
     finally:
         first.kill()
         first.wait()
 
 
-def test_a_torn_log_line_is_dropped_on_resume_and_skipped_on_reading(tmp_path):
+def test_a_torn_log_line_is_dropped_on_resume_and_skipped_on_reading(tmp_path, tiny_cpu):
     out = tmp_path / "run"
-    args = ["train", *TINY, "--out", out, "--max-steps", "4", "--checkpoint-every", "2", "--log-every", "1",
+    args = ["train", *tiny_cpu, "--out", out, "--max-steps", "4", "--checkpoint-every", "2", "--log-every", "1",
             "--valid-pairs", "64"]  # the behaviour of a resume, not learning: a few steps, a line each
     assert run_cli(*args, "--pause-at", "2").returncode == 0  # in process: the kill is written by hand below
     with open(out / "log.jsonl", "a") as f:
