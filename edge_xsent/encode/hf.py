@@ -309,7 +309,7 @@ def ort_encode(folder: str | Path, texts: list[str], precision: str = "int8", to
     if precision not in files:
         raise UserError(f"precision {precision!r}: use one of {', '.join(files)}")
     ort = require("optimum.onnxruntime")
-    auto = tokenizer or require("transformers").AutoTokenizer.from_pretrained(str(folder))
+    auto = tokenizer if tokenizer is not None else require("transformers").AutoTokenizer.from_pretrained(str(folder))
     onnx_file = Path(files[precision])
     if not (Path(folder) / onnx_file).exists():
         raise UserError(f"{Path(folder) / onnx_file}: missing; export the folder with `edge-xsent export {folder} --int8`")
