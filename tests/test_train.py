@@ -312,6 +312,23 @@ def test_a_warm_started_run_resumes_after_its_init_folder_is_gone(tiny_model, tm
     assert train(tiny_config(tmp_path / "run", **{**cfg, "max_steps": 6}), progress=False)["steps"] == 6
 
 
+def test_a_warm_start_carries_what_fits_and_starts_the_rest_as_a_new_model_does(tiny_model, tmp_path):
+    """The model a warm start fills is not drawn first (e5's table: about 1 s of 96M numbers); what the start does
+    not carry (a multilingual head's wider input, its language rows) is started as a new model starts it."""
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train.loop import build_trainer, prepare, start_processes
+
+    cfg = tiny_config(tmp_path / "run", init=str(tiny_model), multilingual_head=True, max_train_pairs=600,
+                      valid_pairs=64, model=dict(d_model=48, n_heads=4, d_ff=96))
+    procs = start_processes(cfg)
+    model = build_trainer(cfg, prepare(cfg, tmp_path / "run", False, procs, False), None, procs).model
+    trained = load_model(tiny_model)[0]
+    for name in ("tok_emb.weight", "pos_emb.weight", "blocks.0.ff1.weight", "emb_ln.weight", "head_dense.bias"):
+        assert torch.equal(model.get_parameter(name), trained.get_parameter(name)), name
+    for t in (model.lang_emb.weight, model.head_dense.weight):  # not carried: the head reads the language too
+        assert 0.015 < float(t.std()) < 0.025, float(t.std())  # N(0, 0.02), not torch's default nor uninitialised
+
+
 @pytest.mark.parametrize("setting, value, named", [
     ("lr", -5, "lr must be a finite number"), ("lr", float("nan"), "lr must be a finite number"),
     ("checkpoint_every", 0, "checkpoint_every must be a whole number >= 1"),

@@ -429,9 +429,10 @@ def run_start(cfg: TrainConfig, out: Path, resuming: bool) -> dict:
 def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: Processes) -> Trainer:
     mcfg = dataclasses.replace(cfg.model, n_langs=len(prep.langs) if cfg.multilingual_head else 0)
     torch.manual_seed(cfg.seed)
-    model = DualEncoder(mcfg)
+    loaded = resume is not None or bool(cfg.init)  # weights come next: no table of e5's size drawn only to be overwritten
+    model = DualEncoder.for_weights(mcfg) if loaded else DualEncoder(mcfg)
     if cfg.init and resume is None:
-        load_init_weights(model, start_dir(cfg), prep.tok)
+        model.init_missing(load_init_weights(model, start_dir(cfg), prep.tok))
     anchor = start_anchor(cfg, model, prep.langs, resume) if cfg.anchor_weight else None
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
     token_teacher = TokenTeacher.for_student(prep.tok, mcfg.n_layers, cfg.token_layers) if cfg.token_weight else None

@@ -213,7 +213,7 @@ TRAIN_TOKENIZER = "train"  # the `tokenizer` setting that trains a new vocabular
 WARM_START_FIELDS = ("d_model", "n_heads")  # n_layers and d_ff may grow: stack_layers, widen_ffn
 
 
-def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = None) -> None:
+def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = None) -> list[str]:
     """Copy a trained model's weights into `model` (same architecture; the generative head too
     when its shape matches). A longer max_len is allowed: the new positions start as copies of
     the last learned one. More layers are allowed, a multiple of the trained ones: the trained
@@ -221,7 +221,8 @@ def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = 
     warm instead of from scratch. A debiased model's language projection is not carried over:
     the subspace is re-estimated after training (`edge-xsent debias`). A wider feed-forward layer
     (d_ff) is allowed: the new hidden units start with zero output weights (`widen_ffn`), so the
-    wider model computes exactly what the trained one did and width can be measured warm too."""
+    wider model computes exactly what the trained one did and width can be measured warm too.
+    Returns the names it did not fill, for `model.init_missing` when `model` was built `for_weights`."""
     from edge_xsent.encode.bundle import load_model
 
     trained, their_tok, _ = load_model(folder)
@@ -250,7 +251,7 @@ def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = 
     state["pos_emb.weight"] = torch.cat([pos, pos[-1:].expand(ours.max_len - len(pos), -1)])
     own = model.state_dict()
     skipped = [k for k, v in state.items() if k not in own or own[k].shape != v.shape]
-    model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False)
+    missing = model.load_state_dict({k: v for k, v in state.items() if k not in skipped}, strict=False).missing_keys
     if ours.n_layers != theirs.n_layers:
         print(f"--init: its {theirs.n_layers} layers stacked into {ours.n_layers}", file=sys.stderr)
     if new_vocab:
@@ -259,6 +260,7 @@ def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = 
         print(f"--init: feed-forward width {theirs.d_ff} grown to {ours.d_ff} (new units output zero)", file=sys.stderr)
     if skipped:
         print(f"--init: not carried over (shape differs): {', '.join(skipped)}", file=sys.stderr)
+    return missing
 
 
 def stack_layers(state: dict[str, torch.Tensor], have: int, want: int) -> dict[str, torch.Tensor]:
