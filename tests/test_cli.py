@@ -116,11 +116,11 @@ def test_classify_without_english_documents_and_distractors_in_gz_are_handled(tm
 def test_result_records_name_the_command_as_typed(tmp_path):
     """The markdown record of an eval is the command with the options the user gave, not a rebuilt line."""
     md = tmp_path / "x.md"
-    res = CliRunner().invoke(main, ["eval", "xsr", "--data", "sample", "--max-pairs", "50", "--queries", "20",
-                                    "--md", str(md)], prog_name="edge-xsent")
+    res = CliRunner().invoke(main, ["eval", "xsr", "--model", "fast", "--data", "sample", "--max-pairs", "50",
+                                    "--queries", "20", "--md", str(md)], prog_name="edge-xsent")
     assert res.exit_code == 0, res.output
-    assert f"`edge-xsent eval xsr --data sample --queries 20 --max-pairs 50 --md {md}`" in md.read_text()
-    assert "--model" not in md.read_text() and "--split" not in md.read_text()  # defaults left out
+    assert f"`edge-xsent eval xsr --model fast --data sample --queries 20 --max-pairs 50 --md {md}`" in md.read_text()
+    assert "--split" not in md.read_text() and "--precision" not in md.read_text()  # defaults left out
 
 
 @pytest.mark.parametrize("args, says", [
