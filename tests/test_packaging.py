@@ -106,7 +106,7 @@ def test_a_bare_venv_installs_the_wheel_without_torch_and_encodes(wheel, tmp_pat
     assert done.returncode == 0, done.stderr
     translation, unrelated = map(float, done.stdout.split())
     assert translation > unrelated + 0.2
-    xsr = subprocess.run([str(cli), "eval", "xsr", "--max-pairs", "50", "--queries", "50"], capture_output=True,
+    xsr = subprocess.run([str(cli), "eval", "xsr", "--max-pairs", "20", "--queries", "20"], capture_output=True,
                          text=True, cwd=tmp_path, env=env)
     assert xsr.returncode == 0 and "average" in xsr.stdout, xsr.stderr
     train = subprocess.run([str(cli), "train", "--config", str(ROOT / "train" / "tiny-cpu.toml"), "--out",
