@@ -216,11 +216,7 @@ class Encoder:
         return self.ranges
 
     def tokenize(self, sentences: Sequence[str]) -> list[list[int]]:
-        ids = self.tokenizer.encode([readable_prefix(s, self.max_len) for s in sentences])
-        long = sum(len(x) > self.max_len for x in ids)
-        if long:
-            warnings.warn(f"{long} sentence(s) longer than {self.max_len} tokens were truncated", stacklevel=3)
-        return [self.tokenizer.truncate(x, self.max_len) for x in ids]
+        return tokenize(self.tokenizer, sentences, self.max_len)
 
     def encode(self, sentences: str | Sequence[str], batch_size: int = 32, normalize: bool = True,
                show_progress: bool = False, precision: str = "float32", dimensions: int | None = None,
@@ -273,6 +269,16 @@ class Encoder:
 
 
 MAX_BATCH_TOKENS = 32_768  # padded tokens per onnxruntime call: 256 sentences of 128 (about 1 GB at e5-small's size)
+
+
+def tokenize(tokenizer: Tokenizer, sentences: Sequence[str], max_len: int) -> list[list[int]]:
+    """The ids a model reading `max_len` of them sees: a longer sentence is cut, with a warning. A function of
+    the tokenizer alone, so a caller that needs only ids (an export's calibration) opens no session."""
+    ids = tokenizer.encode([readable_prefix(s, max_len) for s in sentences])
+    long = sum(len(x) > max_len for x in ids)
+    if long:
+        warnings.warn(f"{long} sentence(s) longer than {max_len} tokens were truncated", stacklevel=4)
+    return [tokenizer.truncate(x, max_len) for x in ids]
 
 
 def batches(order: np.ndarray, lengths: list[int], batch_size: int) -> Iterator[np.ndarray]:

@@ -30,15 +30,17 @@ Batch = tuple[np.ndarray, np.ndarray]  # padded token ids (B, T) and their 0/1 m
 def calibration_batches(folder: Path, data: str = "sample", pairs: int = CALIBRATION_PAIRS) -> list[Batch]:
     """Token batches of real training text (never the parity gate's test split), tokenized as the folder does."""
     from edge_xsent.data.corpus import read_pairs
-    from edge_xsent.encode.encoder import Encoder
+    from edge_xsent.encode.bundle import ModelFiles, read_tokenizer
+    from edge_xsent.encode.encoder import tokenize
     from edge_xsent.encode.tokenizer import pad_batch
 
     train = list(read_pairs(data, split="train"))
     chosen = train[:: max(1, len(train) // pairs)][:pairs]
-    enc = Encoder.load(folder, backend="onnx", precision="fp32", verify=False, trust_code=True)
+    files = ModelFiles(folder, verify=False)  # the folder being exported: ids only, no session of its fp32 graph
+    max_len = files.config()[1].max_len
     with warnings.catch_warnings():  # long sentences are cut to max_len, as `encode` cuts them
         warnings.filterwarnings("ignore", message=".*were truncated")
-        ids = enc.tokenize([p.a for p in chosen] + [p.b for p in chosen])
+        ids = tokenize(read_tokenizer(files), [p.a for p in chosen] + [p.b for p in chosen], max_len)
     return [pad_batch(ids[i:i + CALIBRATION_BATCH]) for i in range(0, len(ids), CALIBRATION_BATCH)]
 
 
