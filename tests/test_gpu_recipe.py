@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from edge_xsent.train import devicepack
+import devicepack  # train/devicepack.py, the lab module (conftest puts train/ on the path)
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.train.e5 import E5Tokenizer, dequantize_q4, our_id, read_e5
 from edge_xsent.errors import UserError

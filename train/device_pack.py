@@ -1,4 +1,4 @@
-"""A recipe's GPU run on a lent device (edge_xsent/train/devicepack.py; docs/training.md, "On a lent GPU").
+"""A recipe's GPU run on a lent device (train/devicepack.py, beside it; docs/training.md, "On a lent GPU").
 
     python train/device_pack.py pack --config train/gpu-students.toml --out .devpack    # here: call-1/, call-2/, ...
     python train/device_pack.py fits --config train/gpu-students.toml .devpack   # here: does a pack still fit the recipe?
@@ -33,7 +33,7 @@ from pathlib import Path
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 from edge_xsent.pathargs import in_path, out_file, out_folder, out_into, out_run
-from edge_xsent.train.devicepack import MARKER
+from devicepack import MARKER  # the lab module beside this script
 
 PACK_FOLDER = out_folder(MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
 
@@ -50,7 +50,7 @@ def pipeline():
 
 def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
     """The recipe's datasets built where missing, then its pack at `out` unless one there fits (never replaced)."""
-    from edge_xsent.train import devicepack
+    import devicepack
 
     ship = pipeline()
     for name, (path, role, _) in ship.build_missing(ship.Plan.read(config)).items():
@@ -66,7 +66,7 @@ def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
 
 
 def packed(cfg, out: Path, chunk_bytes: int) -> None:
-    from edge_xsent.train import devicepack
+    import devicepack
 
     m = devicepack.pack(cfg, out, chunk_bytes)
     print(f"{out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     ts.add_argument("--part-mb", type=chunk_mb, default=16.0, help="as student's")
     ts.add_argument("flags", nargs=argparse.REMAINDER, help="after --: edge-xsent train's flags")
     args = ap.parse_args(argv)
-    from edge_xsent.train import devicepack
+    import devicepack
 
     if args.action in ("pack", "fits", "inputs"):
         from edge_xsent.config import TrainConfig
