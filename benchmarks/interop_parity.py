@@ -30,7 +30,6 @@ from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
-from edge_xsent.eval.evaluate import row_cosines
 from edge_xsent.encode.hf import require, sentence_transformer, transformers_encode
 from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.failures import script_errors
@@ -48,6 +47,14 @@ def texts(n: int = 300) -> list[str]:
     lines = (ROOT / "edge_xsent/resources/sample-corpus/test.tsv").read_text(encoding="utf-8").splitlines()
     sample = [t for line in lines for t in line.split("\t")[3:5]]
     return read_json(EDGE_CASES, what="edge cases")["cases"] + random.Random(0).sample(sample, n)
+
+
+def row_cosines(vecs: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Cosine of each row with the same row of `ref`, rows where `ref` is the zero vector (a text
+    without tokens) left out: how closely one runtime's vectors follow another's."""
+    keep = np.linalg.norm(ref, axis=1) > 0
+    a, b = vecs[keep], ref[keep]
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def cosines(theirs: np.ndarray, ours: np.ndarray) -> dict:

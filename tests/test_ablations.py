@@ -6,12 +6,16 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("ablations", ROOT / "benchmarks" / "ablations.py")
 ablations = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ablations)
+
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
 
 
 def test_row_names():

@@ -59,3 +59,32 @@ def test_ratios_against_the_paper():
     r = ratios(res)
     assert r["memory_6_over_2"] == 2.5 and r["time_6_over_2"] == 1.8
     assert r["paper_memory_6_over_2"] == pytest.approx(2.41, abs=0.01) and r["paper_time_6_over_2"] == pytest.approx(1.83, abs=0.01)
+
+
+@pytest.mark.filterwarnings("ignore:.*were truncated")  # the tiny model reads 32 tokens
+def test_two_models_are_timed_side_by_side_on_sentences_of_every_language(tiny_model):
+    """pair_speed (train/figures.py's speed part): each model's sentences/s at batch 32 and at batch 1, rounds
+    alternating in one process; speed_sentences: both sides of test pairs spread over the split's languages."""
+    from edge_xsent import Encoder
+    from edge_xsent.data.corpus import read_pairs
+    from edge_xsent.train.bench import pair_speed, speed_sentences
+
+    sentences = speed_sentences("sample", 40)
+    test = list(read_pairs("sample", split="test"))
+    pairs = {(p.a, p.b): p.lang_b for p in test}
+    langs = [pairs.get(ab) for ab in zip(sentences[:20], sentences[20:])]  # both sides of 20 test pairs
+    assert len(sentences) == 40 and None not in langs and set(langs) == {"de", "es", "fr", "it"}
+    models = {"one": Encoder.load(tiny_model, threads=1), "other": Encoder.load(tiny_model, threads=1)}
+    batch32, batch1 = pair_speed(models, sentences, rounds=2)
+    assert set(batch32) == set(batch1) == {"one", "other"} and min(*batch32.values(), *batch1.values()) > 0
+
+
+def test_a_report_is_markdown_for_people_and_json_for_machines_naming_no_home_folder(tmp_path):
+    import json
+    from pathlib import Path
+
+    from edge_xsent.train.bench import write_report
+
+    write_report(tmp_path / "r.md", "# figures", {"model": str(Path.home() / "runs" / "m"), "p50_ms": [1.5]})
+    assert (tmp_path / "r.md").read_text() == "# figures\n"
+    assert json.loads((tmp_path / "r.json").read_text()) == {"model": "~/runs/m", "p50_ms": [1.5]}

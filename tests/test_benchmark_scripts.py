@@ -16,6 +16,9 @@ from conftest import ROOT, Ran, run_script
 
 BENCH = ROOT / "benchmarks"
 
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+
+
 
 def bench(name: str, *args: str) -> Ran:
     """benchmarks/NAME run in this process (conftest.run_script); it must succeed."""

@@ -140,3 +140,12 @@ def test_a_package_apt_cannot_supply_is_skipped_and_reported(tmp_path, monkeypat
     (bin_dir / "apt-get").write_text("#!/bin/sh\necho 'E: Failed to fetch: network down' >&2\nexit 100\n")
     with pytest.raises(UserError, match="network down"):
         cache.package("libreoffice-help-de")
+
+
+def test_the_command_builds_and_says_what_it_wrote(fake_cache, tmp_path):
+    from conftest import run_cli
+
+    res = run_cli("data", "build", "--langs", "fr", "--offline", "--cache", str(fake_cache), "--out",
+                  str(tmp_path / "corpus"), "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert f"wrote {tmp_path / 'corpus'}/ in" in res.stdout and (tmp_path / "corpus" / "stats.json").is_file()

@@ -178,3 +178,13 @@ def test_list_flags_parse_to_whole_numbers_also_where_the_setting_may_be_unset(m
     assert res.exit_code == 0, res.output
     cfg = seen["cfg"]
     assert (cfg.init_layers, cfg.token_layers, cfg.matryoshka_dims) == ([0, 4, 8], [-1, -1, 11], [128, 64])
+
+
+def test_python_dash_m_is_the_command(monkeypatch, capsys):
+    """`python -m edge_xsent` (a checkout run without installing it, as on a lent GPU) is `edge-xsent`."""
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["edge_xsent", "--help"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("edge_xsent", run_name="__main__")
+    assert done.value.code == 0 and "train" in capsys.readouterr().out

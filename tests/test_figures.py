@@ -17,6 +17,9 @@ from conftest import run_script, script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+
+
 
 def figures_module():
     return script_module("train/figures.py")

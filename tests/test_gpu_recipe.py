@@ -61,6 +61,7 @@ def joined(tmp_path_factory):
     return tmp, manifest
 
 
+@pytest.mark.lab
 def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joined):
     from edge_xsent.train.batches import load_texts, train_rows
 
@@ -82,6 +83,7 @@ def test_the_pack_carries_what_the_run_reads_and_the_teacher_rows_it_needs(joine
         assert kept[sorted(read)].all()  # every row the teacher reads for the carried text is there
 
 
+@pytest.mark.lab
 def test_the_pack_command_tells_which_recipes_a_pack_fits(joined, tmp_path, capsys):
     """`device_pack.py fits` with --join-share: one pack made with joins serves the runs without them."""
     from conftest import script_module
@@ -98,6 +100,7 @@ def test_the_pack_command_tells_which_recipes_a_pack_fits(joined, tmp_path, caps
     assert e.value.code == 1 and "join_share 0.25 in the pack, 0.5 in the recipe" in capsys.readouterr().err
 
 
+@pytest.mark.lab
 def test_inputs_builds_what_is_missing_then_packs_and_does_neither_twice(fake_cache, tmp_path, capsys):  # noqa: F811
     """`device_pack.py inputs`, a bare machine's one command: the recipe's corpus built by its [ship.datasets] (here
     from a small apt cache), then the pack; again, both are kept; a pack there that does not fit is refused, kept."""
@@ -137,6 +140,7 @@ def test_a_balanced_run_joins_pairs_that_follow_each_other_in_the_corpus(tmp_pat
         assert p.a.startswith(" ".join(q.a for q in in_file[first:first + 2]))
 
 
+@pytest.mark.lab
 def test_a_pack_says_which_recipes_it_fits(joined):
     """Packing takes minutes: a pack records the settings that chose its text, and names those a recipe changes."""
     tmp, _ = joined
@@ -153,6 +157,7 @@ def test_a_pack_says_which_recipes_it_fits(joined):
         devicepack.misfits(recipe(tmp), {k: v for k, v in manifest.items() if k != "reads"})
 
 
+@pytest.mark.lab
 def test_join_refuses_an_altered_or_missing_chunk(joined, tmp_path):
     tmp, manifest = joined
     stage = tmp_path / "stage"
@@ -184,6 +189,7 @@ def _forged(stage: Path, name: str, blob: bytes) -> None:
     (stage / devicepack.MANIFEST).write_text(json.dumps(manifest))
 
 
+@pytest.mark.lab
 def test_join_reads_nothing_unbounded_and_writes_only_by_the_output_rule(joined, tmp_path, monkeypatch):
     """issue 88: a deep or mistyped pack.json, a FIFO in its place, a corrupt xz, an xz bomb, a tar with a link or a
     path out, and an INTO that is a model folder or holds a link where the teacher goes: each one error, nothing
@@ -356,6 +362,7 @@ def test_a_run_with_max_minutes_ends_at_the_fitted_step_and_a_resumed_one_keeps_
     assert train(cfg(), progress=False)["steps"] == fitted
 
 
+@pytest.mark.lab
 def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_machine(joined, tmp_path):
     """train/device_run.sh as a lent GPU's calls run it, rehearsed here on the tiny pack: the first call stages the
     call folders, joins them, runs the smoke run and run a (the recipe); the next call finds the pack joined (its call
@@ -424,6 +431,7 @@ def student_of_the_token_arm(run: Path, out: Path, joined: Path) -> None:
     assert cos.min() > 0.9999
 
 
+@pytest.mark.lab
 def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_path, capsys):
     """train/levers.py on the committed record and first run (C as A: 4.4 and 5.7 points under, no reproduction),
     then levers made up around it: B replaces A, J is judged against B (not the same steps: not judged), T against B,
@@ -464,6 +472,7 @@ def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_pat
         levers.row(res / "step-parity.json", 1)
 
 
+@pytest.mark.lab
 @pytest.mark.parametrize("size", ["0", "nan", "-3", "inf", "lots"])
 def test_a_chunk_size_that_holds_nothing_is_a_usage_error(size, tmp_path, capsys):
     """`--chunk-mb 0` or `nan` gave a traceback from deep in the packing: now argparse's one usage line, exit 2."""
@@ -477,6 +486,7 @@ def test_a_chunk_size_that_holds_nothing_is_a_usage_error(size, tmp_path, capsys
     assert not (tmp_path / "p").exists()
 
 
+@pytest.mark.lab
 def test_levers_reads_no_fifo(tmp_path):
     """train/levers.py --record given a FIFO waited for ever (issue 88): now one error naming it."""
     import os

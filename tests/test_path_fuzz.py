@@ -478,3 +478,19 @@ def test_a_config_nested_deep_or_a_path_too_long_is_one_error(tmp_path):
         Encoder.load(folder)
     with pytest.raises(UserError, match="too long"):
         Encoder.load("a" * 5000)
+
+
+def test_a_scripts_path_types_take_a_good_value_and_name_what_a_value_lacks(tmp_path):
+    """The good side of the fuzzed types: a results folder to write into is taken as given; a NAME=PATH
+    without its name or its `=`, or a pair without its second path, says what it needs."""
+    from edge_xsent.pathargs import named_path, out_into, path_pair
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "a.json").write_text("{}")
+    assert out_into(str(tmp_path / "results")) == tmp_path / "results"
+    assert named_path()(f"base={tmp_path / 'a.json'}") == f"base={tmp_path / 'a.json'}"
+    for value in (str(tmp_path / "a.json"), f"={tmp_path / 'a.json'}"):
+        with pytest.raises(argparse.ArgumentTypeError, match="NAME=PATH is needed"):
+            named_path()(value)
+    with pytest.raises(argparse.ArgumentTypeError, match="two paths are needed"):
+        path_pair()(str(tmp_path / "a.json"))

@@ -43,6 +43,7 @@ def test_model_from_git_takes_a_folder_of_a_commit_once(tmp_path, tiny_bundle):
         model_from_git("git:0000000:m", repo=repo, cache=tmp_path / "cache")
 
 
+@pytest.mark.lab  # train/ship.sh
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="not a git checkout")
 def test_the_shipped_recipe_starts_from_its_pinned_model(tmp_path):
     manifest = json.loads((ROOT / "edge_xsent/resources/fast-model/manifest.json").read_text())

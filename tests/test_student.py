@@ -281,3 +281,35 @@ def test_a_refit_moves_only_the_kept_rows_and_brings_unseen_text_nearer_the_whol
     assert log[-1]["loss"] < log[0]["loss"] and refit_record(cfg, log)["max_steps"] == 40
 
 
+
+
+def test_a_trained_run_comes_back_as_student_file_parts_that_load_as_the_same_model(student, tiny_student_cut, tiny_model,
+                                                                                    tmp_path):
+    """write_student, what a GPU run returns: a run's model folder (here the cut student; the table is left out,
+    it is e5's) as fp16 parts of at most part_bytes; load_student reads the parts' folder as the same model. A run
+    that is not a student of e5's tokenizer, or an out folder with something in it, is one error."""
+    from edge_xsent.train.student import load_student, write_student
+
+    parts = write_student(tiny_student_cut, tmp_path / "back", part_bytes=2 * 2**20)
+    assert len(parts) > 1 and all(p.stat().st_size <= 2 * 2**20 for p in parts)
+    again, tok, record = load_student(tmp_path / "back")
+    model = student[0]
+    assert record["blocks"] == 1 and tok.vocab_size == student[1].vocab_size
+    encoder = {k: v for k, v in model.state_dict().items() if not k.startswith("head")}  # heads: training's, not kept
+    moved = {k for k, v in encoder.items() if not torch.equal(v, again.state_dict()[k])}
+    assert moved == {"pos_emb.weight"}  # e5's position and type rows, summed, are one fp16 table in the file
+    assert (vectors(again, tok, SCRIPTS[:-3]) * vectors(model, tok, SCRIPTS[:-3])).sum(1).min() > 0.99999
+    with pytest.raises(UserError, match="not empty"):
+        write_student(tiny_student_cut, tmp_path / "back", part_bytes=2**20)
+    with pytest.raises(UserError, match="not a student that keeps e5's tokenizer"):
+        write_student(tiny_model, tmp_path / "other", part_bytes=2**20)
+
+
+def test_a_recipe_starting_from_e5_starts_from_its_blocks_table_and_tokenizer_whole(student):
+    """e5_start, a recipe's start with init = "e5-small" and tokenizer = "e5-small": e5's block 0 is the
+    student file of e5's block 0 (that one in fp16)."""
+    from edge_xsent.train.student import e5_start
+
+    model, tok, record = e5_start([0])
+    assert record["layers"] == [0] and tok.vocab_size == model.cfg.vocab_size == 250002
+    assert (vectors(model, tok, SCRIPTS[:-3]) * vectors(*student[:2], SCRIPTS[:-3])).sum(1).min() > 0.999

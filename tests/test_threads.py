@@ -113,3 +113,28 @@ def test_a_commands_threads_reach_torch_every_onnx_session_and_its_record(monkey
         assert refused.exit_code == 2 and "this machine's cores" in refused.output
     finally:
         torch.set_num_threads(before)
+
+
+def test_before_torch_loads_the_count_travels_in_the_openmp_variable(monkeypatch):
+    """A command that has not imported torch yet (the CLI's own process): its OpenMP runtime reads
+    OMP_NUM_THREADS when it loads, so that is where the count goes."""
+    from edge_xsent import threads
+
+    monkeypatch.setattr(threads, "_chosen", None)
+    monkeypatch.delitem(sys.modules, "torch")  # put back after the test, as the variable
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    threads.use_threads(1)
+    assert os.environ["OMP_NUM_THREADS"] == "1" and threads.chosen() == 1
+
+
+def test_a_scripts_thread_counts_are_each_within_the_machines_cores():
+    """thread_counts, argparse's type for --threads 1,2 (benchmarks/training_cost.py): sorted, once each; a
+    count out of range or not a number names the range."""
+    import argparse
+
+    from edge_xsent.threads import max_threads, thread_counts
+
+    assert thread_counts(f"{max_threads()},1,1") == tuple(sorted({1, max_threads()}))
+    for bad in ("0,1", "1,x", f"1,{max_threads() + 1}", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="comma-separated whole numbers from 1 to"):
+            thread_counts(bad)

@@ -329,6 +329,19 @@ def test_a_warm_start_carries_what_fits_and_starts_the_rest_as_a_new_model_does(
         assert 0.015 < float(t.std()) < 0.025, float(t.std())  # N(0, 0.02), not torch's default nor uninitialised
 
 
+def test_a_frozen_table_stays_the_starts_while_the_blocks_train(tiny_model, tmp_path):
+    """freeze_table (the students' recipe: e5's table as it is): the run's table is its start's, to the bit."""
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train.loop import train
+
+    cfg = tiny_config(tmp_path / "run", init=str(tiny_model), freeze_table=True, max_steps=3, eval_every=3,
+                      checkpoint_every=3, max_train_pairs=600, valid_pairs=64, model=dict(d_model=48, n_heads=4, d_ff=96))
+    train(cfg, progress=False)
+    start, trained = load_model(tiny_model)[0], load_model(tmp_path / "run" / "model")[0]
+    assert torch.equal(trained.tok_emb.weight, start.tok_emb.weight)
+    assert not torch.equal(trained.blocks[0].ff1.weight, start.blocks[0].ff1.weight)
+
+
 @pytest.mark.parametrize("setting, value, named", [
     ("lr", -5, "lr must be a finite number"), ("lr", float("nan"), "lr must be a finite number"),
     ("checkpoint_every", 0, "checkpoint_every must be a whole number >= 1"),

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import ROOT, script_module
 from edge_xsent.config import UNK_ID
 from edge_xsent.encode.tokenizer import Tokenizer
+
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
 
 
 def test_extension_keeps_old_pieces_and_reaches_every_script(tmp_path):

@@ -38,14 +38,6 @@ class Retrieval:
     p1_margin_text: float
 
 
-def row_cosines(vecs: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """Cosine of each row with the same row of `ref`, rows where `ref` is the zero vector (a text
-    without tokens) left out: how closely one runtime's vectors follow another's."""
-    keep = np.linalg.norm(ref, axis=1) > 0
-    a, b = vecs[keep], ref[keep]
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
-
-
 def knn_mean(x: np.ndarray, y: np.ndarray, k: int, block: int = 1024) -> np.ndarray:
     """Mean cosine of each row of x to its k nearest rows of y."""
     k = min(k, len(y))
