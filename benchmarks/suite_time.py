@@ -8,6 +8,7 @@ coverage slows the suite and its time would not compare.
     python benchmarks/suite_time.py                        # this checkout, timed
     python benchmarks/suite_time.py --coverage             # this checkout, line coverage of edge_xsent/
     python benchmarks/suite_time.py --repo ../old --label before   # another checkout (an earlier commit)
+    python benchmarks/suite_time.py --marker "not lab"     # the package's tests alone (tests/run.sh -m "not lab")
 
 tests/run.sh installs the checkout it runs in (pip install -e); after another checkout's run this one is installed
 again.
@@ -81,25 +82,30 @@ def set_up(repo: Path) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def timed_run(repo: Path, junit: Path) -> float:
+def selected(marker: str) -> list[str]:
+    """pytest's arguments for the tests `marker` selects (none: every test)."""
+    return ["-m", marker] if marker else []
+
+
+def timed_run(repo: Path, junit: Path, marker: str = "") -> float:
     """The README's test command on a set-up checkout, its wall time in seconds; a failed suite is an error,
     not a figure."""
     set_up(repo)
     t0 = time.perf_counter()
-    done = subprocess.run(["bash", "tests/run.sh", f"--junitxml={junit}"], cwd=repo, env=suite_env())
+    done = subprocess.run(["bash", "tests/run.sh", f"--junitxml={junit}", *selected(marker)], cwd=repo, env=suite_env())
     if done.returncode != 0:
         raise UserError(f"the suite failed in {repo} (exit {done.returncode}): a time is kept only for a passing run")
     return time.perf_counter() - t0
 
 
-def coverage_run(repo: Path, junit: Path, work: Path) -> float:
+def coverage_run(repo: Path, junit: Path, work: Path, marker: str = "") -> float:
     """The suite's pytest line under coverage.py; returns edge_xsent/'s line coverage in percent."""
     set_up(repo)
     rc = work / "coveragerc"
     rc.write_text(COVERAGE_RC.format(data=work / ".coverage"))
     env = {**suite_env(), "COVERAGE_RCFILE": str(rc)}
     subprocess.run([sys.executable, "-m", "coverage", "run", "-m", "pytest", "-q", "-n", "auto",
-                    f"--junitxml={junit}"], cwd=repo, env=env, check=False)
+                    f"--junitxml={junit}", *selected(marker)], cwd=repo, env=env, check=False)
     subprocess.run([sys.executable, "-m", "coverage", "combine", "-q"], cwd=work, env=env, check=True)
     report = work / "coverage.json"
     subprocess.run([sys.executable, "-m", "coverage", "json", "-q", "-o", str(report)], cwd=work, env=env, check=True)
@@ -125,7 +131,8 @@ def markdown(runs: list[dict]) -> str:
         c = r["counts"]
         failed = c.get("failure", 0) + c.get("error", 0)
         coverage = "" if r.get("coverage") is None else f"{r['coverage']}%"
-        lines.append(f"| {r['date']} | {r['label']} | {r['commit']} | {r['machine']} | {c.get('passed', 0)} | "
+        label = r["label"] + (f" (`-m \"{r['marker']}\"`)" if r.get("marker") else "")
+        lines.append(f"| {r['date']} | {label} | {r['commit']} | {r['machine']} | {c.get('passed', 0)} | "
                      f"{c.get('skipped', 0)} | {failed} | {r.get('command_s', '')} | {r.get('pytest_s', '')} | {coverage} |")
     timed = [r for r in runs if "pytest_s" in r]
     if timed:
@@ -145,17 +152,17 @@ def package_dir() -> str:
                           capture_output=True, text=True, env=suite_env(), cwd=tempfile.gettempdir()).stdout.strip()
 
 
-def measure(repo: Path, coverage: bool, label: str) -> dict:
-    """One run of the suite in `repo`: its time and each test's seconds, or its coverage."""
+def measure(repo: Path, coverage: bool, label: str, marker: str = "") -> dict:
+    """One run of the suite in `repo` (the tests `marker` selects): its time and each test's seconds, or its coverage."""
     commit = commit_of(repo)
     run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit, "label": label or commit,
-           "machine": f"{os.cpu_count()} cores, {platform.machine()}"}
+           "machine": f"{os.cpu_count()} cores, {platform.machine()}", **({"marker": marker} if marker else {})}
     with tempfile.TemporaryDirectory(prefix="suite-") as tmp:
         junit = Path(tmp) / "junit.xml"
         if coverage:
-            run["coverage"] = round(coverage_run(repo, junit, Path(tmp)), 2)
+            run["coverage"] = round(coverage_run(repo, junit, Path(tmp), marker), 2)
         else:
-            run["command_s"] = round(timed_run(repo, junit))
+            run["command_s"] = round(timed_run(repo, junit, marker))
             run["pytest_s"] = round(float(next(ET.parse(junit).getroot().iter("testsuite")).get("time", 0)))
         found = durations(junit)
     run["counts"] = found["counts"]
@@ -180,11 +187,12 @@ def main() -> None:
     p.add_argument("--repo", type=in_path, default=CHECKOUT, help="the checkout whose suite runs (default: this one)")
     p.add_argument("--label", default="", help="a name for the run in the table (default: the commit)")
     p.add_argument("--coverage", action="store_true", help="measure line coverage instead of time")
+    p.add_argument("--marker", default="", help='only the tests this marker expression selects, e.g. "not lab"')
     p.add_argument("--results", type=out_into, default=RESULTS, help="where suite.json and suite.md are kept")
     args = p.parse_args()
     installed = package_dir()
     try:
-        run = measure(args.repo.resolve(), args.coverage, args.label)
+        run = measure(args.repo.resolve(), args.coverage, args.label, args.marker)
     finally:
         if package_dir() != installed:  # another checkout's tests/run.sh installed its package: this one's again
             subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "-e", str(CHECKOUT)], check=True,

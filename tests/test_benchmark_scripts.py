@@ -195,7 +195,9 @@ def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path,
         "    assert normalize('a  b') == 'a b'\n\n\n@pytest.mark.skip(reason='kept out')\ndef test_skipped():\n    pass\n")
     bench("suite_time.py", "--repo", str(repo), "--label", "tiny", "--results", str(results))
     bench("suite_time.py", "--repo", str(repo), "--coverage", "--results", str(results))
-    timed, covered = json.loads((results / "suite.json").read_text())
+    bench("suite_time.py", "--repo", str(repo), "--marker", "not skip", "--results", str(results))
+    timed, covered, marked = json.loads((results / "suite.json").read_text())
+    assert marked["marker"] == "not skip" and set(marked["tests"]) == {"tests.test_tiny::test_normalizes"}
     assert timed["label"] == "tiny" and timed["counts"] == {"passed": 1, "skipped": 1} and timed["pytest_s"] >= 0
     assert set(timed["tests"]) == {"tests.test_tiny::test_normalizes", "tests.test_tiny::test_skipped"}
     assert 0 < covered["coverage"] < 50 and "tests" not in covered  # text.py ran, most of the package did not
@@ -203,7 +205,7 @@ def test_suite_time_keeps_each_tests_seconds_and_the_packages_coverage(tmp_path,
     (repo / "tests" / "test_tiny.py").write_text("def test_fails():\n    assert False\n")
     failed = run_script("benchmarks/suite_time.py", "--repo", str(repo), "--results", str(results))
     assert failed.returncode == 1 and "the suite failed" in failed.stderr
-    assert len(json.loads((results / "suite.json").read_text())) == 2
+    assert len(json.loads((results / "suite.json").read_text())) == 3
 
 
 def test_suite_time_finds_the_installed_package_not_the_checkout_it_stands_in(tmp_path, monkeypatch):
