@@ -136,7 +136,7 @@ def test_students_table(tiny_student_bundle, tmp_path):
     out = tmp_path / "students.md"
     bench("students_table.py", str(tmp_path / "s1.json"), str(tmp_path / "s0.json"), "--out", str(out))
     text = out.read_text()
-    assert "| student-1 | 1 | 384 | 3,000 | 6,123,456 | 80 | 1.50 | 20.0 | 900 | 600 | 1.50 | 80.0 | 70.0 |" in text
+    assert "| student-1 | 1 | 384 | 1,000 | 6,123,456 | 80 | 1.50 | 20.0 | 900 | 600 | 1.50 | 80.0 | 70.0 |" in text
     assert "| old | - | - | - | - |" in text and "| hi | 50.0 | - |" in text
 
 

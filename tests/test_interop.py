@@ -44,7 +44,7 @@ DEFAULT = ROOT / "edge_xsent/resources/default-model"  # what Encoder.load() run
 # every piece kept, 30,000 rows at 4 bits, the rest at 1 bit; the suite's own tiered student, built as the default was,
 # runs in the page and the JVM, whose runtimes differ, and in onnxruntime in test_tiered_table). "per-row": a tiny
 # model in the form a student ships in (4-bit token table, int8 activations scaled per row); "student": e5-small's
-# block 0 as a student (e5's tokenizer and rules, a table cut to 3,000 rows).
+# block 0 as a student (e5's tokenizer and rules, a table cut to 1,000 rows).
 CASES = [("tiny", "fp32"), ("tiny", "int8"), ("per-row", "int8"), ("default", "int8"), ("student", "int8")]
 FIXTURES = {"tiny": "tiny_debiased_bundle", "per-row": "tiny_bundle_per_row", "student": "tiny_student_bundle"}
 

@@ -162,7 +162,7 @@ def test_the_bundle_loads_in_onnxruntime_within_the_gate(tiny_student_bundle):
     from edge_xsent.encode.bundle import load_model
 
     cut, tok, _ = load_model(tiny_student_bundle)
-    assert tok.rules is not None and cut.cfg.table_rows == 3000
+    assert tok.rules is not None and cut.cfg.table_rows == 1000
     parity = json.loads((tiny_student_bundle / "parity.json").read_text())
     assert parity["formats"]["onnx-int8"]["cosine_mean"] >= 0.99
     enc = Encoder.load(tiny_student_bundle, backend="onnx", precision="fp32")
@@ -263,7 +263,7 @@ def test_the_trainer_refuses_to_continue_a_student_and_says_what_to_start_from(t
 
 def test_a_refit_moves_only_the_kept_rows_and_brings_unseen_text_nearer_the_whole_table(student, tiny_student_cut):
     """A refit on the sample's train text: held-out text (the sample's test split) reads closer to what the
-    whole table gave than the cut did (3,000 rows: the shipped student's cut), and nothing but the table moved."""
+    whole table gave than the cut did (1,000 rows), and nothing but the table moved."""
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.encode.bundle import load_model
     from edge_xsent.train.refit import RefitConfig, refit_record, refit_table
