@@ -1,14 +1,15 @@
 """The test suite's time and line coverage, kept: runs the README's test command (`bash tests/run.sh`) in a
 checkout, reads every test's duration from pytest's JUnit report, and appends the run to
 `benchmarks/results/suite.json` (each test's seconds, per file and in all) and rewrites `suite.md` from it.
-With `--coverage` it runs the same pytest line under coverage.py (xdist workers and every subprocess the
-tests start measured: `patch = subprocess`) and records the package's line coverage instead of a time, since
+With `--coverage` it runs the same command under coverage.py (pytest, its xdist workers and every Python process
+the tests start measured: `patch = subprocess`) and records the package's line coverage instead of a time, since
 coverage slows the suite and its time would not compare.
 
     python benchmarks/suite_time.py                        # this checkout, timed
     python benchmarks/suite_time.py --coverage             # this checkout, line coverage of edge_xsent/
     python benchmarks/suite_time.py --repo ../old --label before   # another checkout (an earlier commit)
-    python benchmarks/suite_time.py --marker "not lab"     # the package's tests alone (tests/run.sh -m "not lab")
+    python benchmarks/suite_time.py --marker lab           # the lab's tests (tests/run.sh runs the package's)
+    python benchmarks/suite_time.py --marker "lab or not lab"   # both tiers in one run
 
 tests/run.sh installs the checkout it runs in (pip install -e); after another checkout's run this one is installed
 again.
@@ -98,14 +99,20 @@ def timed_run(repo: Path, junit: Path, marker: str = "") -> float:
     return time.perf_counter() - t0
 
 
+RUNNER = "import subprocess, sys\nsys.exit(subprocess.run(['bash', 'tests/run.sh', *sys.argv[1:]]).returncode)\n"
+
+
 def coverage_run(repo: Path, junit: Path, work: Path, marker: str = "") -> float:
-    """The suite's pytest line under coverage.py; returns edge_xsent/'s line coverage in percent."""
+    """The README's test command (the tests it selects, or `marker`'s) under coverage.py, through a Python
+    process that starts it (coverage measures Python, and every Python process under it: pytest, its workers);
+    returns edge_xsent/'s line coverage in percent."""
     set_up(repo)
     rc = work / "coveragerc"
     rc.write_text(COVERAGE_RC.format(data=work / ".coverage"))
+    (work / "run_tests.py").write_text(RUNNER)
     env = {**suite_env(), "COVERAGE_RCFILE": str(rc)}
-    subprocess.run([sys.executable, "-m", "coverage", "run", "-m", "pytest", "-q", "-n", "auto",
-                    f"--junitxml={junit}", *selected(marker)], cwd=repo, env=env, check=False)
+    subprocess.run([sys.executable, "-m", "coverage", "run", str(work / "run_tests.py"), f"--junitxml={junit}",
+                    *selected(marker)], cwd=repo, env=env, check=False)
     subprocess.run([sys.executable, "-m", "coverage", "combine", "-q"], cwd=work, env=env, check=True)
     report = work / "coverage.json"
     subprocess.run([sys.executable, "-m", "coverage", "json", "-q", "-o", str(report)], cwd=work, env=env, check=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine, as CI runs it (.ci/run calls this after installing the
+# The package's tests on a fresh machine (the README's test command; .ci/run calls this after installing the
 # package): what some tests need beyond pip's extras, then pytest. Rerunning skips what is there.
-#   tests/run.sh            # after: pip install torch==2.13.0 -e ".[dev]"
+#   tests/run.sh            # the package's tests (after: pip install torch==2.13.0 -e ".[dev]")
+#   tests/run.sh --lab      # the lab's: its scripts (train/, benchmarks/) end to end (pytest.mark.lab); CI runs both
 #   tests/run.sh -x -k demo # extra arguments go to pytest (-n 0: one process)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,11 @@ if [ ! -x .venv-optimum/bin/python ]; then
   python3 -m venv --system-site-packages .venv-optimum
   .venv-optimum/bin/python -m pip install -q -e ".[optimum,fastembed]"  # fastembed beside it: no transformers needed
 fi
-# One pytest worker per core (pytest-xdist; each test computes at 1 thread): about 6-8 minutes on 2 cores
-# (benchmarks/results/suite.md keeps each run's time; benchmarks/suite_time.py measures one). `-n 0` after the
-# script runs them in one process again. --durations: the 30 slowest tests at the end, so a run shows where the
-# suite's time goes (its budget: about 15 minutes on 2 cores).
-python3 -m pytest -q -n auto --durations=30 "$@"
+# One pytest worker per core (pytest-xdist; each test computes at 1 thread): about 5 minutes on 2 cores for the
+# package's tests, 3 more for the lab's (benchmarks/results/suite.md keeps each run's time; benchmarks/suite_time.py
+# measures one). `-n 0` after the script runs them in one process again; a `-m` after it replaces the tier's.
+# --durations: the 30 slowest tests at the end, so a run shows where the time goes (the budget of both tiers: about
+# 15 minutes on 2 cores).
+TIER="not lab"
+if [ "${1:-}" = "--lab" ]; then TIER="lab"; shift; fi
+python3 -m pytest -q -n auto -m "$TIER" --durations=30 "$@"

@@ -15,7 +15,7 @@ spec = importlib.util.spec_from_file_location("ablations", ROOT / "benchmarks" /
 ablations = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ablations)
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 
 def test_row_names():

@@ -16,7 +16,7 @@ from conftest import ROOT, Ran, run_script
 
 BENCH = ROOT / "benchmarks"
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 
 

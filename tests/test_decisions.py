@@ -4,7 +4,7 @@ import pytest
 
 from decisions import failed_constraints, general_default
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 
 def row(general, software=96.0, mb=5.0, speed=3.0):

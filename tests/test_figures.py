@@ -17,7 +17,7 @@ from conftest import run_script, script_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 
 

@@ -10,7 +10,7 @@ from conftest import script_module
 
 rules = script_module("train/quality_rules.py")
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 
 def fig(name: str, oog: float, wide: float, long: float = 90.0, size: int = 19_000_000, ratio: float = 3.0,

@@ -19,7 +19,7 @@ from test_figures import corpus_with_domains, figures_file, reserved_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 TINY = ("batch_size = 32\nlr = 0.003\nwarmup_steps = 2\nmax_steps = 6\neval_every = 6\ncheckpoint_every = 6\n"
         "valid_pairs = 200\nthreads = 1\n\n[model]\nvocab_size = 1000\nn_layers = 1\nd_model = 48\nn_heads = 4\n"

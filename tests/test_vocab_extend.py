@@ -8,7 +8,7 @@ from conftest import ROOT, script_module
 from edge_xsent.config import UNK_ID
 from edge_xsent.encode.tokenizer import Tokenizer
 
-pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh -m 'not lab' leaves it out
+pytestmark = pytest.mark.lab  # a lab script's test: tests/run.sh --lab runs it
 
 
 def test_extension_keeps_old_pieces_and_reaches_every_script(tmp_path):
