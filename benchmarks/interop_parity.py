@@ -1,6 +1,6 @@
 """The four Hugging Face stacks against edge-xsent on one exported folder (the parity table).
 
-    python benchmarks/interop_parity.py [FOLDER]   # default: the shipped default model (int8 ONNX only)
+    python benchmarks/interop_parity.py [FOLDER]   # default: the fast model (int8 ONNX only)
     python benchmarks/interop_parity.py runs/general-scratch-32k/bundle   # the default's full export: fp32 ONNX too
 
 Texts: the shared tokenizer edge-case suite + 300 sentences of the sample corpus's test split.
