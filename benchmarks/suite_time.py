@@ -194,7 +194,8 @@ def main() -> None:
     p.add_argument("--repo", type=in_path, default=CHECKOUT, help="the checkout whose suite runs (default: this one)")
     p.add_argument("--label", default="", help="a name for the run in the table (default: the commit)")
     p.add_argument("--coverage", action="store_true", help="measure line coverage instead of time")
-    p.add_argument("--marker", default="", help='only the tests this marker expression selects, e.g. "lab" (tests/run.sh alone runs "not lab")')
+    p.add_argument("--marker", default="",
+                   help='only the tests this marker expression selects, e.g. "lab" (tests/run.sh alone runs "not lab")')
     p.add_argument("--results", type=out_into, default=RESULTS, help="where suite.json and suite.md are kept")
     args = p.parse_args()
     installed = package_dir()
