@@ -131,6 +131,33 @@ def test_the_trained_rows_move_through_the_rounding_when_the_table_is_not_frozen
     assert 0 < int(moved.sum()) < 20_000 and bool(moved[EXACT:].any())  # rows of both tiers, only those read
 
 
+def test_a_carried_run_leaves_its_frozen_table_behind_and_resumes_on_a_bare_machine(whole, tmp_path):
+    """carry save of a frozen-table run holds no table (e5's rows are 384 MB; the blocks are what moved); restored on
+    a machine whose run folder is gone, the same recipe resumes at the carried step with its init's table."""
+    import shutil
+
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train import carry
+    from edge_xsent.train.loop import train
+
+    def recipe(**more):
+        return tiny_config(tmp_path / "run", init=str(whole), teacher=str(whole), teacher_cache=str(tmp_path / "cache"),
+                           freeze_table=True, table_exact_rows=EXACT, objective="none", align_weight=0.0,
+                           sim_weight=0.0, teacher_proj="none", batch_items=True, batch_size=8, max_train_pairs=100,
+                           warmup_steps=1, max_steps=4, eval_every=4, checkpoint_every=2, keep_model="last",
+                           valid_pairs=20, model=dict(vocab_size=250002, n_layers=1, d_model=384, n_heads=12,
+                                                      d_ff=1536, max_len=128, dropout=0.0), **more)
+    train(recipe(pause_at=2), progress=False)
+    meta = carry.save(tmp_path / "run", tmp_path / "carried")
+    assert meta["left_out"] == ["model.tok_emb.weight"] and meta["step"] == 2
+    assert (tmp_path / "carried" / carry.WEIGHTS).stat().st_size < 20 * 2**20
+    shutil.rmtree(tmp_path / "run")  # the machine came back bare: only the init is rebuilt
+    carry.restore(tmp_path / "carried", tmp_path / "run")
+    summary = train(recipe(), progress=False)
+    assert summary["steps"] == 4
+    assert torch.equal(load_model(tmp_path / "run" / "model")[0].tok_emb.weight, load_model(whole)[0].tok_emb.weight)
+
+
 @pytest.mark.lab
 def test_inputs_builds_the_start_once(student_file, tmp_path):
     """train/table_aware.py inputs: the recipe's datasets ready (here the sample) and the start's folder written

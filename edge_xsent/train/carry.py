@@ -15,7 +15,8 @@ keeps three per weight), the run's tokenizer and its log. `restore` puts them ba
 
 What a carried run loses: Adam's moments (they start afresh at the carried step's learning rate) and
 the best model saved before the carry (the run's model folder then holds the best validation after
-it). Batches, masks and dropout are functions of the step, so the data seen is the same.
+it). A frozen token table (`freeze_table`) is not carried: the resumed run reads it from its `init` again, which
+the machine rebuilds (a student's start: `python train/table_aware.py inputs`). Batches, masks and dropout are functions of the step, so the data seen is the same.
 A finished run is carried as what comes next needs, its model folder (the best validation) and
 summary: restored, `edge-xsent train` reports it finished and `train/check.sh` scores it.
 """
@@ -34,6 +35,7 @@ from edge_xsent.train.runfolder import checkpoint_path, load_checkpoint, lock_ru
 
 WEIGHTS, META, LOG, SUMMARY, MODEL = "weights.safetensors", "carry.json", "log.jsonl", "summary.json", "model"
 PARTS = ("model", "teacher_proj")  # the checkpoint's tensors that are carried
+FROZEN_TABLE = "model.tok_emb.weight"
 CARRY_FORMAT = "edge-xsent-carry"
 
 
@@ -52,7 +54,7 @@ def save(run: str | Path, dest: str | Path) -> dict:
             copy_tree(run / MODEL, tmp / MODEL)  # a link inside it would carry a user's file into a commit
         else:
             tensors = {f"{part}.{k}": v.detach().clone().contiguous()  # clone: tied weights share memory
-                       for part in PARTS for k, v in ckpt.get(part, {}).items()}
+                       for part in PARTS for k, v in ckpt.get(part, {}).items() if f"{part}.{k}" not in left_out(ckpt)}
             from safetensors.torch import save as safetensors_bytes
 
             (tmp / WEIGHTS).write_bytes(safetensors_bytes(tensors))
@@ -61,9 +63,16 @@ def save(run: str | Path, dest: str | Path) -> dict:
                 copy_file(run / name, tmp / name)
         meta = {"format": CARRY_FORMAT, "step": ckpt["step"], "finished": finished, "config": ckpt["config"],
                 "parts": [] if finished else [p for p in PARTS if p in ckpt],
+                "left_out": [] if finished else left_out(ckpt),
                 "sha256": {n: sha256(tmp / n) for n in _files(tmp)}}
         (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+def left_out(ckpt: dict) -> list[str]:
+    """A frozen token table stays behind: it is the init's (e5's 250,002 rows are 384 MB), and the trainer reads it
+    from the init again when a checkpoint lacks it (loop.build_trainer)."""
+    return [FROZEN_TABLE] if ckpt["config"].get("freeze_table") and "tok_emb.weight" in ckpt.get("model", {}) else []
 
 
 def _check_dest(run: Path, dest: Path) -> None:

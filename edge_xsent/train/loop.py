@@ -45,7 +45,7 @@ from edge_xsent.threads import set_torch_threads, spinning_warning
 from edge_xsent.train.runfolder import (_comparable, check_fits_memory, check_run, checkpoint_path, finished_summary, load_checkpoint,
                         lock_run, open_log, read_summary, save_checkpoint)
 from edge_xsent.train.distill import TokenTeacher, _barrier, attach_teacher
-from edge_xsent.train.warmstart import (check_pinned_start, check_token_start, load_init_weights, refuse_own_result, setup_tokenizer,
+from edge_xsent.train.warmstart import (check_pinned_start, check_token_start, refuse_own_result, setup_tokenizer, start_weights,
                         start_dir, start_record, starts_in_teacher_space)
 
 
@@ -434,8 +434,7 @@ def build_trainer(cfg: TrainConfig, prep: Prepared, resume: dict | None, procs: 
     torch.manual_seed(cfg.seed)
     loaded = resume is not None or bool(cfg.init)  # weights come next: no table of e5's size drawn only to be overwritten
     model = DualEncoder.for_weights(mcfg) if loaded else DualEncoder(mcfg)
-    if cfg.init and resume is None:
-        model.init_missing(load_init_weights(model, start_dir(cfg), prep.tok))
+    start_weights(cfg, model, prep.tok, resume)
     anchor = start_anchor(cfg, model, prep.langs, resume) if cfg.anchor_weight else None
     teacher_dim = prep.data.t_vecs.shape[1] if prep.data.t_vecs is not None else 0
     token_teacher = TokenTeacher.for_student(prep.tok, mcfg.n_layers, cfg.token_layers) if cfg.token_weight else None

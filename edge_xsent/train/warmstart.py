@@ -213,6 +213,19 @@ TRAIN_TOKENIZER = "train"  # the `tokenizer` setting that trains a new vocabular
 WARM_START_FIELDS = ("d_model", "n_heads")  # n_layers and d_ff may grow: stack_layers, widen_ffn
 
 
+def start_weights(cfg: TrainConfig, model: DualEncoder, tok: Tokenizer, resume: dict | None) -> None:
+    """A new run's model takes its init's weights; a resumed one whose checkpoint left its frozen table behind (a
+    carried run: edge_xsent/train/carry.py) takes that table from its init again, into `resume`."""
+    table_from_init = resume is not None and "tok_emb.weight" not in resume["model"]
+    if table_from_init and not (cfg.init and cfg.freeze_table):
+        raise UserError("the checkpoint holds no token table and the recipe has no frozen table to read from its init: "
+                        "restore the carry into the run of the recipe that saved it")
+    if cfg.init and (resume is None or table_from_init):
+        model.init_missing(load_init_weights(model, start_dir(cfg), tok))
+    if table_from_init:
+        resume["model"]["tok_emb.weight"] = model.tok_emb.weight.detach().clone()
+
+
 def load_init_weights(model: DualEncoder, folder: Path, tok: Tokenizer | None = None) -> list[str]:
     """Copy a trained model's weights into `model` (same architecture; the generative head too
     when its shape matches). A longer max_len is allowed: the new positions start as copies of
