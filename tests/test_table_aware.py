@@ -173,3 +173,17 @@ def test_inputs_builds_the_start_once(student_file, tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     assert again.returncode == 0 and "ready" in again.stdout
     assert (tmp_path / "start" / "manifest.json").stat().st_mtime_ns == made
+
+
+@pytest.mark.lab
+def test_student_folder_takes_e5_small_by_name_and_checks_every_other_path(tmp_path):
+    """`student_folder.py e5-small` (e5's own 12 blocks as a folder, the speed clause's peer) was refused as a
+    missing file by the path check; the name is taken, and a missing file is still one error."""
+    sys.path.insert(0, str(ROOT / "train"))
+    try:
+        from student_folder import student_arg
+    finally:
+        sys.path.remove(str(ROOT / "train"))
+    assert student_arg("e5-small") == Path("e5-small")
+    with pytest.raises(Exception, match="no such file"):
+        student_arg(str(tmp_path / "student-9block.safetensors"))

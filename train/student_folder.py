@@ -26,10 +26,15 @@ from edge_xsent.train.refit import RefitConfig
 from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder, write_whole
 
 
+def student_arg(value: str) -> Path:
+    """A student's file or folder (checked as every input path is), or `e5-small`: e5's own 12 blocks."""
+    return Path(value) if value == "e5-small" else in_path(value)
+
+
 @script_errors
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("student", type=in_path, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
+    ap.add_argument("student", type=student_arg, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
                                                "parts, a table-aware run's model folder, or e5-small (e5's own 12 "
                                                "blocks, as the same kind of folder)")
     ap.add_argument("--out", type=out_folder(), required=True, help="the bundle to write (a new folder)")
