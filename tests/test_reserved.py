@@ -119,7 +119,8 @@ def test_build_drops_reserved_sentences_from_pairs_and_mono(reserved_cache, tmp_
     assert "A fool and his money are soon parted." in mono and SHARED not in mono
 
 
-def test_reserved_benchmark_excludes_training_text_and_refuses_training(reserved_cache, tmp_path):
+@pytest.mark.parametrize("spelled", ["as is", "~/"])  # ~/: as a recipe's [ship.datasets] passes it, no shell between
+def test_reserved_benchmark_excludes_training_text_and_refuses_training(spelled, reserved_cache, tmp_path, monkeypatch):
     from conftest import tiny_config
     from edge_xsent.train.batches import load_texts
 
@@ -129,8 +130,9 @@ def test_reserved_benchmark_excludes_training_text_and_refuses_training(reserved
     (corpus / "train.tsv").write_text(header + "en\tfr\tA yellow school bus for the children.\tUn bus.\tx\tgeneral\n")
     (corpus / "valid.tsv").write_text(header)
     runner = CliRunner()
+    monkeypatch.setenv("HOME", str(tmp_path))
     res = runner.invoke(main, ["data", "reserved", "--langs", "fr,de", "--out", str(tmp_path / "oog"), "--exclude",
-                               str(corpus), "--cache", str(reserved_cache), "--offline"])
+                               "~/corpus" if spelled == "~/" else str(corpus), "--cache", str(reserved_cache), "--offline"])
     assert res.exit_code == 0, res.output
     stats = json.loads((tmp_path / "oog" / "stats.json").read_text())
     assert stats["dropped"]["in_training_corpus"] == 2  # the bus, in fr and in de

@@ -89,6 +89,7 @@ def data_reserved(langs, out, exclude, cache, offline):
     """
     from edge_xsent.data.reserved import MARKER, build_reserved_from_debian
 
+    exclude = tuple(p.expanduser() for p in exclude)  # a recipe's [ship.datasets] writes ~/..., no shell expands it
     check_into(cache, "--cache")
     check_output(out, [cache, *exclude], folder=True, replaces=(MARKER, "reserved benchmark folder"))
     stats = build_reserved_from_debian(out, _langs(langs), cache, offline, exclude)
