@@ -43,6 +43,28 @@ def test_the_default_rule_names_each_clause_missed_and_by_how_much():
     assert rules.chosen_default({"s4": failing}, fast, 20_000_000) is None
 
 
+def test_chosen_again_a_student_must_be_no_worse_than_the_default_on_each_measure(tmp_path, capsys):
+    """studies/table-aware's added clause: with the default shipped now as the incumbent, a student equal to it on
+    `oog`, `oog-m1` and `oog_long` passes, one 0.01 under on any of them fails by that much."""
+    fast, now = fig("fast", 89.69, 72.81, size=18_190_816), fig("default", 90.0, 81.7, 93.68)
+    same = fig("same", 90.0, 81.7, 93.68, size=24_900_000)
+    assert rules.default_failures(same, fast, 25_000_000, now) == []
+    for m, short in (("oog", fig("a", 89.99, 82.0, 94.0)), ("oog_wide", fig("b", 90.5, 81.69, 94.0)),
+                     ("oog_long", fig("c", 90.5, 82.0, 93.67))):
+        assert rules.default_failures(short, fast, 25_000_000, now) == [
+            f"{m} {short[m]['mean']:.2f} < the default's {now[m]['mean']:.2f} (short by 0.01)"]
+        assert rules.default_failures(short, fast, 25_000_000) == []  # without the incumbent, the old rule
+    assert rules.chosen_default({"same": same, "c": fig("c", 90.5, 82.0, 93.67)}, fast, 25_000_000, now) == "same"
+    paths = {}
+    for f in (fast, now, same):
+        paths[f["name"]] = tmp_path / f"{f['name']}.json"
+        paths[f["name"]].write_text(json.dumps(f))
+    rules.main(["default", "--fast", str(paths["fast"]), "--incumbent", str(paths["default"]), "--max-bytes", "25000000",
+                str(paths["same"])])
+    out = capsys.readouterr().out
+    assert "| default (the default now) | 19,000,000 | 90.00 | 81.70 | 93.68 | | |" in out and "Chosen: same." in out
+
+
 def test_the_command_writes_its_table_and_refuses_figures_without_the_parts(tmp_path, capsys):
     paths = {}
     for f in (fig("whole", 90, 82, 93, size=66_000_000), fig("tiered", 89, 81, 92), fig("fast", 89.69, 72.81)):

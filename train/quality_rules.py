@@ -4,9 +4,12 @@ The table-format rule: each form's mean gap to the whole-table reference over `o
 (reference minus form, averaged); the smallest wins, within 0.2 points the smaller graph.
 The default rule: among students with an int8 graph within the budget, those with `oog` >= the fast model's, `oog-m1`
 >= the fast model's + 5, >= 2.5x e5-small's sentences/s at 1 thread and <= 10 ms at batch 1; the highest `oog-m1`.
+studies/table-aware adds a clause when the default is chosen again: with `--incumbent` (the default shipped now, measured
+again), no worse than it on `oog`, `oog-m1` and `oog_long`.
 
     python train/quality_rules.py format --reference whole.json tiered.json cut.json [--out format.md]
     python train/quality_rules.py default --fast fast.json student-3.json student-4.json [--max-bytes 20000000] [--out d.md]
+        [--incumbent default-before.json]
     python train/quality_rules.py layers student-1.json ... student-6.json [--out layers.md]   # the efficiency table
 """
 
@@ -52,8 +55,9 @@ def chosen_format(reference: dict, forms: dict[str, dict]) -> str:
     return min(near, key=lambda n: (forms[n]["int8_bytes"], gaps[n]))
 
 
-def default_failures(row: dict, fast: dict, max_bytes: int) -> list[str]:
-    """The clauses of the default rule a student's figures miss, each with by how much."""
+def default_failures(row: dict, fast: dict, max_bytes: int, incumbent: dict | None = None) -> list[str]:
+    """The clauses of the default rule a student's figures miss, each with by how much; with `incumbent`, also
+    each of MEASURES on which it is worse than the default shipped now (studies/table-aware)."""
     oog, wide, speed = row["oog"]["mean"], row["oog_wide"]["mean"], row["speed"]
     need_wide = fast["oog_wide"]["mean"] + OOG_M1_MARGIN
     checks = [
@@ -65,12 +69,15 @@ def default_failures(row: dict, fast: dict, max_bytes: int) -> list[str]:
                                             f"(short by {MIN_E5_RATIO - speed['e5_ratio']:.2f})"),
         (speed["batch1_ms"] <= MAX_BATCH1_MS, f"batch 1 {speed['batch1_ms']:.2f} ms > {MAX_BATCH1_MS:g} ms"),
     ]
+    for m in MEASURES if incumbent else ():
+        have, need = row[m]["mean"], incumbent[m]["mean"]
+        checks.append((have >= need, f"{m} {have:.2f} < the default's {need:.2f} (short by {need - have:.2f})"))
     return [msg for ok, msg in checks if not ok]
 
 
-def chosen_default(rows: dict[str, dict], fast: dict, max_bytes: int) -> str | None:
+def chosen_default(rows: dict[str, dict], fast: dict, max_bytes: int, incumbent: dict | None = None) -> str | None:
     """The student that ships, or None when none passes."""
-    ok = {n: r for n, r in rows.items() if not default_failures(r, fast, max_bytes)}
+    ok = {n: r for n, r in rows.items() if not default_failures(r, fast, max_bytes, incumbent)}
     return max(ok, key=lambda n: ok[n]["oog_wide"]["mean"]) if ok else None
 
 
@@ -85,17 +92,21 @@ def format_table(reference: dict, forms: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def default_table(rows: dict[str, dict], fast: dict, max_bytes: int) -> str:
-    choice = chosen_default(rows, fast, max_bytes)
-    lines = ["| student | int8 bytes | `oog` | `oog-m1` | x e5-small sentences/s | batch 1 ms | verdict |",
-             "|---|---|---|---|---|---|---|",
+def default_table(rows: dict[str, dict], fast: dict, max_bytes: int, incumbent: dict | None = None) -> str:
+    choice = chosen_default(rows, fast, max_bytes, incumbent)
+    long = lambda r: f" {r['oog_long']['mean']:.2f} |" if incumbent else ""  # noqa: E731  (the incumbent's column)
+    lines = ["| student | int8 bytes | `oog` | `oog-m1` |" + (" `oog_long` |" if incumbent else "") +
+             " x e5-small sentences/s | batch 1 ms | verdict |", "|---|---|---|---|" + "---|" * (4 if incumbent else 3),
              f"| {fast['name']} (the fast model) | {fast['int8_bytes']:,d} | {fast['oog']['mean']:.2f} | "
-             f"{fast['oog_wide']['mean']:.2f} | | | |"]
+             f"{fast['oog_wide']['mean']:.2f} |" + (" |" if incumbent else "") + " | | |"]
+    if incumbent:
+        lines.append(f"| {incumbent['name']} (the default now) | {incumbent['int8_bytes']:,d} | "
+                     f"{incumbent['oog']['mean']:.2f} | {incumbent['oog_wide']['mean']:.2f} |{long(incumbent)} | | |")
     for n, r in rows.items():
-        fails = default_failures(r, fast, max_bytes)
+        fails = default_failures(r, fast, max_bytes, incumbent)
         verdict = "**ships**" if n == choice else "; ".join(fails) or "passes, lower `oog-m1`"
-        lines.append(f"| {n} | {r['int8_bytes']:,d} | {r['oog']['mean']:.2f} | {r['oog_wide']['mean']:.2f} | "
-                     f"{r['speed']['e5_ratio']:.2f} | {r['speed']['batch1_ms']:.2f} | {verdict} |")
+        lines.append(f"| {n} | {r['int8_bytes']:,d} | {r['oog']['mean']:.2f} | {r['oog_wide']['mean']:.2f} |"
+                     f"{long(r)} {r['speed']['e5_ratio']:.2f} | {r['speed']['batch1_ms']:.2f} | {verdict} |")
     fallback = (" No student passed within 20,000,000 bytes (decision-20mb.md), so the rule applies at this budget, "
                 "as it says.") if max_bytes > 20_000_000 else ""
     return "\n".join(lines) + f"\n\nBudget: {max_bytes:,d} bytes.{fallback} " + \
@@ -128,20 +139,25 @@ def main(argv: list[str] | None = None) -> None:
     dflt = sub.add_parser("default", help="the default rule")
     dflt.add_argument("--fast", type=in_path, required=True, help="the fast model's figures")
     dflt.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's budget")
+    dflt.add_argument("--incumbent", type=in_path, default=None, help="the default shipped now, measured again: a "
+                      "student must be no worse on oog, oog-m1 and oog_long (studies/table-aware)")
     lay = sub.add_parser("layers", help="the layer table with quality")
     for p in (fmt, dflt, lay):
         p.add_argument("figures", type=in_path, nargs="+", help="figures files (train/figures.py)")
         p.add_argument("--out", type=out_file, default=None, help="write the table here too (markdown)")
     args = ap.parse_args(argv)
-    check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None)])
+    check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None),
+                                      getattr(args, "incumbent", None)])
     if args.rule == "layers":
         text = layers_table([figures(p, (*MEASURES, "speed")) for p in args.figures])
     elif args.rule == "format":
         forms = {f["name"]: f for f in (figures(p, MEASURES) for p in args.figures)}
         text = format_table(figures(args.reference, MEASURES), forms)
     else:
-        rows = {f["name"]: f for f in (figures(p, ("oog", "oog_wide", "speed")) for p in args.figures)}
-        text = default_table(rows, figures(args.fast, ("oog", "oog_wide")), args.max_bytes)
+        needs = ("speed", *MEASURES) if args.incumbent else ("oog", "oog_wide", "speed")
+        rows = {f["name"]: f for f in (figures(p, needs) for p in args.figures)}
+        incumbent = figures(args.incumbent, MEASURES) if args.incumbent else None
+        text = default_table(rows, figures(args.fast, ("oog", "oog_wide")), args.max_bytes, incumbent)
     print(text, end="")
     if args.out:
         with atomic_write(args.out) as f:

@@ -222,21 +222,22 @@ class QualityRule(GpuStudentRule):
     name, doc = "quality", "studies/quality-model/README.md"
     needs = {"candidate": ("oog", "oog_wide", "speed"), "shipped": ("oog", "oog_wide")}
 
-    def __init__(self, claims: Claims, max_bytes: int):
+    def __init__(self, claims: Claims, max_bytes: int, incumbent: dict | None = None):
         import importlib.util
 
         spec = importlib.util.spec_from_file_location("quality_rules", ROOT / "train/quality_rules.py")
         self.rules = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.rules)
-        self.claims, self.max_bytes = claims, max_bytes
+        self.claims, self.max_bytes, self.incumbent = claims, max_bytes, incumbent  # incumbent: studies/table-aware
 
     def best(self, candidates: list[dict], shipped: dict) -> tuple[dict, list[str]]:
         top = max(candidates, key=lambda f: f["oog_wide"]["mean"])
-        return top, self.rules.default_failures(top, shipped, self.max_bytes)
+        return top, self.rules.default_failures(top, shipped, self.max_bytes, self.incumbent)
 
     def decision(self, candidates: list[dict], shipped: dict) -> tuple[str, list[str]]:
-        pick = self.rules.chosen_default({f["name"]: f for f in candidates}, shipped, self.max_bytes) or shipped["name"]
-        lines = self.rules.default_table({f["name"]: f for f in candidates}, shipped, self.max_bytes).splitlines()
+        rows = {f["name"]: f for f in candidates}
+        pick = self.rules.chosen_default(rows, shipped, self.max_bytes, self.incumbent) or shipped["name"]
+        lines = self.rules.default_table(rows, shipped, self.max_bytes, self.incumbent).splitlines()
         claims = [f"{f['name']}: {len(self.claims.claimed(f))} languages claimable" for f in candidates]
         return pick, [*lines, "", "Claims (the claim rule): " + "; ".join(claims) + "."]
 
@@ -532,9 +533,9 @@ def chosen_table(card_path: Path) -> list[str]:
     return table
 
 
-def judge_by(name: str, e5_oog: Path, claims: Claims, max_bytes: int = 20_000_000):
+def judge_by(name: str, e5_oog: Path, claims: Claims, max_bytes: int = 20_000_000, incumbent: Path | None = None):
     if name == "quality":
-        return QualityRule(claims, max_bytes)
+        return QualityRule(claims, max_bytes, read_json(incumbent, what="figures file") if incumbent else None)
     if name == "gpu-students":
         return GpuStudentRule(claims)
     return StudentRule(peer_oog(e5_oog, E5), claims) if name == "student" else MultilingualRule()
@@ -549,7 +550,7 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
                 decision: Path) -> tuple[str, list[str]]:
     """The rule over figures files: the decision's table written, the winner (if any) shipped to --out."""
     claims, peers = Claims(peer_oog(args.e5_oog_m1, E5)), peer_files(args)
-    judge = judge_by(rule_name, args.e5_oog, claims, args.max_bytes)
+    judge = judge_by(rule_name, args.e5_oog, claims, args.max_bytes, getattr(args, "incumbent", None))
     shipped = load(shipped_file, "shipped", judge.needs)
     candidates = [load(c, "candidate", judge.needs) for c in candidate_files]
     figures = [shipped_file, *candidate_files, *peers, args.small_pools, args.e5_oog_m1,
@@ -629,6 +630,8 @@ def main() -> None:
                          "(studies/pruned-student/README.md), judged beside e5-small (the recipe's [ship] rule)")
     ap.add_argument("--max-bytes", type=int, default=20_000_000, help="the quality rule: the int8 graph's budget "
                                                                        "(studies/quality-model: 20 MB, else 25)")
+    ap.add_argument("--incumbent", type=in_path, default=None, help="the quality rule: the default shipped now, "
+                    "measured again; a candidate must be no worse on oog, oog-m1, oog_long (studies/table-aware)")
     ap.add_argument("--best-name", default=None, help="the quality rule: when no candidate passes, the best still "
                                                       "ships to --out, loading by this name (studies/quality-model)")
     ap.add_argument("--e5-oog", type=in_path, default=ROOT / "benchmarks/results/oog-e5-small.json",
