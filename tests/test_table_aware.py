@@ -187,3 +187,48 @@ def test_student_folder_takes_e5_small_by_name_and_checks_every_other_path(tmp_p
     assert student_arg("e5-small") == Path("e5-small")
     with pytest.raises(Exception, match="no such file"):
         student_arg(str(tmp_path / "student-9block.safetensors"))
+
+
+def test_a_language_pack_keeps_the_pieces_its_languages_use_first(whole):
+    """kept_rows: the specials and the prefix's pieces, then the pieces of the languages' frequent words (wordfreq),
+    heaviest first; Spanish words' pieces are kept for an es pack and lose to Japanese ones in a ja pack."""
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train import langpack
+    from edge_xsent.train.langpack import kept_rows, language_pieces
+
+    tok = load_model(whole)[1]
+    kept = kept_rows(tok, ["en", "es"], 3000, words=3000)
+    assert len(kept) == 3000 and kept == sorted(kept) and {0, 1, 2, 3, 4} <= set(kept)
+    assert {tok.sp.id_to_piece(i) for i in langpack.text_frame(tok)} == {"<s>", "</s>", "▁passage", ":"}
+    assert langpack.text_frame(tok) <= set(kept)
+    spanish = set(tok.encode(["¿Dónde está la casa de mi madre? Lo sé, pero no quiero ir."])[0])
+    covered = len(spanish & set(kept)) / len(spanish)
+    assert covered >= 0.9 and len(spanish & set(kept_rows(tok, ["ja"], 3000, words=3000))) / len(spanish) < covered
+    heavy = language_pieces(tok, ["es"], words=3000)
+    assert tok.sp.id_to_piece(heavy[0]).lower() in {"▁de", "▁la", "▁que", "▁el", "▁en", "▁", "s", ","}
+    with pytest.raises(UserError, match="xx: wordfreq has no word list"):
+        language_pieces(tok, ["xx"], words=10)
+
+
+def test_export_languages_makes_a_pack_every_stack_loads_and_refuses_other_settings(whole, tmp_path):
+    """`edge-xsent export MODEL --languages en,es --out DIR`: a cut table of e5's own rows within the budget, its
+    languages in config.json and the card, loading by Encoder.load (onnxruntime) with translations nearby; the
+    export's table settings beside --languages are one error."""
+    import json
+
+    from click.testing import CliRunner
+
+    from edge_xsent import Encoder
+    from edge_xsent.cli import main
+    from edge_xsent.train import langpack
+
+    res = CliRunner().invoke(main, ["export", str(whole), "--languages", "en,es", "--table-bits", "4"])
+    assert res.exit_code != 0 and "leave out --fuse" in res.output and "Traceback" not in res.output
+    record = langpack.build_pack(whole, ["es", "en"], tmp_path / "pack", max_bytes=4_000_000)
+    assert record["languages"] == ["en", "es"] and record["graph_bytes"] <= 4_000_000
+    config = json.loads((tmp_path / "pack" / "config.json").read_text())
+    assert config["langs"] == ["en", "es"] and config["model"]["table_rows"] == record["table"]["rows"]
+    texts = ["Where is my mother's house?", "¿Dónde está la casa de mi madre?", "I like green apples."]
+    pack, full = Encoder.load(tmp_path / "pack").encode(texts), Encoder.load(whole, backend="torch").encode(texts)
+    cosines = (pack * full).sum(1)  # its languages read nearly as with the whole table, on this budget's few rows
+    assert cosines.min() > 0.9 and cosines.mean() > 0.97, cosines

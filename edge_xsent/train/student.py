@@ -352,19 +352,25 @@ def export_activations(folder: Path, out: Path, settings: dict, record: dict) ->
         return export_bundle(folder, out, **{**settings, "int8_activations": "per-row"})
 
 
-def shaped(model, tok, table: str, rows: int):
-    """The model with its table in the form it ships in."""
-    return cut_table(model, table_rows_rule(tok, rows)) if table == "cut" else tier_table(model, rows)
+def shaped(model, tok, table: str, rows: int, langs: Sequence[str] = ()):
+    """The model with its table in the form it ships in: a cut keeps the highest unigram scores, or with `langs` the
+    pieces those languages use most (a language pack: edge_xsent/train/langpack.py)."""
+    if table != "cut":
+        return tier_table(model, rows)
+    from edge_xsent.train.langpack import kept_rows
+
+    return cut_table(model, kept_rows(tok, langs, rows) if langs else table_rows_rule(tok, rows))
 
 
-def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Path, export: dict | None) -> int:
+def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Path, export: dict | None,
+                  langs: Sequence[str] = ()) -> int:
     """The rule's rows, from a probe graph with ROW_STEP rows (what the graph holds besides them, measured)."""
     from edge_xsent.encode.bundle import save_model
     from edge_xsent.encode.tiered_table import table_bytes
     from edge_xsent.export.exporter import export_bundle
     from edge_xsent.layout import ONNX_INT8
 
-    save_model(tmp / "probe", shaped(model, tok, table, ROW_STEP), tok, [], {"student": record})
+    save_model(tmp / "probe", shaped(model, tok, table, ROW_STEP, langs), tok, [], {"student": record})
     export_bundle(tmp / "probe", tmp / "probe-bundle", check_parity=False, **export_settings(table, ROW_STEP, export))
     size = (tmp / "probe-bundle" / ONNX_INT8).stat().st_size
     dim = model.cfg.d_model
@@ -380,12 +386,14 @@ def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Pat
 
 
 def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAPH_BYTES, rows: int | None = None,
-                 export: dict | None = None, e5_path: str | Path | None = None, refit=None, table: str = "cut") -> dict:
+                 export: dict | None = None, e5_path: str | Path | None = None, refit=None, table: str = "cut",
+                 langs: Sequence[str] = ()) -> dict:
     """A student as a bundle: the folder, exported to an int8 graph of at most `max_bytes` (static activations
     where they pass the parity gate, else per-row: export_activations), parity-checked. `table`: "cut" (the most
     rows at 4 bits the budget allows, an id map, every other piece reading its nearest kept row) or "tiered" (every
     piece a row: the most 4-bit rows the budget allows, every other row at 1 bit). `rows` overrides the rule (measured_rows); `refit` (a refit.RefitConfig)
-    trains a cut table's kept rows towards the whole table's vectors first. Returns the build record."""
+    trains a cut table's kept rows towards the whole table's vectors first. `langs`: a language pack (a cut of e5's own
+    rows keeping the pieces these languages use most: edge_xsent/train/langpack.py). Returns the build record."""
     import tempfile
 
     from edge_xsent.encode.bundle import check_target, save_model
@@ -396,20 +404,27 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
     if refit is not None and table != "cut":
         raise UserError("a refit trains a cut table's kept rows; give --table cut, or leave out the refit")
     export_settings(table, ROW_STEP, export)  # a wrong table form fails now too
+    if langs and table != "cut":
+        raise UserError("a language pack is a cut table (studies/table-aware): give table = \"cut\"")
     model, tok, record = load_whole(student, e5_path)
+    if langs:
+        from edge_xsent.train.langpack import with_e5_table
+
+        with_e5_table(model, tok)
+    kept = f"specials + the pieces {', '.join(langs)} use most (wordfreq)" if langs else "specials + highest unigram score"
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
-        rows = rows or measured_rows(model, tok, record, table, max_bytes, Path(tmp), export)
-        record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": "specials + highest unigram score",
+        rows = rows or measured_rows(model, tok, record, table, max_bytes, Path(tmp), export, langs)
+        record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": kept,
                            "dropped": "each reads its nearest kept row (cosine of e5's rows)"} if table == "cut" else \
             {"form": "tiered", "exact_rows": rows, "of": tok.vocab_size, "exact": "ids below exact_rows (specials + "
              "highest unigram score) at 4 bits", "rest": "every other piece at 1 bit (signs, one scale a row)"}
-        shaped_model = shaped(model, tok, table, rows)
+        shaped_model = shaped(model, tok, table, rows, langs)
         if refit is not None:
             from edge_xsent.train.refit import refit_record, refit_table
 
             shaped_model, log = refit_table(model, shaped_model, tok, refit)
             record["table"]["refit"] = refit_record(refit, log)
-        save_model(Path(tmp) / "model", shaped_model, tok, [], {"student": record})
+        save_model(Path(tmp) / "model", shaped_model, tok, list(langs), {"student": record})
         parity = export_activations(Path(tmp) / "model", out, export_settings(table, rows, export), record)
     size = (out / ONNX_INT8).stat().st_size
     if size > max_bytes:
