@@ -190,20 +190,21 @@ def test_student_folder_takes_e5_small_by_name_and_checks_every_other_path(tmp_p
 
 
 def test_a_language_pack_keeps_the_pieces_its_languages_use_first(whole):
-    """kept_rows: the specials and the prefix's pieces, then the pieces of the languages' frequent words (wordfreq),
-    heaviest first; Spanish words' pieces are kept for an es pack and lose to Japanese ones in a ja pack."""
+    """kept_rows: the specials, the prefix's pieces and punctuation's, then the pieces of the languages' frequent words
+    (wordfreq), heaviest first; Spanish words' pieces are kept for an es pack and lose to Japanese ones in a ja pack."""
     from edge_xsent.encode.bundle import load_model
     from edge_xsent.train import langpack
     from edge_xsent.train.langpack import kept_rows, language_pieces
 
     tok = load_model(whole)[1]
-    kept = kept_rows(tok, ["en", "es"], 3000, words=3000)
-    assert len(kept) == 3000 and kept == sorted(kept) and {0, 1, 2, 3, 4} <= set(kept)
+    kept = kept_rows(tok, ["en", "es"], 6000, words=3000)
+    assert len(kept) == 6000 and kept == sorted(kept) and {0, 1, 2, 3, 4} <= set(kept)
+    assert tok.sp.piece_to_id("▁--") in kept and tok.sp.piece_to_id(").") in kept  # punctuation alone, in no word list
     assert {tok.sp.id_to_piece(i) for i in langpack.text_frame(tok)} == {"<s>", "</s>", "▁passage", ":"}
     assert langpack.text_frame(tok) <= set(kept)
     spanish = set(tok.encode(["¿Dónde está la casa de mi madre? Lo sé, pero no quiero ir."])[0])
     covered = len(spanish & set(kept)) / len(spanish)
-    assert covered >= 0.9 and len(spanish & set(kept_rows(tok, ["ja"], 3000, words=3000))) / len(spanish) < covered
+    assert covered >= 0.9 and len(spanish & set(kept_rows(tok, ["ja"], 6000, words=3000))) / len(spanish) < covered
     heavy = language_pieces(tok, ["es"], words=3000)
     assert tok.sp.id_to_piece(heavy[0]).lower() in {"▁de", "▁la", "▁que", "▁el", "▁en", "▁", "s", ","}
     with pytest.raises(UserError, match="xx: wordfreq has no word list"):

@@ -11,8 +11,9 @@ precision (a shipped folder's 1-bit rows are not), the blocks the model's.
 
 Which pieces a language uses is counted on `wordfreq`'s list of its most frequent words (subtitles, news, Wikipedia,
 web text: never a reserved source): each word is segmented as the student reads a text, and a piece weighs the summed
-frequency of the words that use it (lower case, as listed, and capitalised); each language's weights sum to one, so
-the languages count alike. Punctuation and digits, in no word list, are kept whatever their weight. The format
+frequency of the words that use it (lower case, as listed, capitalised and in capitals); each language's weights sum to
+one, so the languages count alike. Pieces of punctuation and digits alone, in no word list, are kept whatever their
+weight; rows the budget has left over go to the other pieces by e5's unigram score. The format
 (cut rather than tiered) is studies/table-aware's measured choice.
 """
 
@@ -25,7 +26,7 @@ from typing import Sequence
 
 from edge_xsent.errors import UserError
 
-WORDS = 50_000  # wordfreq words a language is counted on
+WORDS = 100_000  # wordfreq words a language is counted on
 MAX_PACK_BYTES = 18_000_000  # the pack's int8 graph (issue rule: at most 18 MB)
 
 
@@ -46,7 +47,8 @@ def language_pieces(tok, langs: Sequence[str], words: int = WORDS) -> list[int]:
         top = sorted(listed, key=lambda w: (-listed[w], w))[:words]
         freq = [listed[w] for w in top]
         total = sum(freq) or 1.0
-        for form in (top, [w[:1].upper() + w[1:] for w in top]):  # wordfreq's words are lower case; sentences start Upper
+        for form in (top, [w[:1].upper() + w[1:] for w in top], [w.upper() for w in top]):  # as listed (lower case),
+            # as a sentence starts and as a heading or an acronym is written
             for ids, f in zip(tok.encode(form, max_len=64), freq):
                 for i in set(ids) - frame:
                     weight[i] += f / total
@@ -64,11 +66,13 @@ MARKS = string.punctuation + string.digits + "¿¡«»“”„‘’…–—�
 
 
 def kept_rows(tok, langs: Sequence[str], rows: int, words: int = WORDS) -> list[int]:
-    """The `rows` ids a pack keeps: the specials, the prefix's pieces and those of punctuation and digits, then the
-    languages' heaviest pieces."""
-    marks = [i for ids in tok.encode([f"{c} a{c}" for c in MARKS], max_len=64) for i in ids]  # alone and attached
+    """The `rows` ids a pack keeps: the specials, the prefix's pieces and every piece of punctuation and digits alone,
+    then the languages' pieces, heaviest first, then (where the budget has room) the rest by e5's unigram score,
+    the order of a student's ids."""
+    pieces = tok.sp.id_to_piece(list(range(tok.vocab_size)))
+    marks = [i for i, p in enumerate(pieces) if p.strip("▁") and not set(p.strip("▁")) - set(MARKS)]
     first = [0, 1, 2, 3, 4, *sorted(text_frame(tok)), *marks]
-    kept = list(dict.fromkeys([*first, *language_pieces(tok, langs, words)]))
+    kept = list(dict.fromkeys([*first, *language_pieces(tok, langs, words), *range(5, tok.vocab_size)]))
     return sorted(kept[:rows])
 
 
