@@ -27,7 +27,8 @@ FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who rea
     "vocab-sweep": "the vocabulary sweep's runs, read by `benchmarks/vocab_both.py` (in git's history)",
     "students": "one figures file per GPU student of multilingual-e5-small and for the model shipped before them "
                 "(`train/figures.py`), read by `benchmarks/students_table.py` and `train/ship.py --rule gpu-students`",
-    "quality-model": "the students in the table forms that keep every piece, the fast model and the table-format and "
+    "quality-model": "(ta-*: studies/table-aware's students trained through their table, the default measured again, "
+                     "the whole-table student, the language packs) the students in the table forms that keep every piece, the fast model and the table-format and "
                      "default rules' tables (`train/figures.py`, `train/quality_rules.py`, `train/ship.py --rule quality`: "
                      "studies/quality-model)",
     "archive": "superseded tables (earlier `edge-xsent bench` runs, the benchmark's first version): listed below",
