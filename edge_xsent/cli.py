@@ -184,7 +184,7 @@ def _language_pack(model_path: Path, languages: str, out: Path | None, force: bo
         raise UserError("--languages makes a pack in its own form (a cut table at 4 bits, static int8 activations): "
                         "leave out --fuse, --int4, --no-int8, --keep-vocab-from, --table-bits, --table-exact-rows, "
                         "--int8-activations and --force")
-    from edge_xsent.train.langpack import build_pack
+    from edge_xsent.train.student import build_pack
 
     langs = languages.split(",")
     record = build_pack(model_path, langs, out or Path("pack-" + "-".join(lang.strip() for lang in langs)))

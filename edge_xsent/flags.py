@@ -59,7 +59,7 @@ TRAIN_FLAG_GROUPS = {
     "Common": ("config_path", "data", "out", "langs", "init", "teacher", "n_layers", "batch_size", "lr", "max_steps",
                "device", "fresh", "quiet", "help"),
     "Model and tokenizer": ("vocab_size", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim", "tokenizer",
-                            "multilingual_head", "init_layers", "init_sha256", "freeze_table", "lazy_table", "type_row"),
+                            "multilingual_head", "init_layers", "init_sha256", "freeze_table", "table_exact_rows", "lazy_table", "type_row"),
     "Objectives": ("objective", "gen_weight", "align_weight", "sim_weight", "head_negatives", "distance_weight",
                    "distance_margin", "distance_negatives", "matryoshka_dims", "anchor_weight"),
     "Distillation": ("teacher_weight", "teacher_loss", "teacher_proj", "teacher_cache", "teacher_max_len",

@@ -221,11 +221,11 @@ def test_export_languages_makes_a_pack_every_stack_loads_and_refuses_other_setti
 
     from edge_xsent import Encoder
     from edge_xsent.cli import main
-    from edge_xsent.train import langpack
+    from edge_xsent.train import student
 
     res = CliRunner().invoke(main, ["export", str(whole), "--languages", "en,es", "--table-bits", "4"])
     assert res.exit_code != 0 and "leave out --fuse" in res.output and "Traceback" not in res.output
-    record = langpack.build_pack(whole, ["es", "en"], tmp_path / "pack", max_bytes=6_000_000)
+    record = student.build_pack(whole, ["es", "en"], tmp_path / "pack", max_bytes=6_000_000)
     assert record["languages"] == ["en", "es"] and record["graph_bytes"] <= 6_000_000
     config = json.loads((tmp_path / "pack" / "config.json").read_text())
     assert config["langs"] == ["en", "es"] and config["model"]["table_rows"] == record["table"]["rows"]

