@@ -229,6 +229,8 @@ class QualityRule(GpuStudentRule):
         self.rules = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(self.rules)
         self.claims, self.max_bytes, self.incumbent = claims, max_bytes, incumbent  # incumbent: studies/table-aware
+        if incumbent:
+            self.doc = "studies/quality-model/README.md, with studies/table-aware/README.md's clause: no worse than the default"
 
     def best(self, candidates: list[dict], shipped: dict) -> tuple[dict, list[str]]:
         top = max(candidates, key=lambda f: f["oog_wide"]["mean"])
@@ -325,7 +327,8 @@ def student_lines(training: dict) -> list[str]:
             "- Data: corpus-m1's pairs with English (39 languages, at most 30,000 each) and monolingual text; no Bible "
             "or Quran text, no UDHR; the out-of-genre sources reserved whole. The run: studies/gpu-students/README.md.",
             f"- Tokenizer: e5-small's, whole ({table.get('of', 0):,d} pieces, text read as `{st['prefix']}TEXT`, "
-            "normalised as e5's SentencePiece normaliser does); " + table_words(table)]
+            "normalised as e5's SentencePiece normaliser does); " + table_words(table),
+            *(run_lines(st["run"]) if "run" in st else [])]
 
 
 def table_words(table: dict) -> str:
@@ -346,7 +349,22 @@ def refit_words(refit: dict | None) -> str:
             f"steps of {refit['batch_size']} texts of `{refit['data']}`'s train split and monolingual text, blocks frozen)")
 
 
+def run_lines(run: dict) -> list[str]:
+    """A student trained again by this toolkit (a table-aware run: studies/table-aware), as the card says it."""
+    return [f"- Then trained through its shipped table (studies/table-aware/README.md): {run['steps']:,d} steps on "
+            f"{run['device']}, the table frozen and read as the int8 graph decodes it (the first "
+            f"{run['table_exact_rows']:,d} ids at 4 bits, the rest at 1 bit), towards the same student's vectors with "
+            f"its whole table at fp32 ({run['teacher_loss']}), on {run['train_pairs']:,d} of corpus-m1's pairs and its "
+            "monolingual text."]
+
+
 def student_reproduce(training: dict) -> str:
+    if "run" in training["student"]:
+        budget = training["student"].get("table_rule", {}).get("max_graph_bytes")
+        return ("Reproduce: `python train/table_aware.py inputs --config train/table-aware.toml --student "
+                "../shared/students/student-4block.safetensors`, `edge-xsent train --config train/table-aware.toml`, "
+                f"`python train/student_folder.py RUN/model --out BUNDLE --table tiered --max-bytes {budget}`, then "
+                "train/figures.py and `train/ship.py --rule quality --incumbent` (studies/table-aware/README.md).")
     table = training["student"].get("table", {})
     refit = table.get("refit")
     flags = f" --refit-data {refit['data']}" if refit else ""

