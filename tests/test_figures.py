@@ -442,3 +442,19 @@ def test_speed_times_e5_small_beside_the_candidate_and_long_text_joins_consecuti
     oog = reserved_folder(tmp_path / "oog")
     long = figures.oog_long(lambda s: np.random.default_rng(0).normal(size=(len(s), 8)), str(oog), 1000, 1000)
     assert long["run"] == 4 and 0 <= long["mean"] <= 100 and set(long["by_language"]) <= {"de", "es", "fr"}
+
+
+def test_a_student_trained_through_its_table_says_so_on_its_card():
+    """A student folder built from a table-aware run's model (student.load_whole records the run): its card says how
+    it was trained again and how to reproduce it, naming no file a reader lacks."""
+    ship = script_module("train/ship.py")
+    run = {"steps": 5000, "device": "cpu (1 thread)", "table_exact_rows": 30000, "teacher_loss": "mse+nce",
+           "train_pairs": 150000}
+    training = {"student": {"blocks": 4, "prefix": "passage: ", "folder": "model", "run": run,
+                            "table": {"form": "tiered", "exact_rows": 30000, "of": 250002},
+                            "table_rule": {"max_graph_bytes": 25000000}}}
+    lines = "\n".join(ship.student_lines(training))
+    assert "trained through its shipped table (studies/table-aware/README.md): 5,000 steps" in lines
+    footer = ship.student_reproduce(training)
+    assert "train/table-aware.toml" in footer and "--max-bytes 25000000" in footer
+    assert not re.search(r"~/|\.\./shared|/root/", footer)

@@ -362,7 +362,8 @@ def student_reproduce(training: dict) -> str:
     if "run" in training["student"]:
         budget = training["student"].get("table_rule", {}).get("max_graph_bytes")
         return ("Reproduce: `python train/table_aware.py inputs --config train/table-aware.toml --student "
-                "../shared/students/student-4block.safetensors`, `edge-xsent train --config train/table-aware.toml`, "
+                "STUDENT.safetensors` (the GPU run's student file of these blocks), `edge-xsent train --config "
+                "train/table-aware.toml`, "
                 f"`python train/student_folder.py RUN/model --out BUNDLE --table tiered --max-bytes {budget}`, then "
                 "train/figures.py and `train/ship.py --rule quality --incumbent` (studies/table-aware/README.md).")
     table = training["student"].get("table", {})
