@@ -449,12 +449,13 @@ def test_a_student_trained_through_its_table_says_so_on_its_card():
     it was trained again and how to reproduce it, naming no file a reader lacks."""
     ship = script_module("train/ship.py")
     run = {"steps": 5000, "device": "cpu (1 thread)", "table_exact_rows": 30000, "teacher_loss": "mse+nce",
-           "train_pairs": 150000}
+           "train_pairs": 150000, "data": "~/edge-xsent-data/corpus-m1"}
     training = {"student": {"blocks": 4, "prefix": "passage: ", "folder": "model", "run": run,
                             "table": {"form": "tiered", "exact_rows": 30000, "of": 250002},
                             "table_rule": {"max_graph_bytes": 25000000}}}
     lines = "\n".join(ship.student_lines(training))
     assert "trained through its shipped table (studies/table-aware/README.md): 5,000 steps" in lines
+    assert "on 150,000 of corpus-m1's pairs" in lines and "~/" not in lines
     footer = ship.student_reproduce(training)
     assert "train/table-aware.toml" in footer and "--max-bytes 25000000" in footer
     assert not re.search(r"~/|\.\./shared|/root/", footer)

@@ -354,8 +354,8 @@ def run_lines(run: dict) -> list[str]:
     return [f"- Then trained through its shipped table (studies/table-aware/README.md): {run['steps']:,d} steps on "
             f"{run['device']}, the table frozen and read as the int8 graph decodes it (the first "
             f"{run['table_exact_rows']:,d} ids at 4 bits, the rest at 1 bit), towards the same student's vectors with "
-            f"its whole table at fp32 ({run['teacher_loss']}), on {run['train_pairs']:,d} of corpus-m1's pairs and its "
-            "monolingual text."]
+            f"its whole table at fp32 ({run['teacher_loss']}), on {run['train_pairs']:,d} of "
+            f"{Path(run['data']).name}'s pairs and its monolingual text."]
 
 
 def student_reproduce(training: dict) -> str:

