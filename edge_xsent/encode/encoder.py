@@ -67,11 +67,14 @@ def _torch_backend(files: bundle.ModelFiles, threads: int | None) -> Backend:
 
 
 def _torch_run(model) -> Backend:
+    """The model where its weights are (a GPU's model gets its batches there: a self-taught teacher's labels)."""
     import torch
+
+    device = next(model.parameters()).device
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            return model(torch.from_numpy(ids), torch.from_numpy(mask)).float().numpy()
+            return model(torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)).float().cpu().numpy()
 
     return run
 

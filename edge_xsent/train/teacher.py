@@ -63,7 +63,7 @@ def load_teacher(name: str, threads: int | None = None, device: str = "cpu", max
         raise UserError(f"teacher_max_len {max_len} applies to e5 teachers ({', '.join(peers.E5_TEACHERS)}), not to "
                         f"{name}: leave it at {E5_MAX_LEN}")
     if peers.is_model_folder(name) and is_own_folder(Path(name).expanduser()):
-        return OwnFolderTeacher(name, threads=threads)
+        return OwnFolderTeacher(name, threads=threads, device=device)
     return peers.load_teacher(name, threads=threads)
 
 
@@ -83,14 +83,18 @@ class OwnFolderTeacher:
     whole table teaches itself as it will ship (train/table-aware.toml). Its key and version carry a hash of the
     folder's files, as a Hugging Face folder's do (peers.FolderModel), so two folders never share vectors."""
 
-    def __init__(self, folder: str | Path, threads: int | None = None):
+    def __init__(self, folder: str | Path, threads: int | None = None, device: str = "cpu"):
+        from edge_xsent.encode.bundle import load_model
         from edge_xsent.encode.encoder import Encoder
         from edge_xsent.eval.peers import _slug, folder_hash
+        from edge_xsent.threads import set_torch_threads
 
         self.folder = Path(folder).expanduser().resolve()
         digest = folder_hash(self.folder)
         self.key, self.version, self.languages = f"{_slug(self.folder.name)}-{digest[:12]}", digest, None
-        self.encoder = Encoder.load(self.folder, backend="torch", threads=threads)
+        set_torch_threads(threads)
+        model, tok, config = load_model(self.folder)
+        self.encoder = Encoder.from_model(model.to(device), tok, config)
         self.dim = self.encoder.dim
 
     def encode(self, sentences: Sequence[str], batch_size: int = 32) -> np.ndarray:
