@@ -380,23 +380,27 @@ def _refuse_kept(out, o: Path) -> None:
                         "output outside it")
 
 
-# A training run's own entries (edge_xsent/train/runfolder.py writes them): no other command replaces one.
-RUN_OWN = {".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model"}
-
-
 def _runs_own(keeper: tuple[Path, str], path: Path) -> bool:
-    """`path` is, or lies inside, one of RUN_OWN in the training run `keeper` (kept_folder's answer)."""
+    """`path` is, or lies inside, one of a run's own entries (layout.RUN_OWN) in the training run `keeper`."""
+    from edge_xsent.layout import RUN_OWN
+
     folder, kind = keeper
     return kind == "training run" and (path == folder or path.relative_to(folder).parts[0] in RUN_OWN)
 
 
-RUN_FILES = RUN_OWN | {"model-debiased", "bundle"}  # what a run folder may hold: its own and what debias, export put beside
+def is_run(folder: Path) -> bool:
+    """`folder` is an edge-xsent training run: it holds the marker a run writes first (layout.RUN_MARKER)."""
+    from edge_xsent.layout import RUN_MARKER
+
+    return has_marker(folder, RUN_MARKER)
 
 
 def check_run_folder(out: Path, what: str = "--out") -> None:
     """--out is a new folder or a run's own (resumed): never a file, a link, a model folder (the shipped
     default's files would be overwritten), nor a folder of other files (the run would mix its own
-    in), and never inside a model folder or another run. `what` names it in the errors."""
+    in, or append to a user's log.jsonl), and never inside a model folder or another run. `what` names it."""
+    from edge_xsent.layout import RUN_MARKER
+
     refuse_special(out, folder=True)
     if out.exists() and not out.is_dir():
         raise UserError(f"{what} {out} is a file; a run writes a folder: name a new or existing run folder")
@@ -407,11 +411,12 @@ def check_run_folder(out: Path, what: str = "--out") -> None:
     if keeper is not None and keeper[0] != out.resolve():
         raise UserError(f"{what} {out} lies inside another training run ({keeper[0]}): its entries are that run's; "
                         "name a folder of its own")
-    if out.is_dir():
-        other = sorted(set(os.listdir(out)) - RUN_FILES)
-        if other and not (out / "log.jsonl").exists() and not (out / "checkpoints").is_dir():
-            raise UserError(f"{what} {out} holds files that are not a training run's ({', '.join(other[:3])}); name a "
-                            "new folder or a run's own to resume it")
+    if out.is_dir() and set(os.listdir(out)) - {".lock"} and not is_run(out):
+        other = sorted(os.listdir(out))
+        raise UserError(f"{what} {out} holds files and is not an edge-xsent training run (no {RUN_MARKER}, which a run "
+                        f"writes first; it holds {', '.join(other[:3])}): name a new folder. A run made before runs "
+                        f"were marked (2026-12-07) is marked by: printf '{{\"format\": \"edge-xsent-run\"}}' > "
+                        f"{out}/{RUN_MARKER}")
 
 
 def has_marker(folder: Path, marker: str) -> bool:
@@ -419,16 +424,18 @@ def has_marker(folder: Path, marker: str) -> bool:
     corpus's stats.json, the reserved benchmark's notice; a file of the same name by anyone else is no marker."""
     from edge_xsent.layout import FORMAT
 
+    from edge_xsent.layout import RUN_FORMAT, RUN_MARKER
+
     path = folder / marker
     try:
         data = read_bytes(path, CAPS["json"], "marker")
-        if path.name not in ("manifest.json", "stats.json"):
+        if path.name not in ("manifest.json", "stats.json", RUN_MARKER):
             return b"edge-xsent" in data  # the reserved benchmark's notice names the command that refuses it
         doc = parse_json(data, path)
     except (UserError, OSError):
         return False
-    if path.name == "manifest.json":
-        return isinstance(doc, dict) and doc.get("format") == FORMAT
+    if path.name in ("manifest.json", RUN_MARKER):
+        return isinstance(doc, dict) and doc.get("format") == (FORMAT if path.name == "manifest.json" else RUN_FORMAT)
     return isinstance(doc, dict) and isinstance(doc.get("pairs"), dict) and "total" in doc
 
 
@@ -470,7 +477,7 @@ def kept_folder(path: Path) -> tuple[Path, str] | None:
         if has_marker(folder, "manifest.json") or ((folder / "config.json").is_file()
                                                      and (folder / "tokenizer.model").is_file()):
             return folder, "model folder"
-        if (folder / "checkpoints").is_dir() or (folder / "log.jsonl").is_file():
+        if is_run(folder):
             return folder, "training run"
     return None
 

@@ -43,6 +43,13 @@ TS_LITE = "torchscript/model.ptl"
 PARITY = "parity.json"
 CARD = "README.md"
 
+# A training run's folder (edge_xsent/train/runfolder.py). The marker is the first file a run writes, and the one
+# thing that makes a folder a run: a user's own log.jsonl or checkpoints/ never does.
+RUN_MARKER = "edge-xsent-run.json"
+RUN_FORMAT = "edge-xsent-run"
+RUN_OWN = (RUN_MARKER, ".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model")
+RUN_BESIDE = ("model-debiased", "bundle")  # what debias and export put in a run's folder
+
 
 def float_weights(folder) -> str | None:
     """Where a folder's float weights come from: "own" (model.safetensors), "derived" (none shipped: read

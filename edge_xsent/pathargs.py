@@ -85,10 +85,7 @@ out_into = _usage(_out_into, "into")  # a folder the script writes its files int
 
 def _out_run(value: str) -> Path:
     path = as_path(value, "run folder").expanduser()
-    check_run_folder(path, "run folder")  # the train command's rule for its --out
-    if path.is_dir() and any(path.iterdir()) and kept_folder(path.resolve() / "x") is None:  # and not even its files
-        raise UserError(f"{value} exists and is not a training run (no checkpoints/ nor log.jsonl): it would be "
-                        "written into; choose a new folder")
+    check_run_folder(path, "run folder")  # the train command's rule for its --out: a new folder or a marked run
     _refuse_named(value, path)
     note_output(path)
     return path

@@ -210,6 +210,15 @@ def externalise_largest(graph: Path, location: str, data_file: Path) -> int:
     return n
 
 
+def mark_run(folder: Path) -> Path:
+    """`folder` made a training run's by hand, as a run makes it first (its marker, layout.RUN_MARKER)."""
+    from edge_xsent.layout import RUN_FORMAT, RUN_MARKER
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / RUN_MARKER).write_text(f'{{"format": "{RUN_FORMAT}"}}\n')
+    return folder
+
+
 def tiny_config(out: Path, **overrides):
     from edge_xsent.encode.model import EncoderConfig
     from edge_xsent.config import TrainConfig

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, externalise_largest, script_module, time_limit
+from conftest import ROOT, externalise_largest, mark_run, run_script, script_module, time_limit
 from edge_xsent import Encoder
 from edge_xsent.encode.bundle import write_manifest
 from edge_xsent.cli import main
@@ -300,7 +300,7 @@ def test_a_hostile_manifest_is_one_error_for_every_reader(kind, model, tmp_path,
 def test_a_hostile_file_in_a_run_folder_is_one_error_on_resume(name, kind, tmp_path):
     recipe = tmp_path / "r.toml"
     recipe.write_text((ROOT / "train" / "tiny-cpu.toml").read_text())
-    run = tmp_path / "run"
+    run = mark_run(tmp_path / "run")
     (run / "checkpoints").mkdir(parents=True)
     from edge_xsent.config import TrainConfig
     from edge_xsent.train.runfolder import save_checkpoint
@@ -353,7 +353,7 @@ def test_restoring_into_a_run_whose_checkpoint_is_a_fifo_is_one_error(run_copy, 
     from edge_xsent.train.carry import restore, save
 
     save(run_copy, tmp_path / "carry")
-    target = tmp_path / "target"
+    target = mark_run(tmp_path / "target")
     (target / "checkpoints").mkdir(parents=True)
     os.mkfifo(target / "checkpoints" / "last.pt")
     with pytest.raises(UserError, match="FIFO"):
@@ -548,4 +548,24 @@ def test_carry_restore_waits_for_no_live_run(run_copy, tmp_path):
             restore(tmp_path / "carry", live)
     finally:
         lock.close()
-    assert sorted(p.name for p in live.iterdir()) == [".lock"]
+    assert sorted(p.name for p in live.iterdir()) == [".lock", "edge-xsent-run.json"]  # the run's lock and its marker
+
+
+def test_a_users_log_jsonl_never_makes_a_folder_a_run(run_copy, tmp_path):
+    """Round eight (issue 104): a user's folder whose only file is log.jsonl took `train --out` as a run and got the
+    run's records appended; `carry.py restore` into a folder of a user's files with a log.jsonl replaced it. A run
+    is a folder holding the marker a run writes first; both are refused and the user's files stay as they were."""
+    from edge_xsent.train.carry import save
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "log.jsonl").write_text('{"my": "records"}\n')
+    refused(cli("train", "--config", ROOT / "train" / "tiny-cpu.toml", "--out", mine, "--max-steps", "2", "--quiet"),
+            "not an edge-xsent training run", "edge-xsent-run.json")
+    save(run_copy, tmp_path / "carry")
+    (mine / "notes.txt").write_text("my notes")
+    ran = run_script("train/carry.py", "restore", tmp_path / "carry", mine)
+    assert ran.returncode == 2 and "not an edge-xsent training run" in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+    assert sorted(p.name for p in mine.iterdir()) == ["log.jsonl", "notes.txt"]
+    assert (mine / "log.jsonl").read_text() == '{"my": "records"}\n'
+    assert (run_copy / "edge-xsent-run.json").is_file()  # a real run carries its marker, and resumes (test_carry)

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 import pytest
 
-from conftest import time_limit
+from conftest import mark_run, time_limit
 from edge_xsent.atomic import copy_file, owning
 from edge_xsent.errors import UserError
 from edge_xsent.layout import FORMAT
@@ -85,6 +85,9 @@ def world(tmp_path_factory) -> Path:
     (root / "run" / "checkpoints").mkdir(parents=True)
     (root / "run" / "checkpoints" / "last.pt").write_bytes(b"checkpoint")
     (root / "run" / "log.jsonl").write_text('{"step": 1}\n')
+    mark_run(root / "run")
+    (root / "user-log").mkdir()  # a user's folder whose only file is named as a run's log: no run (issue 104)
+    (root / "user-log" / "log.jsonl").write_text('{"mine": 1}\n')
     os.mkfifo(root / "fifo")
     return root
 
@@ -103,7 +106,7 @@ def hostile(role: str, w: Path) -> dict[str, str]:
         "folder": {"a link to a folder": w / "link-dir", "a folder of user files": w / "mine", "a file": w / "user.json",
                    "a run's model/ before it exists": w / "run" / "model", "inside a model": w / "model" / "sub"},
         "run": {"a link to a folder": w / "link-dir", "a folder of user files": w / "mine", "a model folder": w / "model",
-                "a file": w / "user.json"},
+                "a file": w / "user.json", "a user's folder holding a log.jsonl": w / "user-log"},
     }
     return {k: str(v) for k, v in {**common, **by_role[role]}.items()}
 
@@ -321,7 +324,7 @@ def test_the_writing_primitives_refuse_a_models_and_a_runs_files_unless_their_ow
         with atomic_dir(world / "run" / "model"):
             pass
     assert (world / "model" / "config.json").read_text() == "{}" and not (world / "run" / "summary.json").exists()
-    run = tmp_path / "run"
+    run = mark_run(tmp_path / "run")
     (run / "checkpoints").mkdir(parents=True)
     with owning(run):  # the run's own writer (a training run holds its lock) writes its entries
         with atomic_write(run / "summary.json") as f:

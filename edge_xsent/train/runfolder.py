@@ -5,6 +5,7 @@ fits the machine's memory).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from edge_xsent.encode.bundle import read_training
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import CAPS, open_regular, parse_json, read_bytes, read_json
-from edge_xsent.layout import FILES
+from edge_xsent.layout import FILES, RUN_FORMAT, RUN_MARKER
 
 
 def checkpoint_path(out: Path) -> Path:
@@ -65,6 +66,7 @@ def lock_run(out: Path) -> RunLock:
     repeated command) stops with one line instead of interleaving its log and checkpoints."""
     import fcntl
 
+    check_run_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     f = open(out / LOCK, "a")
     try:
@@ -73,7 +75,11 @@ def lock_run(out: Path) -> RunLock:
         f.close()
         raise UserError(f"--out {out}: another training run is writing this folder now; wait for it to end, or "
                         "name another folder") from None
-    return RunLock(f, out)
+    lock = RunLock(f, out)
+    if not (out / RUN_MARKER).exists():  # the first file a run writes: it alone makes the folder a run
+        with atomic_write(out / RUN_MARKER) as m:
+            m.write(json.dumps({"format": RUN_FORMAT, "note": "an edge-xsent training run's folder"}) + "\n")
+    return lock
 
 
 def finished_summary(cfg: TrainConfig, out: Path) -> dict:
