@@ -96,8 +96,11 @@ def debias_cmd(model_path, data, out, rank, per_lang):
       edge-xsent debias runs/tiny/model --data sample --rank 2
     """
     from edge_xsent.data.corpus import resolve
+    from edge_xsent.encode.encoder import named_model
     from edge_xsent.train.debias import debias_model
 
+    if shipped := named_model(model_path):  # a shipped name: its folder, and the output here, never in the package
+        model_path, out = shipped, out or Path(f"{model_path}-debiased")
     if not model_path.exists():
         raise UserError(f"{model_path}: no such model folder")
     out = out or model_path.with_name(model_path.name + "-debiased")

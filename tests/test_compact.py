@@ -187,3 +187,41 @@ def test_nan_or_empty_calibration_ranges_are_refused(calibrated, tmp_path, chang
     (folder / "calibration.json").write_text(json.dumps(ranges))
     with pytest.raises(UserError, match="not a valid int8 calibration"):
         compact.load_calibration(folder, len(ranges["min"]))
+
+
+def test_a_calibrate_killed_anywhere_leaves_a_loadable_folder_and_an_older_torn_one_is_repaired(calibrated, tmp_path,
+                                                                                                 monkeypatch):
+    """Round eight (issue 104): calibrate renamed calibration.json, then the manifest it had re-hashed; killed between
+    the two (or read by another process then) the folder was "corrupt" to every command, calibrate included. The
+    calibration now carries its own checksum, so storing it is one rename; a torn folder of the older kind (a new
+    calibration the manifest does not match) is repaired by running calibrate again."""
+    from edge_xsent.encode import bundle
+    from edge_xsent.encode.encoder import calibrate_folder
+
+    folder = tmp_path / "m"
+    shutil.copytree(calibrated, folder)
+    manifest = (folder / "manifest.json").read_bytes()
+
+    def killed(*_a, **_k):
+        raise KeyboardInterrupt  # the kill, after the calibration's rename and before the manifest's
+
+    monkeypatch.setattr(bundle, "refresh_manifest", killed)
+    with pytest.raises(KeyboardInterrupt):
+        calibrate_folder(folder, "sample", "test", 500)
+    monkeypatch.undo()
+    assert (folder / "manifest.json").read_bytes() == manifest  # the old manifest, the new calibration
+    enc = Encoder.load(folder)
+    assert enc.ranges["source"] == "sample test split" and enc.ranges["sentences"] == 500
+    verify(folder)  # every file checked: the calibration by its own checksum
+
+    torn = {k: v for k, v in json.loads((folder / "calibration.json").read_text()).items() if k != "sha256"}
+    (folder / "calibration.json").write_text(json.dumps(torn))  # the older calibrate's torn state: unsealed, unlisted
+    with pytest.raises(UserError, match="checksum mismatch"):
+        Encoder.load(folder)
+    res = CliRunner().invoke(main, ["calibrate", str(folder), "--sentences", "1000"])
+    assert res.exit_code == 0, res.output
+    assert Encoder.load(folder).ranges["sentences"] == 1000 and "sha256" in verify(folder)["files"]["calibration.json"]
+    sealed = json.loads((folder / "calibration.json").read_text())
+    (folder / "calibration.json").write_text(json.dumps({**sealed, "max": [v + 0.01 for v in sealed["max"]]}))
+    with pytest.raises(UserError, match="calibration.json: checksum mismatch.*edge-xsent calibrate"):
+        Encoder.load(folder)  # a sealed file changed after saving is caught by its own checksum

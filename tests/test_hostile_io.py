@@ -569,3 +569,21 @@ def test_a_users_log_jsonl_never_makes_a_folder_a_run(run_copy, tmp_path):
     assert sorted(p.name for p in mine.iterdir()) == ["log.jsonl", "notes.txt"]
     assert (mine / "log.jsonl").read_text() == '{"my": "records"}\n'
     assert (run_copy / "edge-xsent-run.json").is_file()  # a real run carries its marker, and resumes (test_carry)
+
+
+def test_a_shipped_name_never_becomes_a_folder_here(tmp_path, monkeypatch):
+    """Round eight: `calibrate default` wrote ./default/calibration.json, which then shadowed the shipped name in that
+    folder; `debias fast` did not know the name. calibrate refuses a shipped model (it writes into the model's folder,
+    here the installed package's) and says how to calibrate a copy; debias reads the shipped folder (the fast model's
+    says why it cannot) and writes NAME-debiased in the working directory."""
+    from edge_xsent import Encoder
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("default", "fast"):
+        refused(cli("calibrate", name, "--sentences", "100"), "shipped inside the package", "cp -r")
+    assert list(tmp_path.iterdir()) == []
+    refused(cli("debias", "fast", "--data", "sample"), "fast-model already removes a language subspace")  # read
+    res = cli("debias", "default", "--data", "sample", "--per-lang", "20")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["default-debiased"]
+    assert Encoder.load(tmp_path / "default-debiased").encode(["Hello world"]).shape == (1, Encoder.load().dim)

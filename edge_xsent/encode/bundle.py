@@ -18,7 +18,8 @@ from edge_xsent.atomic import atomic_dir
 from edge_xsent.config import portable
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import CAPS, load_safetensors, open_regular, parse_json, read_bytes, read_json
-from edge_xsent.layout import FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_INT8, float_weights
+from edge_xsent.encode.compact import sealed
+from edge_xsent.layout import CALIBRATION, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_INT8, float_weights
 
 if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
     from edge_xsent.config import EncoderConfig
@@ -88,7 +89,8 @@ def check_manifest(folder: Path, expected: list[str] | None = None, skip: list[s
     if not isinstance(files, dict):
         raise UserError(f"{mpath}: corrupt manifest (field 'files' must map file names to checksums)")
     require_listed(manifest, expected or [], folder)
-    refuse_unlisted(folder, set(files) | {MANIFEST, *skip})
+    sealed_calibration = CALIBRATION not in skip and _sealed_calibration(folder)
+    refuse_unlisted(folder, set(files) | {MANIFEST, *skip} | ({CALIBRATION} if sealed_calibration else set()))
     for name, info in files.items():
         if name in skip:
             continue
@@ -106,8 +108,20 @@ def check_manifest(folder: Path, expected: list[str] | None = None, skip: list[s
     return manifest
 
 
+def _sealed_calibration(folder: Path) -> bool:
+    """The folder's calibration.json carries its own checksum (compact.save_calibration), checked here."""
+    path = folder / CALIBRATION
+    return path.is_file() and not path.is_symlink() and sealed(read_bytes(path, CAPS["json"], "calibration"), path)
+
+
 def check_file(folder: Path, manifest: dict, name: str, data: bytes | None = None) -> None:
-    """One listed file against its size and SHA-256: `data` when the caller has read it, else streamed."""
+    """One listed file against its size and SHA-256: `data` when the caller has read it, else streamed. A sealed
+    calibration.json is checked by its own checksum, whatever the manifest says (a calibrate is one rename)."""
+    if name == CALIBRATION:
+        data = data if data is not None else read_bytes(folder / name, CAPS["json"], "calibration")
+        if sealed(data, folder / name):
+            return
+        require_listed(manifest, [name], folder)
     path, info = folder / name, manifest["files"][name]
     size = len(data) if data is not None else path.stat().st_size
     digest = hashlib.sha256(data).hexdigest() if data is not None else sha256(path)
@@ -122,16 +136,16 @@ class ModelFiles:
     SentencePiece, safetensors and onnx all take bytes), and `finish()` checking the listed files no
     reader needed, streamed. `verify=False` reads without checking."""
 
-    def __init__(self, folder: Path, verify: bool = True, expected: list[str] = ()):
-        self.folder = Path(folder)
-        self.manifest = check_manifest(self.folder, list(expected)) if verify else None
+    def __init__(self, folder: Path, verify: bool = True, expected: list[str] = (), skip: list[str] = ()):
+        self.folder, self.skip = Path(folder), list(skip)  # skip: files the caller neither reads nor trusts
+        self.manifest = check_manifest(self.folder, list(expected), self.skip) if verify else None
         self._data: dict[str, bytes] = {}
         self._config: tuple[dict, "EncoderConfig"] | None = None
 
     def read(self, name: str) -> bytes:
         if name not in self._data:
             path = self.folder / name
-            if self.manifest is not None:
+            if self.manifest is not None and name != CALIBRATION:  # a sealed calibration need not be listed
                 require_listed(self.manifest, [name], self.folder)
             try:
                 data = read_bytes(path, what="file of the model folder")
@@ -152,7 +166,7 @@ class ModelFiles:
         """Check what no reader read (the card, tokenizer.json, other graphs), then let the bytes go."""
         if self.manifest is not None:
             for name in self.manifest["files"]:
-                if name not in self._data:
+                if name not in self._data and name not in self.skip:
                     check_file(self.folder, self.manifest, name)
         self._data.clear()
 

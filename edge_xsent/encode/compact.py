@@ -15,6 +15,7 @@ Truncation keeps the first k dimensions of the unit vector, renormalised for flo
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -41,8 +42,30 @@ def calibrate(vectors: np.ndarray, source: str) -> dict:
 
 
 def save_calibration(folder: Path, ranges: dict) -> None:
+    """calibration.json with its own SHA-256 (sealed): replacing it is one rename, so a reader sees the old file or
+    the new one, each checkable without the manifest, and a calibrate killed at any point leaves a loadable folder."""
+    doc = {k: v for k, v in portable(ranges).items() if k != "sha256"}  # its source names no home folder
     with atomic_write(Path(folder) / CALIBRATION) as f:
-        f.write(json.dumps(portable(ranges)) + "\n")  # its source names no home folder
+        f.write(json.dumps({**doc, "sha256": _digest(doc)}) + "\n")
+
+
+def _digest(doc: dict) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def sealed(data: bytes, path: Path) -> bool:
+    """Whether calibration.json carries its own checksum, checked (a mismatch is an error); False for a file
+    written before files were sealed (2026-12-07), which the manifest checks."""
+    try:
+        doc = parse_json(data, path)
+    except UserError:
+        return False
+    if not isinstance(doc, dict) or "sha256" not in doc:
+        return False
+    if doc["sha256"] != _digest({k: v for k, v in doc.items() if k != "sha256"}):
+        raise UserError(f"{path}: checksum mismatch, the file is corrupt or was changed after saving; make it again "
+                        f"with `edge-xsent calibrate {path.parent}`")
+    return True
 
 
 def load_calibration(folder: Path, dim: int, data: bytes | None = None) -> dict | None:

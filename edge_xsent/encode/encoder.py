@@ -182,9 +182,17 @@ class Encoder:
         SkipLayerNormalization fusion, slower here: `disabled_optimizers=()` turns all on).
         Loading runs no code from the folder: backend="torchscript" (a pickle-based format that can
         carry code) is refused unless the caller trusts the folder's author (`trust_code=True`)."""
+        return cls._load(path, backend, precision, threads, verify, session_options, disabled_optimizers, trust_code)
+
+    @classmethod
+    def _load(cls, path, backend="auto", precision=None, threads=None, verify=True, session_options=None,
+              disabled_optimizers=ORT_DISABLED, trust_code=False, calibration: bool = True) -> "Encoder":
+        """load(); without `calibration` the folder's calibration.json is neither read nor checked (calibrate
+        replaces it: a torn one from an older, interrupted calibrate is repaired, not refused)."""
         path = _check_load_args(path, backend, precision, threads, verify, session_options, disabled_optimizers,
                                 trust_code)
-        files = bundle.ModelFiles(path, verify, expected=[layout.FILES["config"], layout.FILES["tokenizer"]])
+        skip = [] if calibration else [compact.CALIBRATION]
+        files = bundle.ModelFiles(path, verify, expected=[layout.FILES["config"], layout.FILES["tokenizer"]], skip=skip)
         config, cfg = files.config()
         tok = bundle.read_tokenizer(files)
         if backend == "auto":
@@ -206,8 +214,8 @@ class Encoder:
             run = _torchscript_backend(files, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
         enc = cls(run, tok, config, path, backend_name(backend, precision), path / weights)
-        calibration = files.read(compact.CALIBRATION) if (path / compact.CALIBRATION).exists() else None
-        enc.ranges = compact.load_calibration(path, enc.dim, calibration)
+        if calibration and (path / compact.CALIBRATION).exists():
+            enc.ranges = compact.load_calibration(path, enc.dim, files.read(compact.CALIBRATION))
         files.finish()
         return enc
 
@@ -364,11 +372,17 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def calibrate_folder(folder: str | Path, data: str = "sample", split: str = "valid", n: int = 4000) -> dict:
-    """Measure and store a saved model's int8 ranges (calibration.json, added to its manifest)."""
-    folder = bundle.resolve_model_dir(folder)
+    """Measure and store a saved model's int8 ranges. calibration.json is sealed (its own checksum), so storing
+    it is one rename: a reader sees the old file or the new, and a calibrate killed anywhere leaves a loadable
+    folder; its manifest entry is refreshed after, and a stale one is not read (bundle.check_file)."""
     from edge_xsent.atomic import owning
 
-    enc = Encoder.load(folder)
+    if shipped := named_model(folder):  # never a folder of that name here, nor the installed package's files
+        raise UserError(f"{folder} names a model shipped inside the package ({shipped}), already calibrated; calibrate "
+                        f"writes into a model's folder. To calibrate it on your sentences, copy it first: cp -r "
+                        f"{shipped} my-model && edge-xsent calibrate my-model --data YOUR_CORPUS")
+    folder = bundle.resolve_model_dir(folder)
+    enc = Encoder._load(folder, calibration=False)  # every other file checked; the old calibration is replaced
     ranges = enc.calibrate(compact.calibration_sentences(data, split, n), f"{data} {split} split")
     with owning(folder):  # the folder's own maintenance: its calibration and manifest, nothing else
         compact.save_calibration(folder, ranges)
