@@ -327,7 +327,7 @@ def test_a_max_len_beyond_the_graph_fails_at_load(tiny_bundle, tmp_path):
     config["model"]["max_len"] = 4 * config["model"]["max_len"]
     (b / "config.json").write_text(json.dumps(config))
     write_manifest(b)
-    with pytest.raises(UserError, match=r"config.json: max_len \d+ does not fit the ONNX graph"):
+    with pytest.raises(UserError, match=r"fails on a probe of config.json's max_len \d+.*does not fit the graph"):
         Encoder.load(b)
 
 
@@ -356,3 +356,39 @@ def test_undecodable_bytes_on_a_real_stdin_and_lone_surrogates_are_one_error(tmp
     assert "\nerror: line 2 of the input is not valid UTF-8" in "\n" + err
     with pytest.raises(UserError, match="item 1 holds a lone surrogate"):
         Encoder.load().encode(["ok", "ok\udcff"])
+
+
+TIER_DAMAGE = {  # the tiered table's initializers as a tampered or torn graph holds them (manifest resealed)
+    "NaN 1-bit scales": ("sign_scales", lambda a: np.full_like(a, np.nan)),
+    "inf 4-bit scales": ("exact_scales", lambda a: np.where(np.arange(a.size).reshape(a.shape) == 7, np.inf, a).astype(a.dtype)),
+    "a truncated 1-bit tier": ("sign_codes", lambda a: a[: len(a) // 2]),
+    "4-bit scales in float32": ("exact_scales", lambda a: a.astype(np.float32)),
+}
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+@pytest.mark.parametrize("damage", list(TIER_DAMAGE))
+def test_a_damaged_tiered_table_is_refused_at_load_in_every_backend(tiny_student_tiered, tmp_path, damage, backend):
+    """Round eight (issue 104): NaN scales loaded on ONNX and made every vector NaN (the probe read one 4-bit row
+    and checked only the width); a truncated 1-bit tier was a traceback at the first real sentence; wrong shapes
+    or dtypes were tracebacks on the torch backend (its weights are read back from the graph). Each is one error
+    at load, and no vector that is not a finite number ever comes out of encode."""
+    import onnx
+    from onnx import numpy_helper
+
+    from edge_xsent.atomic import owning
+    from edge_xsent.encode.bundle import write_manifest
+
+    b = _copy(tiny_student_tiered, tmp_path)
+    graph = b / "onnx" / "model_int8.onnx"
+    proto = onnx.load(str(graph))
+    name, change = TIER_DAMAGE[damage]
+    init = next(i for i in proto.graph.initializer if i.name == "tiered_" + name)
+    init.CopyFrom(numpy_helper.from_array(change(numpy_helper.to_array(init)), init.name))
+    onnx.save(proto, str(graph))
+    for own in ("model.safetensors", "edge_xsent.safetensors"):  # as the default ships: torch reads the graph's
+        (b / own).unlink(missing_ok=True)
+    with owning(b):
+        write_manifest(b)
+    with pytest.raises(UserError, match="corrupt|torn|re-export"):
+        Encoder.load(b, backend=backend).encode(["Hello world", "Bonjour tout le monde"])

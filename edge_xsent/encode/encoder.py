@@ -93,18 +93,31 @@ def _onnx_backend(files: bundle.ModelFiles, threads: int | None, precision: str,
     return run
 
 
-def _probe(run: Backend, max_len: int, d_model: int, path: Path) -> None:
-    """One sentence of config.json's max_len through the graph at load: a config that does not fit
+def _probe(run: Backend, max_len: int, d_model: int, vocab_size: int, path: Path) -> None:
+    """Two sentences of config.json's max_len through the graph at load: a config that does not fit
     the graph (more positions than it has, another width) fails here, named, not on the first long
-    input nor blamed on a file checked later (calibration.json)."""
+    input nor blamed on a file checked later (calibration.json); the second reads ids spread over the whole
+    table, both tiers of a tiered one, so a table that decodes to NaN or inf (its scales resealed) is refused."""
+    ids = np.stack([np.ones(max_len), np.linspace(1, vocab_size - 1, max_len).round()]).astype(np.int64)
     try:
-        out = run(np.ones((1, max_len), dtype=np.int64), np.ones((1, max_len), dtype=np.int64))
+        out = run(ids, np.ones_like(ids))
     except Exception as e:  # onnxruntime raises its own exception types  # noqa: BLE001
-        raise UserError(f"{path / layout.FILES['config']}: max_len {max_len} does not fit the ONNX graph "
-                        f"({str(e).splitlines()[0][:200]}); re-export the model") from None
+        raise UserError(f"{path}: the ONNX graph fails on a probe of config.json's max_len {max_len} and ids up to its "
+                        f"vocab_size {vocab_size} ({str(e).splitlines()[0][:200]}): the config does not fit the graph, "
+                        "or a table in it is torn; re-export the model") from None
     if np.shape(out)[-1] != d_model:
         raise UserError(f"{path / layout.FILES['config']}: d_model {d_model}, but the ONNX graph gives vectors of "
                         f"{np.shape(out)[-1]} dimensions: the config does not belong to this model; re-export it")
+    finite(out, path)
+
+
+def finite(vectors: np.ndarray, path: Path | None) -> np.ndarray:
+    """Vectors as they are, or an error: a NaN or inf from a model is its weights' fault (a table whose scales were
+    changed and resealed), never an answer to pass on."""
+    if not np.isfinite(vectors).all():
+        raise UserError(f"{path or 'the model'}: its weights give vectors that are not finite numbers (NaN or inf): the "
+                        "model is corrupt (a file changed and its manifest resealed); re-export or re-download it")
+    return vectors
 
 
 def _torchscript_backend(files: bundle.ModelFiles, threads: int | None) -> Backend:
@@ -209,7 +222,7 @@ class Encoder:
             run = _torch_backend(files, threads)
         elif backend == "onnx":
             run = _onnx_backend(files, threads, precision or "int8", session_options, disabled_optimizers)
-            _probe(run, cfg.max_len, cfg.d_model, path)
+            _probe(run, cfg.max_len, cfg.d_model, cfg.vocab_size, path)
         else:
             run = _torchscript_backend(files, threads)
         precision = precision or "int8"  # what an onnx backend ran; unused by the others
@@ -276,7 +289,7 @@ class Encoder:
 
     def _embed(self, batch: list[list[int]]) -> np.ndarray:
         ids, mask = pad_batch(batch)
-        return self._run(ids, mask)
+        return finite(self._run(ids, mask), self.path)
 
 
 MAX_BATCH_TOKENS = 32_768  # padded tokens per onnxruntime call: 256 sentences of 128 (about 1 GB at e5-small's size)

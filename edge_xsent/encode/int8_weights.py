@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent.config import EncoderConfig
-from edge_xsent.encode.tiered_table import NAMES, unpack
+from edge_xsent.encode.tiered_table import NAMES, check, unpack
 from edge_xsent.errors import UserError
 
 LINEARS = ("qkv", "proj", "ff1", "ff2")  # each block's matmuls, in the order the exporter emits them
@@ -74,7 +74,12 @@ def state_from_int8(graph: Path, cfg: EncoderConfig, data: bytes | None = None) 
         elif name + "_Q4" in inits:  # export --table-bits 4
             w = dequantize_blocks(inits[name + "_Q4"], inits[name + "_scales"], _block_size(proto, name + "_Q4"))
         elif table == "tok_emb" and "tiered_sign_codes" in inits:  # export --table-bits 1
-            w = unpack({k: inits["tiered_" + k] for k in NAMES})[: cfg.vocab_size]
+            arrays = {k: inits.get("tiered_" + k, np.zeros(0)) for k in NAMES}
+            try:
+                check(arrays, cfg.vocab_size, cfg.d_model)
+            except ValueError as e:
+                raise UserError(f"{graph}: {e}; the model is corrupt: re-export or re-download it") from None
+            w = unpack(arrays)[: cfg.vocab_size]
         else:
             raise UserError(f"{graph}: no quantized {table} table; is it an int8 graph made by `edge-xsent export --int8`?")
         state[f"{table}.weight"] = torch.from_numpy(w)

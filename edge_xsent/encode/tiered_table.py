@@ -68,6 +68,21 @@ def unpack(arrays: dict[str, np.ndarray]) -> np.ndarray:
     return out
 
 
+def check(arrays: dict[str, np.ndarray], rows: int, dim: int) -> None:
+    """The arrays of `pack` for a table of `rows` x `dim`, or a ValueError naming what differs: a graph's torn or
+    tampered initializers are refused before `unpack` reads them, and so are scales that are not finite numbers."""
+    exact = len(arrays["exact_codes"])
+    rest = max(rows - exact, 1)  # every row exact: one zero row stands for the 1-bit tier (pack)
+    want = {"exact_codes": ((exact, dim // 2), np.uint8), "exact_scales": ((exact, dim // BLOCK), np.float16),
+            "sign_codes": ((rest, dim // 8), np.uint8), "sign_scales": ((rest,), np.float16)}
+    for name, (shape, dtype) in want.items():
+        a = arrays[name]
+        if a.shape != shape or a.dtype != dtype:
+            raise ValueError(f"tiered table {name}: {a.dtype} {a.shape}, where {rows} rows of {dim} need {np.dtype(dtype)} {shape}")
+        if a.dtype == np.float16 and not np.isfinite(a).all():
+            raise ValueError(f"tiered table {name}: {int((~np.isfinite(a)).sum())} scales are NaN or inf")
+
+
 def table_bytes(rows: int, dim: int, exact_rows: int) -> int:
     """What the arrays of `pack` take: the rule for how many exact rows fit a budget reads this."""
     return exact_rows * (dim // 2 + 2 * dim // BLOCK) + (rows - exact_rows) * (dim // 8 + 2)
