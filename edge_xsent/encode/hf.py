@@ -141,8 +141,10 @@ def tokenizer_json(tok: "Tokenizer") -> dict:
     post = None
     if tok.rules:  # a student's: e5's map (exact in `tokenizers`; transformers.js approximates it by NFKC)
         compose = [{"type": tok.rules.compose}] if tok.rules.compose else []  # TextRules.compose: NFC, map, NFC
-        text = [{"type": "Prepend", "prepend": tok.rules.prefix}, *compose, {"type": "Precompiled", "precompiled_charsmap":
-                base64.b64encode(charsmap(tok.rules.char_map)).decode()}, *compose, replace({"Regex": " {2,}"}, " ")]
+        nul = [replace({"String": "\0"}, "")] if tok.rules.char_map.get(0) == "" else []  # no charsmap key (a C string)
+        text = [{"type": "Prepend", "prepend": tok.rules.prefix}, *nul, *compose, {"type": "Precompiled",
+                "precompiled_charsmap": base64.b64encode(charsmap(tok.rules.char_map)).decode()}, *compose,
+                replace({"Regex": " {2,}"}, " ")]
         post, vocab = rules_template(tok, vocab)
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
@@ -166,7 +168,8 @@ def charsmap(char_map: dict[int, str]) -> bytes:
     import sentencepiece as spm
     from sentencepiece import sentencepiece_model_pb2 as pb
 
-    rows = "".join(f"{cp:X}\t{' '.join(f'{ord(c):X}' for c in out)}\n" for cp, out in sorted(char_map.items()))
+    rows = "".join(f"{cp:X}\t{' '.join(f'{ord(c):X}' for c in out)}\n" for cp, out in sorted(char_map.items())
+                   if cp)  # U+0000 cannot be a key of SentencePiece's compiler: tokenizer_json drops it before
     with tempfile.NamedTemporaryFile("w", suffix=".tsv", encoding="utf-8") as tsv:
         tsv.write(rows)
         tsv.flush()

