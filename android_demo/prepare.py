@@ -17,6 +17,7 @@ from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
 from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
+from edge_xsent.pathargs import Parser
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
@@ -80,7 +81,7 @@ def prepare_copy(bundle: Path, web: Path) -> dict:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", nargs="?", default="default",
                     help="a bundle folder, or a shipped model's name (default, fast, quality); default: the default")
     args = ap.parse_args()

@@ -11,14 +11,13 @@ are checked against our numbers, not asserted.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,7 +59,7 @@ def claims(rows: dict[str, dict]) -> list[tuple[str, bool]]:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("runs", type=in_path, nargs="+", help="Training output folders (each with model/ and summary.json).")
     ap.add_argument("--data", default="corpus")
     ap.add_argument("--queries", type=int, default=2000)

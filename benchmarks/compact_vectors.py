@@ -14,7 +14,6 @@ queries and candidates); MB per 100,000 sentences is the stored vectors alone.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import warnings
@@ -31,7 +30,7 @@ from edge_xsent.data.corpus import read_corpus_split, read_pairs
 from edge_xsent.eval.evaluate import average, out_of_genre, xsr
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +106,7 @@ def markdown(res: dict) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None, help="model folder or bundle (default: the shipped model)")
     ap.add_argument("--data", default="corpus-g", help="corpus whose test split(s) to retrieve from")
     ap.add_argument("--oog", type=in_path, default=None, help="the reserved benchmark folder (edge-xsent data reserved)")

@@ -20,7 +20,7 @@ from pathlib import Path
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import in_path, out_into
+from edge_xsent.pathargs import Parser, in_path, out_into
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "Save the current document"
@@ -61,7 +61,7 @@ def browser_run(bundle: Path, results: Path, expect_related: bool = True) -> dic
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", type=in_path, nargs="?", default=ROOT / "edge_xsent/resources/fast-model")
     ap.add_argument("--results", type=out_into, default=ROOT / "benchmarks/results")
     ap.add_argument("--no-quality-check", action="store_true",

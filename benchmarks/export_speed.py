@@ -10,7 +10,6 @@ machine hits all of them alike; medians and p95 are reported.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -20,14 +19,14 @@ import numpy as np
 from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_count
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("model", type=in_path)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--threads", type=thread_count, default=1)

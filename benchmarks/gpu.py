@@ -28,7 +28,7 @@ from pathlib import Path
 
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import out_into
+from edge_xsent.pathargs import Parser, out_into
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,7 +148,7 @@ def to_markdown(report: dict) -> str:
 
 @script_errors
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="Fewer steps and repeats (a smoke run).")
     ap.add_argument("--out", type=out_into, default=ROOT / "benchmarks" / "results",
                     help="Folder for gpu-<stamp>.md/.json (a device run writes where its files come back).")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
+from edge_xsent.pathargs import Parser
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who reads them
@@ -75,7 +76,7 @@ def index(results: Path = RESULTS) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only check that the index is current")
     args = ap.parse_args()
     text, readme = index(), RESULTS / "README.md"

@@ -14,7 +14,6 @@ Writes benchmarks/results/interop-parity.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import tempfile
@@ -34,7 +33,7 @@ from edge_xsent.encode.hf import require, sentence_transformer, transformers_enc
 from edge_xsent.encode.tokenizer import Tokenizer
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import in_path, out_into
+from edge_xsent.pathargs import Parser, in_path, out_into
 
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT = ROOT / "edge_xsent" / "resources" / "fast-model"
@@ -125,7 +124,7 @@ def table(result: dict) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=in_path, nargs="?", default=DEFAULT)
     ap.add_argument("--results", type=out_into, default=RESULTS, help="where interop-parity.{md,json} go")
     args = ap.parse_args()

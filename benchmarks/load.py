@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +35,7 @@ def child_peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("model", type=in_path)
     ap.add_argument("--data", default="sample")
     ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/load.md"))

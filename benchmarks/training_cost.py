@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -251,7 +251,7 @@ def variant_names(text: str) -> tuple[str, ...]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
     ap.add_argument("--recipe", type=in_path, default=RECIPE, help="the recipe whose step is timed")
     ap.add_argument("--init", default="default", help="the weights and tokenizer it starts from")

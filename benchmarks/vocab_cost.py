@@ -9,7 +9,6 @@ timed steps after warm-up, all sizes in one run.
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
@@ -18,14 +17,14 @@ import torch
 
 from edge_xsent.atomic import check_outputs
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import out_file
+from edge_xsent.pathargs import Parser, out_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--sizes", default="8000,16000,32000,50000")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps before the timed ones, per size")

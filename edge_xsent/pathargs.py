@@ -157,9 +157,35 @@ def named_path(value_sep: str = "=") -> Callable[[str], str]:
     return checked
 
 
+def _init_spec(value: str) -> str:
+    """A start as recipes name it: `git:REV`, or a run's or model's folder, which is an input as every path is."""
+    return value if value.startswith("git:") else str(_in_path(value))
+
+
+init_spec = _usage(_init_spec, "in")
+
+
 def is_path_type(t) -> bool:
     return getattr(t, "role", None) in ("in", "out", "into", "folder", "run")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose path types check an argument's default as they check a given value: argparse
+    applies `type` to string defaults only, so a `Path` default (a results file, a shipped folder) was never
+    checked against the inputs nor noted as an output (issue 104)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, rest = super().parse_known_args(args, namespace)
+        for a in self._actions:
+            default = a.default
+            if is_path_type(a.type) and default is not None and not isinstance(default, str) \
+                    and getattr(ns, a.dest, None) is default:
+                try:
+                    setattr(ns, a.dest, a.type(str(default)))
+                except argparse.ArgumentTypeError as e:  # argparse's own words for a given value's refusal
+                    self.error(f"argument {'/'.join(a.option_strings) or a.dest} (its default {default}): {e}")
+        return ns, rest
+
+
 __all__ = ["in_path", "maybe_in_path", "out_file", "out_into", "out_folder", "out_run",
-           "checkout", "path_pair", "named_path", "is_path_type"]
+           "checkout", "path_pair", "named_path", "init_spec", "is_path_type", "Parser"]

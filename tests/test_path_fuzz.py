@@ -25,7 +25,7 @@ from edge_xsent.pathargs import is_path_type
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(str(p.relative_to(ROOT)) for d in ("train", "benchmarks", "android_demo") for p in (ROOT / d).glob("*.py")
-                 if "argparse" in p.read_text())
+                 if "argparse" in p.read_text() or "Parser(" in p.read_text())
 # Arguments that take a name, a spec or a number, never only a path: a corpus or benchmark by name or folder
 # (`sample`, `oog`: resolved and read by edge_xsent.data, which refuses special files itself), a model by name
 # or folder (`default`, `git:REF`), a commit. Anything else that names a file needs a path type.
@@ -210,22 +210,52 @@ def test_every_path_argument_refuses_every_hostile_path_of_its_role(script, worl
     assert tried or not any(True for _ in path_arguments(script))
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+def outputs_and_inputs(script: str):
+    """(words, parser, output, input): each file output of a parser with each plain input beside it."""
+    for words, parser, out in path_arguments(script):
+        if out.type.role == "out":
+            for inp in arguments(parser):
+                if getattr(inp.type, "role", None) == "in" and inp is not out and not hasattr(inp.type, "example"):
+                    yield words, parser, out, inp
+
+
+def given_default(a: argparse.Action) -> str | None:
+    """An argument's default as a user would type it, where it names a path that exists (else None)."""
+    if a.default is None or not is_path_type(a.type):
+        return None
+    path = Path(str(a.default)).expanduser()
+    return str(a.default) if path.exists() else None
+
+
+PAIRED = [s for s in SCRIPTS if any(outputs_and_inputs(s))]  # the cases that apply, no skip for the rest
+DEFAULTED = [s for s in PAIRED if any(given_default(i) or given_default(o) for _, _, o, i in outputs_and_inputs(s))]
+
+
+@pytest.mark.parametrize("script", PAIRED)
 def test_an_output_is_never_one_of_the_same_commands_inputs(script, world, capsys):
     """Its own input as its output, in both orders on the line: refused at the parse."""
+    for words, parser, out, inp in outputs_and_inputs(script):
+        target = str(world / "user.json")
+        line = command_line(words, parser, out, target, world, also={inp.dest: target})
+        code, err = parse_only(script, line, capsys)
+        assert code == 2 and "of this command" in err, (words, out.dest, inp.dest, code, err[-300:])
+
+
+@pytest.mark.parametrize("script", DEFAULTED)
+def test_an_output_is_never_an_inputs_default_nor_an_input_its_default(script, world, capsys):
+    """Round eight (issue 104): argparse applies `type` to string defaults only, so an input's Path default was
+    never checked (`extend_vocab.py --out train/tokenizers/m1-48k.model` replaced its own default --new). Each
+    default is checked as if given (pathargs.Parser): an output named as an input's default, or an input named as
+    an output's default, is refused at the parse."""
     tried = 0
-    for words, parser, out in path_arguments(script):
-        if out.type.role != "out":
-            continue
-        for inp in (a for a in arguments(parser) if getattr(a.type, "role", None) == "in" and a is not out
-                    and not hasattr(a.type, "example")):
-            target = str(world / "user.json")
-            line = command_line(words, parser, out, target, world, also={inp.dest: target})
-            code, err = parse_only(script, line, capsys)
-            assert code == 2 and "of this command" in err, (words, out.dest, inp.dest, code, err[-300:])
+    for words, parser, out, inp in outputs_and_inputs(script):
+        for given, value in ((out, given_default(inp)), (inp, given_default(out))):
+            if value is None:
+                continue
+            code, err = parse_only(script, command_line(words, parser, given, value, world), capsys)
+            assert code == 2 and "of this command" in err, (words, given.dest, value, code, err[-300:])
             tried += 1
-    if not tried:
-        pytest.skip(f"{script}: no file output beside a plain input")
+    assert tried
 
 
 class Accepted(BaseException):

@@ -13,12 +13,12 @@ import argparse
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_folder, out_run
+from edge_xsent.pathargs import Parser, in_path, out_folder, out_run
 
 
 @script_errors
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="action", required=True)
     save = sub.add_parser("save", help="RUN's last checkpoint into DEST")
     save.add_argument("run", type=in_path)

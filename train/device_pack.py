@@ -35,7 +35,7 @@ from pathlib import Path
 
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file, out_folder, out_into, out_run
+from edge_xsent.pathargs import Parser, in_path, out_file, out_folder, out_into, out_run
 import devicepack  # the lab module beside this script
 
 PACK_FOLDER = out_folder(devicepack.MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
@@ -107,7 +107,7 @@ def chunk_mb(text: str) -> float:
 
 @script_errors
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="action", required=True)
     pk = sub.add_parser("pack", help="the recipe's text and teacher, in call folders")
     pk.add_argument("--config", type=in_path, required=True, help="the recipe (train/gpu-students.toml)")

@@ -19,7 +19,7 @@ from sentencepiece import sentencepiece_model_pb2 as pb
 
 from edge_xsent.atomic import atomic_write
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, init_spec, out_file
 from edge_xsent.train.warmstart import init_dir
 
 NORMAL, BYTE = 1, 6  # SentencePiece piece types
@@ -60,8 +60,9 @@ def extend(old: pb.ModelProto, new: pb.ModelProto) -> pb.ModelProto:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--old", default="git:c6af0ca", help="the model whose vocabulary is kept (an init spec or a folder)")
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old", type=init_spec, default="git:c6af0ca",
+                    help="the model whose vocabulary is kept (an init spec or a folder)")
     ap.add_argument("--new", type=in_path, default=Path("train/tokenizers/m1-48k.model"))
     ap.add_argument("--out", type=out_file, required=True)
     args = ap.parse_args()

@@ -44,7 +44,7 @@ from edge_xsent.encode.encoder import Encoder
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means, out_of_genre, out_of_genre_means, xsr
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 from edge_xsent.layout import FILES, ONNX_INT4, ONNX_INT8
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +235,7 @@ def write(out: Path, figures: dict) -> None:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", type=in_path, help="a bundle (int8, debiased: as it would ship) or any model folder")
     ap.add_argument("--name", required=True, help="the candidate's name: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--data", default="~/edge-xsent-data/corpus-m1", help="the judging corpus (general test split)")

@@ -26,7 +26,7 @@ from edge_xsent.encode.bundle import load_model, read_training, save_model
 from edge_xsent.config import TrainConfig
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_folder
+from edge_xsent.pathargs import Parser, in_path, out_folder
 from edge_xsent.encode.model import DualEncoder
 from edge_xsent.train.warmstart import check_pinned_start, load_init_weights, start_dir
 
@@ -53,7 +53,7 @@ def interpolate(start: DualEncoder, end: DualEncoder, alpha: float) -> DualEncod
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", type=in_path, help="the run's recipe (its out folder holds the trained model)")
     ap.add_argument("--alpha", type=float, required=True, help="0: the run's start; 1: its trained weights")
     ap.add_argument("--out", type=out_folder("model/manifest.json", "run-like folder of an interpolated model"), required=True, help="a new run-like folder; the model goes to OUT/model")

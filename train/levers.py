@@ -18,7 +18,7 @@ from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
 import decisions  # train/decisions.py, beside this script
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file, path_pair
+from edge_xsent.pathargs import Parser, in_path, out_file, path_pair
 from edge_xsent.inputs import read_json
 
 LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level arm", "f": "5 blocks"}
@@ -76,7 +76,7 @@ def to_markdown(lines: list[dict], record: dict) -> str:
 
 @script_errors
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--record", type=in_path, required=True, help="the record's student's figures (student-4.json)")
     ap.add_argument("--record-steps", type=int, required=True, help="the steps the record ran (5434)")
     ap.add_argument("--a", type=path_pair(":"), required=True, help="run A, the recipe: FIGURES.json:SUMMARY.json")

@@ -22,7 +22,7 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write, check_outputs
 from edge_xsent.errors import UserError
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_file
+from edge_xsent.pathargs import Parser, in_path, out_file
 from edge_xsent.inputs import read_json
 
 MEASURES = ("oog", "oog_wide", "oog_long")  # the table-format rule's three measures
@@ -132,7 +132,7 @@ def layers_table(rows: list[dict]) -> str:
 
 @script_errors
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="rule", required=True)
     fmt = sub.add_parser("format", help="the table-format rule")
     fmt.add_argument("--reference", type=in_path, required=True, help="the student with its whole table")

@@ -29,7 +29,7 @@ from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means
 from edge_xsent.eval.evaluate import peer_oog
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import checkout, in_path, maybe_in_path, out_file, out_folder
+from edge_xsent.pathargs import Parser, checkout, in_path, maybe_in_path, out_file, out_folder
 from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
@@ -626,7 +626,7 @@ def ship_spec(args: argparse.Namespace, train_flags: list[str]) -> None:
 def main() -> None:
     argv = sys.argv[1:]
     argv, train_flags = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("spec", type=in_path, nargs="?", help="a recipe with its [ship] table: ship it, every stage "
                                                         "(train/pipeline.py); without it, judge --candidate files")
     ap.add_argument("--stop-after", help="with a recipe: stop after this stage (datasets, train, interpolate, debias, "

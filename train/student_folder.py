@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path, out_folder
+from edge_xsent.pathargs import Parser, in_path, out_folder
 from edge_xsent.train.refit import RefitConfig
 from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder, write_whole
 
@@ -33,7 +33,7 @@ def student_arg(value: str) -> Path:
 
 @script_errors
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("student", type=student_arg, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
                                                "parts, a table-aware run's model folder, or e5-small (e5's own 12 "
                                                "blocks, as the same kind of folder)")

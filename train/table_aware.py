@@ -15,7 +15,7 @@ from pathlib import Path
 
 from edge_xsent.config import TrainConfig
 from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import in_path
+from edge_xsent.pathargs import Parser, in_path
 from edge_xsent.train.student import write_whole
 from device_pack import pipeline  # the lab script beside this one: train/pipeline.py, loaded once
 
@@ -32,7 +32,7 @@ def inputs(config: Path, student: Path) -> None:
 
 @script_errors
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     ip = sub.add_parser("inputs", help="build the recipe's datasets and its start's folder where missing")
     ip.add_argument("--config", type=in_path, required=True, help="the recipe (train/table-aware.toml)")
