@@ -88,10 +88,21 @@ def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "fil
         if cap is not None and size > cap:
             raise UserError(f"{p}: {size / MiB:.0f} MiB, more than a {what} can be ({cap // MiB} MiB); is it the "
                             "right file?")
-        data = f.read() if cap is None else f.read(cap + 1)
+        data = f.read() if cap is None else _read_capped(f, size, cap)
     if cap is not None and len(data) > cap:  # grew while we read it
         raise UserError(f"{p}: more than a {what} can be ({cap // MiB} MiB); is it the right file?")
     return data
+
+
+def _read_capped(f, size: int, cap: int) -> bytes:
+    """The file's `size` bytes and whatever it grew by while read, up to `cap` + 1: never `read(cap + 1)`, which
+    reserves the whole cap up front (8 GiB for a pack's chunk, refused under an address-space limit)."""
+    parts, total = [f.read(size + 1)], 0
+    total = len(parts[0])
+    while total > size and total <= cap and (chunk := f.read(min(1 << 20, cap + 1 - total))):
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)
 
 
 def _read_stream(fd: int, p: Path, cap: int, what: str) -> bytes:

@@ -532,6 +532,25 @@ def test_levers_judges_each_run_by_its_rule_against_the_candidate_so_far(tmp_pat
         levers.run_row(str(res / "student-4.json"))
     with pytest.raises(UserError, match="train/figures.py --parts oog,oog_wide"):
         levers.row(res / "step-parity.json", 1)
+    for bad in ("88.4", None, float("nan"), True):  # round eight: a string mean was a TypeError deep in the rules
+        (tmp_path / "bad.json").write_text(json.dumps({"oog": {"mean": bad}, "oog_wide": {"mean": 80.0}}))
+        with pytest.raises(UserError, match="not finite numbers"):
+            levers.row(tmp_path / "bad.json", 1)
+
+
+@pytest.mark.lab
+def test_join_reserves_no_more_memory_than_the_pack_holds(joined, tmp_path):
+    """Round eight: under a 2 GB address-space cap `join` of a valid pack was a MemoryError: each bounded read asked
+    read(cap + 1), which reserves the 8 GiB cap up front. A read now asks for the file's size (inputs.read_bytes)."""
+    import subprocess
+
+    from conftest import ROOT
+
+    tmp, _ = joined
+    res = subprocess.run(["bash", "-c", f"ulimit -v 2000000 && python3 train/device_pack.py join {tmp / 'stage'} "
+                          f"{tmp_path / 'in'}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert (tmp_path / "in" / devicepack.E5_NAME).stat().st_size > 50 * 2**20  # e5's file, its unread rows zeroed
 
 
 @pytest.mark.lab

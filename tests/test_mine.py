@@ -95,3 +95,24 @@ def test_cli_mine_on_real_sentences(tiny_model, tmp_path):
     truth = {p.a: p.b for p in pairs}
     right = sum(truth.get(r[1]) == r[2] for r in rows)
     assert len(rows) > 50 and right / len(rows) > 0.7  # the tiny model already mines mostly true pairs
+
+
+def test_targets_whose_vectors_would_not_fit_are_one_error_not_a_memory_error(tmp_path, monkeypatch):
+    """Round eight (issue 104): `mine` of ten million empty target lines asked numpy for a 14.3 GiB array and ended
+    in a traceback. Targets whose vectors take more than half the machine's memory are refused before any is
+    embedded, naming the way out (the longer file as the streamed source). The machine is made small here."""
+    import os
+
+    from click.testing import CliRunner
+
+    from edge_xsent.cli import main
+
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 25_000 if name == "SC_PHYS_PAGES" else real(name))  # ~100 MB
+    (tmp_path / "src.txt").write_text("Save the file\n")
+    (tmp_path / "tgt.txt").write_text("\n" * 100_000)
+    res = CliRunner().invoke(main, ["mine", str(tmp_path / "src.txt"), str(tmp_path / "tgt.txt"),
+                                    "--out", str(tmp_path / "pairs.tsv")])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert "100,000 lines" in res.output and "give the longer file as the source" in res.output
+    assert not (tmp_path / "pairs.tsv").exists()

@@ -12,6 +12,7 @@ summary its training wrote (steps).
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
@@ -28,8 +29,10 @@ def row(figures: Path, steps: int) -> dict:
     """A run as the rules read it: its steps and its `oog` and `oog-m1` means."""
     try:
         fig = read_json(figures, what="figures")  # a regular file within the JSON cap: a FIFO is an error, not a hang
-        return {"steps": steps, "oog_mean": fig["oog"]["mean"], "oog_wide_mean": fig["oog_wide"]["mean"],
-                "name": fig.get("name", Path(figures).stem)}
+        means = {"oog_mean": fig["oog"]["mean"], "oog_wide_mean": fig["oog_wide"]["mean"]}
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in means.values()):
+            raise TypeError(f"the means are {means}, not finite numbers")
+        return {"steps": steps, **means, "name": fig.get("name", Path(figures).stem)}
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UserError(f"{figures}: not a figures file with oog and oog_wide ({e}); make it with "
                         "train/figures.py --parts oog,oog_wide") from None

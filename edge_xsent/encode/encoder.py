@@ -272,9 +272,8 @@ class Encoder:
                 for idx in batches(order, lengths, batch_size):
                     out[idx] = self._embed([ids[i] for i in idx])
                     bar.update(len(idx))
-            if normalize:
-                norms = np.linalg.norm(out, axis=1, keepdims=True)
-                out = out / np.maximum(norms, 1e-12)
+            if normalize:  # in place: a copy would double the peak of a large call
+                out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         out = compact.truncate(out, dimensions, renormalise=normalize and precision == "float32")
         if precision == "int8":
             out = compact.to_int8(out, self.ranges)

@@ -40,15 +40,30 @@ def _topk_mean(sims: np.ndarray, k: int) -> np.ndarray:
     return np.partition(sims, -k, axis=1)[:, -k:].mean(1)
 
 
+def _check_fits(lines: int, dim: int) -> None:
+    """The targets' vectors are held at once: more than half this machine's memory is one error naming the way out,
+    not a MemoryError (ten million lines of a 384-wide model are 14.3 GiB)."""
+    import os
+
+    from edge_xsent.errors import UserError
+
+    need, have = lines * dim * 4, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > have // 2:
+        raise UserError(f"the targets are {lines:,d} lines: their vectors, held at once, take {need / 2**30:.1f} GiB, "
+                        f"more than half this machine's {have / 2**30:.1f} GiB; give the longer file as the source "
+                        "(it is streamed), or split the targets")
+
+
 def mine(src_lines: Iterable[str], tgt: Sequence[str], embed: Embed, mode: str = "intersect", k: int = 4,
          threshold: float = 1.05, chunk: int = 4096, workdir: Path | None = None) -> list[tuple[float, int, int]]:
     """(score, source line index, target index) pairs, best first."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    T = embed(list(tgt)).astype(np.float32)
-    m = len(T)
-    if m == 0:
+    if len(tgt) == 0:
         return []
+    _check_fits(len(tgt), embed(list(tgt[:1])).shape[1])
+    T = embed(list(tgt)).astype(np.float32, copy=False)
+    m = len(T)
     chunk = max(1, min(chunk, int(2e8 // max(m, 1))))  # keep each (chunk, m) block near 800 MB at most
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         # Pass 0: embed the source side once, spilling vectors to disk.
