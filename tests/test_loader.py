@@ -48,10 +48,12 @@ def opens_while(folder: Path, load) -> Counter:
 
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_the_shipped_default_is_read_once(backend):
+    """Each file the load reads is read and checked once; the files this stack never reads (tokenizer.json, 9.3 MB,
+    the card) are not hashed at all (issue 105: a lean load)."""
     counts = opens_while(DEFAULT_MODEL, lambda: Encoder.load(backend=backend).encode(["Save the document"]))
     assert counts and max(counts.values()) == 1, counts
-    listed = {"config.json", "tokenizer.model", "onnx/model_int8.onnx", "manifest.json", "tokenizer.json"}
-    assert listed <= set(counts), counts  # every file still checked, the card and tokenizer.json too
+    assert {"config.json", "tokenizer.model", "tokenizer_rules.json", "onnx/model_int8.onnx", "manifest.json",
+            "calibration.json"} == set(counts), counts
 
 
 @pytest.mark.parametrize("backend", ["torch", "onnx"])
@@ -59,18 +61,26 @@ def test_a_full_bundle_is_read_once(tiny_bundle, backend):
     bundle, _ = tiny_bundle
     counts = opens_while(bundle, lambda: Encoder.load(bundle, backend=backend, precision="fp32"))
     assert counts and max(counts.values()) == 1, counts
-    assert "model.safetensors" in counts and "onnx/model.onnx" in counts
+    weights = {"torch": {"model.safetensors", "edge_xsent.safetensors"}, "onnx": {"onnx/model.onnx"}}
+    assert weights[backend] <= set(counts) and not (set().union(*weights.values()) - weights[backend]) & set(counts)
+    assert "tokenizer.json" not in counts and "onnx/model_int8.onnx" not in counts  # read by other stacks, or none
 
 
-def test_a_file_changed_after_the_manifest_is_still_caught(tiny_bundle, tmp_path):
+def test_a_file_changed_after_the_manifest_is_caught_by_the_stack_that_reads_it(tiny_bundle, tmp_path):
     import shutil
+
+    from edge_xsent.encode.bundle import verify
 
     bundle, _ = tiny_bundle
     copy = tmp_path / "b"
     shutil.copytree(bundle, copy)
     (copy / "tokenizer.json").write_text((copy / "tokenizer.json").read_text().replace("NFKC", "NFKD", 1))
+    Encoder.load(copy)  # the Python stack never reads tokenizer.json: its vectors cannot change
     with pytest.raises(UserError, match="tokenizer.json: checksum mismatch"):
-        Encoder.load(copy)  # a file no backend reads, checked after the others
+        verify(copy)  # every file, as export and shipping check a folder
+    (copy / "tokenizer.model").write_bytes((copy / "tokenizer.model").read_bytes() + b"\0")
+    with pytest.raises(UserError, match="tokenizer.model: checksum mismatch"):
+        Encoder.load(copy)
 
 
 def test_shipped_models_load_by_name_and_a_folder_of_that_name_wins(tmp_path, monkeypatch, tiny_bundle):
@@ -86,3 +96,17 @@ def test_shipped_models_load_by_name_and_a_folder_of_that_name_wins(tmp_path, mo
     shutil.copytree(tiny_bundle[0], tmp_path / "fast")
     assert named_model("fast") is None
     assert Encoder.load("fast").path == Path("fast")
+
+
+@pytest.mark.parametrize("name", ["default", "fast", "quality"])
+def test_each_shipped_config_names_the_normalisation_its_tokenizer_applies(name):
+    """Issue 105: the default's config.json named NFKC, the fast model's normalisation, where the student reads
+    text by e5's rules. The writer now says what the folder's tokenizer does."""
+    import json
+
+    from edge_xsent.encode.encoder import named_model
+
+    enc = Encoder.load(name)
+    said = json.loads((named_model(name) / "config.json").read_text())["normalization"]
+    assert said == enc.tokenizer.normalization
+    assert ("e5" in said and "NFKC" not in said) if enc.tokenizer.rules else said.startswith("NFKC")

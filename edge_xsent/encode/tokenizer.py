@@ -62,6 +62,12 @@ class TextRules:
             text = text.translate(self.char_map)  # {code point: replacement}
         return _SPACES.sub(" ", text)
 
+    def describe(self) -> str:
+        """What config.json says of this normalisation (the rules file holds it exactly)."""
+        compose = "NFC, " if self.compose else ""
+        return (f"{self.source or 'inherited'} rules ({RULES_FILE}): the prefix {self.prefix!r}, {compose}a per-character "
+                f"map (C0 controls dropped), {compose}runs of spaces collapsed")
+
     def to_json(self) -> dict:
         out = {"char_map": {str(k): v for k, v in sorted(self.char_map.items())}, "collapse_spaces": True,
                "prefix": self.prefix, "bos_id": self.bos_id, "eos_id": self.eos_id, "source": self.source}
@@ -167,6 +173,12 @@ class Tokenizer:
     @property
     def byte_fallback(self) -> bool:
         return self.sp.piece_to_id("<0x00>") != UNK_ID and self.sp.is_byte(self.sp.piece_to_id("<0x00>"))
+
+    @property
+    def normalization(self) -> str:
+        """How text is read before its pieces, in words (config.json's `normalization`)."""
+        return self.rules.describe() if self.rules else "NFKC, control characters dropped, whitespace collapsed " \
+            "(edge_xsent.text.normalize)"
 
     @property
     def vocab_size(self) -> int:
