@@ -221,3 +221,13 @@ def test_suite_time_finds_the_installed_package_not_the_checkout_it_stands_in(tm
     import edge_xsent
 
     assert suite_time.package_dir() == str(Path(edge_xsent.__file__).resolve().parent)
+
+
+def test_startup_times_each_stage_of_a_fresh_process_and_writes_its_table(tmp_path):
+    """benchmarks/startup.py (issue 105): import, load and the first sentence, each model in its own process."""
+    ran = run_script("benchmarks/startup.py", "fast", "--rounds", "1", "--out", tmp_path / "startup.md")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    figures = json.loads((tmp_path / "startup.json").read_text())["models"]["fast"]
+    assert 0 < figures["import_s"] < 30 and 0 < figures["load_s"] < 30 and 0 < figures["first_s"] < 30
+    assert figures["peak_rss_mb"] > 50  # onnxruntime alone is tens of MB
+    assert "| fast |" in (tmp_path / "startup.md").read_text()

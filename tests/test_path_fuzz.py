@@ -30,7 +30,7 @@ SCRIPTS = sorted(str(p.relative_to(ROOT)) for d in ("train", "benchmarks", "andr
 # (`sample`, `oog`: resolved and read by edge_xsent.data, which refuses special files itself), a model by name
 # or folder (`default`, `git:REF`), a commit. Anything else that names a file needs a path type.
 NOT_PATHS = {"data", "corpus", "oog", "oog_wide", "corpus_g", "old", "refit_data", "init", "before", "teacher", "recipe",
-             "bundle", "model", "graph", "name", "best_name", "stop_after", "paths", "worker", "setup", "texts"}
+             "bundle", "model", "models", "graph", "name", "best_name", "stop_after", "paths", "worker", "setup", "texts"}
 PATH_WORDS = ("file", "folder", "path", ".json", ".md", ".toml", "out")
 
 
