@@ -46,6 +46,27 @@ def test_demo_in_headless_chromium_phone_profile(tiny_bundle, tmp_path):
     assert (tmp_path / "shot.png").stat().st_size > 20_000
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
+def test_the_demos_own_browser_test_passes_on_the_shipped_default(tmp_path):
+    """Issue 105: the demo's documented test, `browser.test.mjs --expect-related`, failed on the default (one of
+    74 vectors at cosine 0.9964 to Python's, equal token ids: static int8 codes rounding the other way in WASM). It
+    runs here on the default; the fast and quality models passed the same run by hand (studies/table-aware)."""
+    from edge_xsent.encode.encoder import named_model
+
+    sys.path.insert(0, str(DEMO))
+    from prepare import prepare_copy
+
+    prepare_copy(named_model("default"), tmp_path / "web")
+    res = subprocess.run(["node", str(DEMO / "test" / "browser.test.mjs"), "--root", str(tmp_path / "web"),
+                          "--expect-related", "--screenshot", str(tmp_path / "shot.png"), "--results",
+                          str(tmp_path / "r.json")], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0 and "browser test passed" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]
+    out = json.loads((tmp_path / "r.json").read_text())
+    assert len(out["vectors"]) >= 70 and all(v["idsEqual"] for v in out["vectors"])
+    assert out["related"] > out["unrelated"]
+
+
 PAGE_MODELS = ["tiny_bundle", "tiny_bundle_table4", "tiny_bundle_per_row", "tiny_student_bundle", "tiny_student_tiered",
                "shipped_default"]
 PAGE_TEXTS = ["Save the current document", "", "Enregistrer le document actuel", "Ça marche très bien 🙂",

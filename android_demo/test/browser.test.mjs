@@ -16,11 +16,17 @@ const check = (ok, msg) => { console.log(`${ok ? "ok  " : "FAIL"} ${msg}`); if (
 const { page, errors, close } = await openDemo(root);
 try {
   const results = await page.evaluate(() => window.runTestVectors());
+  // The same int8 graph in onnxruntime-web's WASM kernels and Python's: an activation that lands on a rounding
+  // boundary can take the other int8 code, so a vector may differ a little. The bound is below the int8 graph's own
+  // error, not at it: on the 74 test texts Python's int8 vectors are down to 0.9942 (the default) and 0.9938 (the
+  // quality model) of their fp32 model's, the page's down to 0.9981 and 0.9976 of Python's (2026-12-07).
   for (const r of results) {
     check(r.idsEqual, `token ids equal Python's for ${JSON.stringify(r.text.slice(0, 40))}`);
-    check(r.cosine >= 0.999, `cosine ${r.cosine.toFixed(5)} >= 0.999 with Python onnxruntime`);
+    check(r.cosine >= 0.995, `cosine ${r.cosine.toFixed(5)} >= 0.995 with Python onnxruntime`);
     check(r.int8CodeDiff === 0, `int8 codes of Python's vector equal Python's (largest difference ${r.int8CodeDiff})`);
   }
+  const mean = results.reduce((sum, r) => sum + r.cosine, 0) / results.length;
+  check(mean >= 0.9995, `mean cosine ${mean.toFixed(6)} >= 0.9995 with Python onnxruntime over ${results.length} texts`);
 
   await page.fill("#a", "Print the selected pages");
   await page.fill("#b", "Imprimer les pages sélectionnées");
