@@ -195,6 +195,10 @@ def _language_pack(model_path: Path, languages: str, out: Path | None, force: bo
     click.echo(f"language pack for {', '.join(record['languages'])}: {record['table']['rows']:,d} of "
                f"{record['table']['of']:,d} pieces at 4 bits, int8 graph {record['graph_bytes'] / 1e6:.1f} MB, "
                f"mean cosine to fp32 {int8['cosine_mean']:.4f}")
+    unclaimed = [lang for lang in record["languages"] if lang not in record["claimed"]]
+    if unclaimed:
+        click.echo(f"kept but not claimed on its card: {', '.join(unclaimed)} ({model_path} does not claim them: its "
+                   "out-of-genre figures do not meet the claim rule, or none were measured)", err=True)
 
 
 @main.command("encode")

@@ -223,12 +223,26 @@ def test_export_languages_makes_a_pack_every_stack_loads_and_refuses_other_setti
     from edge_xsent.cli import main
     from edge_xsent.train import student
 
+    import os
+    import shutil
+
+    from edge_xsent.atomic import owning
+    from edge_xsent.encode.bundle import refresh_manifest
+
     res = CliRunner().invoke(main, ["export", str(whole), "--languages", "en,es", "--table-bits", "4"])
     assert res.exit_code != 0 and "leave out --fuse" in res.output and "Traceback" not in res.output
-    record = student.build_pack(whole, ["es", "en"], tmp_path / "pack", max_bytes=6_000_000)
+    source = tmp_path / "source"  # the start, claiming English and German (as a shipped card claims languages)
+    shutil.copytree(whole, source, copy_function=os.link)
+    config = json.loads((source / "config.json").read_text())
+    (source / "config.json").unlink()  # a file of its own, not the fixture's through the link
+    (source / "config.json").write_text(json.dumps({**config, "langs": ["en", "de"]}))
+    with owning(source):
+        refresh_manifest(source, ["config.json"])
+    record = student.build_pack(source, ["es", "en"], tmp_path / "pack", max_bytes=6_000_000)
     assert record["languages"] == ["en", "es"] and record["graph_bytes"] <= 6_000_000
+    assert record["claimed"] == ["en"] and record["pack"]["kept"] == ["en", "es"]  # Spanish kept, not claimed
     config = json.loads((tmp_path / "pack" / "config.json").read_text())
-    assert config["langs"] == ["en", "es"] and config["model"]["table_rows"] == record["table"]["rows"]
+    assert config["langs"] == ["en"] and config["model"]["table_rows"] == record["table"]["rows"]
     texts = ["Where is my mother's house?", "¿Dónde está la casa de mi madre?", "I like green apples."]
     pack, full = Encoder.load(tmp_path / "pack").encode(texts), Encoder.load(whole, backend="torch").encode(texts)
     cosines = (pack * full).sum(1)  # its languages read nearly as with the whole table, on this budget's few rows

@@ -345,11 +345,16 @@ def build_pack(model_dir: str | Path, langs: Sequence[str], out: Path, max_bytes
     parity-checked; returns its build record."""
     from edge_xsent.encode.encoder import named_model
 
+    from edge_xsent.inputs import read_json
+
     langs = sorted(dict.fromkeys(lang.strip() for lang in langs if lang.strip()))
     if not langs:
         raise UserError("--languages names none; give them comma-separated, e.g. en,es,fr")
     model_dir = named_model(str(model_dir)) or Path(model_dir)
-    return {**build_folder(model_dir, out, max_bytes, table="cut", langs=langs), "languages": langs}
+    source = read_json(Path(model_dir) / "config.json", what="config.json").get("langs", [])
+    claimed = [lang for lang in langs if lang in source]  # the source's claims (its card's rule), among the kept
+    record = build_folder(model_dir, out, max_bytes, table="cut", langs=langs, card_langs=claimed)
+    return {**record, "languages": langs, "claimed": claimed}
 
 
 TABLE_BYTES_PER_ROW = 240  # 384 weights at 4 bits (192 bytes) + 12 fp32 block scales (export --table-bits 4)
@@ -429,13 +434,14 @@ def measured_rows(model, tok, record: dict, table: str, max_bytes: int, tmp: Pat
 
 def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAPH_BYTES, rows: int | None = None,
                  export: dict | None = None, e5_path: str | Path | None = None, refit=None, table: str = "cut",
-                 langs: Sequence[str] = ()) -> dict:
+                 langs: Sequence[str] = (), card_langs: Sequence[str] | None = None) -> dict:
     """A student as a bundle: the folder, exported to an int8 graph of at most `max_bytes` (static activations
     where they pass the parity gate, else per-row: export_activations), parity-checked. `table`: "cut" (the most
     rows at 4 bits the budget allows, an id map, every other piece reading its nearest kept row) or "tiered" (every
     piece a row: the most 4-bit rows the budget allows, every other row at 1 bit). `rows` overrides the rule (measured_rows); `refit` (a refit.RefitConfig)
     trains a cut table's kept rows towards the whole table's vectors first. `langs`: a language pack (a cut of e5's own
-    rows keeping the pieces these languages use most: edge_xsent/train/langpack.py). Returns the build record."""
+    rows keeping the pieces these languages use most: edge_xsent/train/langpack.py); `card_langs`: the languages its
+    config and card name (default `langs`: a pack names only those its source claims). Returns the build record."""
     import tempfile
 
     from edge_xsent.encode.bundle import check_target, save_model
@@ -468,7 +474,12 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
 
             shaped_model, log = refit_table(model, shaped_model, tok, refit)
             record["table"]["refit"] = refit_record(refit, log)
-        save_model(Path(tmp) / "model", shaped_model, tok, list(langs), {"student": record})
+        if langs:
+            record["pack"] = {"kept": list(langs), "claimed": list(card_langs if card_langs is not None else langs),
+                              "claims": "the source model's claims (by the claim rule on its own out-of-genre figures) "
+                                        "among the kept languages; the pack's own figures are not measured here"}
+        names = list(card_langs if card_langs is not None else langs)
+        save_model(Path(tmp) / "model", shaped_model, tok, names, {"student": record})
         parity = export_activations(Path(tmp) / "model", out, export_settings(table, rows, export), record)
     size = (out / ONNX_INT8).stat().st_size
     if size > max_bytes:
