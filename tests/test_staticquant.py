@@ -82,3 +82,13 @@ def test_the_choice_reaches_the_manifest_and_is_kept_on_export_again(tiny_model,
 def test_static_without_calibration_is_refused(tiny_bundle, tmp_path):
     with pytest.raises(UserError, match="static int8 activations need calibration batches"):
         quantize_int8(tiny_bundle[0] / ONNX_FP32, tmp_path / "x.onnx", activations="static")
+
+
+@pytest.mark.parametrize("name", ["default", "quality"])
+def test_the_shipped_static_models_give_a_text_one_vector_alone_and_in_a_batch(name):
+    """docs/guarantees.md: the `default` and `quality` models' static activations (the first position apart) make a
+    text's vector independent of its batch mates, where the `fast` model's dynamic ones do not quite."""
+    from edge_xsent import Encoder
+
+    alone, batched = alone_and_batched(Encoder.load(name, threads=1))
+    np.testing.assert_allclose(alone, batched, atol=1e-6)
