@@ -459,3 +459,5 @@ def test_a_student_trained_through_its_table_says_so_on_its_card():
     footer = ship.student_reproduce(training)
     assert "train/table-aware.toml" in footer and "--max-bytes 25000000" in footer
     assert not re.search(r"~/|\.\./shared|/root/", footer)
+    six = ship.student_reproduce(training, "train/table-aware-6.toml")  # the figures' --recipe names the run's
+    assert six.count("train/table-aware-6.toml") == 2 and "table-aware.toml" not in six

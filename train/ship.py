@@ -358,12 +358,14 @@ def run_lines(run: dict) -> list[str]:
             f"{Path(run['data']).name}'s pairs and its monolingual text."]
 
 
-def student_reproduce(training: dict) -> str:
+def student_reproduce(training: dict, recipe: str = "") -> str:
+    """A student's Reproduce line; a table-aware run's names its recipe (the figures' --recipe, else the 4-block's)."""
     if "run" in training["student"]:
         budget = training["student"].get("table_rule", {}).get("max_graph_bytes")
-        return ("Reproduce: `python train/table_aware.py inputs --config train/table-aware.toml --student "
+        recipe = recipe or "train/table-aware.toml"
+        return (f"Reproduce: `python train/table_aware.py inputs --config {recipe} --student "
                 "STUDENT.safetensors` (the GPU run's student file of these blocks), `edge-xsent train --config "
-                "train/table-aware.toml`, "
+                f"{recipe}`, "
                 f"`python train/student_folder.py RUN/model --out BUNDLE --table tiered --max-bytes {budget}`, then "
                 "train/figures.py and `train/ship.py --rule quality --incumbent` (studies/table-aware/README.md).")
     table = training["student"].get("table", {})
@@ -441,7 +443,7 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "sections": [],
         "limits": "Languages not claimed above are not supported: their out-of-genre figures stand beside them. "
                   "Short everyday text and prose unlike the training genres (software, games, help) score lowest.",
-        "footer": [student_reproduce(training) if "student" in training else
+        "footer": [student_reproduce(training, recipe) if "student" in training else
                    reproduce_line(recipe, training.get("interpolated")), "",
                    *([licence_line, ""] if licence_line else [])]})
 
