@@ -197,7 +197,8 @@ def test_an_interpolated_winner_says_how_to_rebuild_it():
     assert "train/interpolate.py train/shipped.toml --alpha 0.75" in moved and "m1.toml" not in moved
     again = ship.reproduce_line("train/m1.toml", training["interpolated"])
     assert "`python train/ship.py train/m1.toml` (train, interpolate to alpha 0.75, debias" in again
-    assert ship.interpolation_lines("train/m1.toml", {"step": 900}) == []  # a plain run: the recipe is enough
+    cardlines = script_module("train/cardlines.py")
+    assert cardlines.interpolation_lines("train/m1.toml", {"step": 900}) == []  # a plain run: the recipe is enough
 
 
 def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(tiny_model, tmp_path):
