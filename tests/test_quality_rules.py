@@ -65,6 +65,30 @@ def test_chosen_again_a_student_must_be_no_worse_than_the_default_on_each_measur
     assert "| default (the default now) | 19,000,000 | 90.00 | 81.70 | 93.68 | | |" in out and "Chosen: same." in out
 
 
+def test_the_quality_model_is_replaced_only_by_a_higher_oog_m1_no_worse_on_oog_and_long_text(tmp_path, capsys):
+    """studies/table-aware's rule for the quality model: `oog-m1` strictly above the quality model now, `oog` and
+    `oog_long` at least its; of those, the highest `oog-m1`; speed read by no clause (a candidate without it is judged)."""
+    now = fig("quality-before", 91.38, 83.46, 95.43)
+    equal = fig("equal", 91.38, 83.46, 95.43)
+    assert rules.quality_failures(equal, now) == ["oog-m1 83.46 not above the quality model's 83.46"]
+    up = fig("up", 91.38, 83.47, 95.43)
+    assert rules.quality_failures(up, now) == []
+    for m, short in (("oog", fig("a", 91.37, 84.0, 95.5)), ("oog_long", fig("b", 91.5, 84.0, 95.42))):
+        assert rules.quality_failures(short, now) == [
+            f"{m} {short[m]['mean']:.2f} < the quality model's {now[m]['mean']:.2f} (short by 0.01)"]
+    best = fig("best", 91.4, 84.2, 95.5)
+    assert rules.quality_table({"up": up, "best": best, "a": fig("a", 91.37, 84.9, 95.5)}, now)[0] == "best"
+    assert rules.quality_table({"equal": equal}, now)[0] is None
+    paths = {}
+    for f in (now, best):
+        paths[f["name"]] = tmp_path / f"{f['name']}.json"
+        paths[f["name"]].write_text(json.dumps({k: v for k, v in f.items() if k != "speed"}))
+    rules.main(["quality", "--now", str(paths["quality-before"]), str(paths["best"])])
+    out = capsys.readouterr().out
+    assert "| quality-before (the quality model now) | 19,000,000 | 91.38 | 83.46 | 95.43 | | | replaced |" in out
+    assert "| best | 19,000,000 | 91.40 | 84.20 | 95.50 | not measured | not measured | **ships as `quality`** |" in out
+
+
 def test_the_command_writes_its_table_and_refuses_figures_without_the_parts(tmp_path, capsys):
     paths = {}
     for f in (fig("whole", 90, 82, 93, size=66_000_000), fig("tiered", 89, 81, 92), fig("fast", 89.69, 72.81)):

@@ -11,6 +11,11 @@ again), no worse than it on `oog`, `oog-m1` and `oog_long`.
     python train/quality_rules.py default --fast fast.json student-3.json student-4.json [--max-bytes 20000000] [--out d.md]
         [--incumbent default-before.json]
     python train/quality_rules.py layers student-1.json ... student-6.json [--out layers.md]   # the efficiency table
+    python train/quality_rules.py quality --now quality-before.json candidate.json [--out q.md]
+
+The quality model's rule (studies/table-aware, written before its run's figures): a candidate replaces the quality model
+shipped now (`--now`, measured again) if its `oog-m1` is higher and it is no worse on `oog` and `oog_long`; of those, the
+highest `oog-m1`. Speed is reported, no clause reads it (the quality model ships by name).
 """
 
 from __future__ import annotations
@@ -113,6 +118,33 @@ def default_table(rows: dict[str, dict], fast: dict, max_bytes: int, incumbent: 
         (f"Chosen: {choice}.\n" if choice else "No student passes.\n")
 
 
+def quality_failures(row: dict, now: dict) -> list[str]:
+    """The clauses of the quality model's rule a candidate misses against the quality model shipped now."""
+    wide, have_wide = now["oog_wide"]["mean"], row["oog_wide"]["mean"]
+    fails = [] if have_wide > wide else [f"oog-m1 {have_wide:.2f} not above the quality model's {wide:.2f}"]
+    for m in ("oog", "oog_long"):
+        have, need = row[m]["mean"], now[m]["mean"]
+        fails += [] if have >= need else [f"{m} {have:.2f} < the quality model's {need:.2f} (short by {need - have:.2f})"]
+    return fails
+
+
+def quality_table(rows: dict[str, dict], now: dict) -> tuple[str | None, str]:
+    """(the candidate that replaces the quality model or None, the rule's table)."""
+    ok = [n for n, r in rows.items() if not quality_failures(r, now)]
+    choice = max(ok, key=lambda n: rows[n]["oog_wide"]["mean"]) if ok else None
+    lines = ["| model | int8 bytes | `oog` | `oog-m1` | `oog_long` | x e5-small sentences/s | batch 1 ms | verdict |",
+             "|---|---|---|---|---|---|---|---|",
+             f"| {now['name']} (the quality model now) | {now['int8_bytes']:,d} | {now['oog']['mean']:.2f} | "
+             f"{now['oog_wide']['mean']:.2f} | {now['oog_long']['mean']:.2f} | | | {'replaced' if choice else 'stays'} |"]
+    for n, r in rows.items():
+        sp = r.get("speed") or {}
+        speed = f"{sp['e5_ratio']:.2f} | {sp['batch1_ms']:.2f}" if "e5_ratio" in sp else "not measured | not measured"
+        verdict = "**ships as `quality`**" if n == choice else "; ".join(quality_failures(r, now)) or "passes, lower `oog-m1`"
+        lines.append(f"| {n} | {r['int8_bytes']:,d} | {r['oog']['mean']:.2f} | {r['oog_wide']['mean']:.2f} | "
+                     f"{r['oog_long']['mean']:.2f} | {speed} | {verdict} |")
+    return choice, "\n".join(lines) + "\n"
+
+
 def layers_table(rows: list[dict]) -> str:
     """The layer table with quality: each student's blocks, graph, out-of-genre figures and its speed run's columns
     (its sentences/s beside multilingual-e5-small's and USE-m's, measured in one run at 1 thread)."""
@@ -142,13 +174,18 @@ def main(argv: list[str] | None = None) -> None:
     dflt.add_argument("--incumbent", type=in_path, default=None, help="the default shipped now, measured again: a "
                       "student must be no worse on oog, oog-m1 and oog_long (studies/table-aware)")
     lay = sub.add_parser("layers", help="the layer table with quality")
-    for p in (fmt, dflt, lay):
+    qual = sub.add_parser("quality", help="the quality model's rule")
+    qual.add_argument("--now", type=in_path, required=True, help="the quality model shipped now, measured again")
+    for p in (fmt, dflt, lay, qual):
         p.add_argument("figures", type=in_path, nargs="+", help="figures files (train/figures.py)")
         p.add_argument("--out", type=out_file, default=None, help="write the table here too (markdown)")
     args = ap.parse_args(argv)
     check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None),
-                                      getattr(args, "incumbent", None)])
-    if args.rule == "layers":
+                                      getattr(args, "incumbent", None), getattr(args, "now", None)])
+    if args.rule == "quality":
+        rows = {f["name"]: f for f in (figures(p, MEASURES) for p in args.figures)}
+        text = quality_table(rows, figures(args.now, MEASURES))[1]
+    elif args.rule == "layers":
         text = layers_table([figures(p, (*MEASURES, "speed")) for p in args.figures])
     elif args.rule == "format":
         forms = {f["name"]: f for f in (figures(p, MEASURES) for p in args.figures)}
