@@ -477,8 +477,9 @@ def kept_folder(path: Path) -> tuple[Path, str] | None:
         if has_marker(folder, "manifest.json") or ((folder / "config.json").is_file()
                                                      and (folder / "tokenizer.model").is_file()):
             return folder, "model folder"
-        if is_run(folder):
-            return folder, "training run"
+        if is_run(folder) or (folder / "checkpoints").is_dir() or (folder / "log.jsonl").is_file():
+            return folder, "training run"  # protected by any sign of one (a run made before markers too); only the
+            # marker lets `train --out` or a restore write there as its run (check_run_folder)
     return None
 
 

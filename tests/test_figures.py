@@ -462,3 +462,5 @@ def test_a_student_trained_through_its_table_says_so_on_its_card():
     assert not re.search(r"~/|\.\./shared|/root/", footer)
     six = ship.student_reproduce(training, "train/table-aware-6.toml")  # the figures' --recipe names the run's
     assert six.count("train/table-aware-6.toml") == 2 and "table-aware.toml" not in six
+    named = ship.student_reproduce(training, "train/table-aware-6.toml", "quality")  # shipped by name: its own rule
+    assert "quality_rules.py quality --now" in named and "--best-name quality" in named and "--incumbent" not in named

@@ -247,3 +247,26 @@ def test_export_languages_makes_a_pack_every_stack_loads_and_refuses_other_setti
     pack, full = Encoder.load(tmp_path / "pack").encode(texts), Encoder.load(whole, backend="torch").encode(texts)
     cosines = (pack * full).sum(1)  # its languages read nearly as with the whole table, on this budget's few rows
     assert cosines.min() > 0.9 and cosines.mean() > 0.97, cosines
+
+
+def test_a_run_started_before_the_controls_were_dropped_ships_with_them_dropped(whole, tmp_path):
+    """A table-aware run's tokenizer is its start's: a start made before the students' map dropped NUL (2026-12-07,
+    issue 104) gave a run whose folder kept it. load_whole completes the map, so the folder that ships drops it."""
+    import json
+    import os
+    import shutil
+
+    from edge_xsent.atomic import owning
+    from edge_xsent.encode.bundle import refresh_manifest
+    from edge_xsent.train.student import load_whole
+
+    old = tmp_path / "old-start"
+    shutil.copytree(whole, old, copy_function=os.link)
+    rules = json.loads((old / "tokenizer_rules.json").read_text())
+    del rules["char_map"]["0"]
+    (old / "tokenizer_rules.json").unlink()  # its own file, not the fixture's through the link
+    (old / "tokenizer_rules.json").write_text(json.dumps(rules))
+    with owning(old):
+        refresh_manifest(old, ["tokenizer_rules.json"])
+    _, tok, _ = load_whole(old)
+    assert tok.rules.char_map[0] == "" and tok.encode(["Hello\0world"]) == tok.encode(["Helloworld"])

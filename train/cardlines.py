@@ -78,16 +78,19 @@ def run_lines(run: dict) -> list[str]:
             f"{Path(run['data']).name}'s pairs and its monolingual text."]
 
 
-def student_reproduce(training: dict, recipe: str = "") -> str:
-    """A student's Reproduce line; a table-aware run's names its recipe (the figures' --recipe, else the 4-block's)."""
+def student_reproduce(training: dict, recipe: str = "", name: str | None = None) -> str:
+    """A student's Reproduce line; a table-aware run's names its recipe (the figures' --recipe, else the 4-block's)
+    and its rule: the default's (`--incumbent`), or the quality model's for one shipped by `name`."""
     if "run" in training["student"]:
         budget = training["student"].get("table_rule", {}).get("max_graph_bytes")
         recipe = recipe or "train/table-aware.toml"
+        judged = (f"`train/quality_rules.py quality --now QUALITY_NOW.json` and `train/ship.py --rule quality "
+                  f"--best-name {name}`") if name else "`train/ship.py --rule quality --incumbent`"
         return (f"Reproduce: `python train/table_aware.py inputs --config {recipe} --student "
                 "STUDENT.safetensors` (the GPU run's student file of these blocks), `edge-xsent train --config "
                 f"{recipe}`, "
                 f"`python train/student_folder.py RUN/model --out BUNDLE --table tiered --max-bytes {budget}`, then "
-                "train/figures.py and `train/ship.py --rule quality --incumbent` (studies/table-aware/README.md).")
+                f"train/figures.py, {judged} (studies/table-aware/README.md).")
     table = training["student"].get("table", {})
     refit = table.get("refit")
     flags = f" --refit-data {refit['data']}" if refit else ""

