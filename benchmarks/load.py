@@ -4,7 +4,7 @@
    sentences, cycled and numbered): peak RSS of each run, side by side.
 2. Retrieval with 2,000 queries among 200k candidates (the paper's setting): peak RSS and time.
 
-    python benchmarks/load.py MODEL_OR_BUNDLE [--data corpus] [--out benchmarks/results/load.md]
+    python benchmarks/load.py MODEL_OR_BUNDLE [--data corpus] [--out benchmarks/results/runtime/load.md]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def main() -> None:
     ap = Parser()
     ap.add_argument("model", type=in_path)
     ap.add_argument("--data", default="sample")
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/load.md"))
+    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/runtime/load.md"))
     ap.add_argument("--sizes", default="100000,1000000", help="numbers of sentences to encode, side by side")
     ap.add_argument("--no-xsr", action="store_true", help="skip the 200k-candidate retrieval run")
     args = ap.parse_args()

@@ -2,7 +2,7 @@
 (every file the load reads checked), and the first sentence; each in a fresh process, the models interleaved,
 medians of several rounds, and the process's peak RSS.
 
-    python benchmarks/startup.py default fast quality [--rounds 7] [--threads 1] [--out benchmarks/results/startup.md]
+    python benchmarks/startup.py default fast quality [--rounds 7] [--threads 1] [--out benchmarks/results/runtime/startup.md]
 """
 
 from __future__ import annotations
