@@ -422,20 +422,19 @@ def check_run_folder(out: Path, what: str = "--out") -> None:
 def has_marker(folder: Path, marker: str) -> bool:
     """`folder` holds the marker its edge-xsent writer left: a manifest.json of an edge-xsent model, a
     corpus's stats.json, the reserved benchmark's notice; a file of the same name by anyone else is no marker."""
-    from edge_xsent.layout import FORMAT
+    from edge_xsent.layout import FORMAT, RUN_FORMAT, RUN_MARKER
 
-    from edge_xsent.layout import RUN_FORMAT, RUN_MARKER
-
+    formats = {"manifest.json": FORMAT, RUN_MARKER: RUN_FORMAT}  # JSON markers known by their `format`
     path = folder / marker
     try:
         data = read_bytes(path, CAPS["json"], "marker")
-        if path.name not in ("manifest.json", "stats.json", RUN_MARKER):
+        if path.name not in (*formats, "stats.json"):
             return b"edge-xsent" in data  # the reserved benchmark's notice names the command that refuses it
         doc = parse_json(data, path)
     except (UserError, OSError):
         return False
-    if path.name in ("manifest.json", RUN_MARKER):
-        return isinstance(doc, dict) and doc.get("format") == (FORMAT if path.name == "manifest.json" else RUN_FORMAT)
+    if path.name in formats:
+        return isinstance(doc, dict) and doc.get("format") == formats[path.name]
     return isinstance(doc, dict) and isinstance(doc.get("pairs"), dict) and "total" in doc
 
 

@@ -97,7 +97,7 @@ def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "fil
 def _read_capped(f, size: int, cap: int) -> bytes:
     """The file's `size` bytes and whatever it grew by while read, up to `cap` + 1: never `read(cap + 1)`, which
     reserves the whole cap up front (8 GiB for a pack's chunk, refused under an address-space limit)."""
-    parts, total = [f.read(size + 1)], 0
+    parts = [f.read(size + 1)]
     total = len(parts[0])
     while total > size and total <= cap and (chunk := f.read(min(1 << 20, cap + 1 - total))):
         parts.append(chunk)

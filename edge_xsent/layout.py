@@ -48,7 +48,6 @@ CARD = "README.md"
 RUN_MARKER = "edge-xsent-run.json"
 RUN_FORMAT = "edge-xsent-run"
 RUN_OWN = (RUN_MARKER, ".lock", "checkpoints", "log.jsonl", "summary.json", "tokenizer.model", "model")
-RUN_BESIDE = ("model-debiased", "bundle")  # what debias and export put in a run's folder
 
 
 def float_weights(folder) -> str | None:

@@ -228,6 +228,12 @@ def test_the_torch_backend_reads_external_data_inside_the_model_folder_too(model
     monkeypatch.chdir(elsewhere)
     got = Encoder.load(folder, backend="torch").encode(["Open the file", "Close the window"])
     assert np.allclose(got, want, atol=1e-6)
+    from edge_xsent.encode.bundle import load_model
+
+    (folder / "onnx" / "weights.bin").write_bytes(np.random.default_rng(1).bytes(n))  # listed: checked by every loader
+    for load in (lambda: Encoder.load(folder, backend="torch"), lambda: load_model(folder)):  # training's too
+        with pytest.raises(UserError, match="weights.bin: checksum mismatch"):
+            load()
 
 
 # ----------------------------------------------------------------------------- writes into folders not owned

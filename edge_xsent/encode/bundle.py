@@ -19,7 +19,8 @@ from edge_xsent.config import portable
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import CAPS, load_safetensors, open_regular, parse_json, read_bytes, read_json
 from edge_xsent.encode.compact import sealed
-from edge_xsent.layout import CALIBRATION, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_INT8, float_weights
+from edge_xsent.layout import (CALIBRATION, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8,
+                               float_weights)
 
 if TYPE_CHECKING:  # torch is imported only where weights are read or written: ONNX users need none of it
     from edge_xsent.config import EncoderConfig
@@ -162,15 +163,20 @@ class ModelFiles:
             self._config = parse_config(self.read(FILES["config"]), self.folder / FILES["config"])
         return self._config
 
-    def finish(self, also: list[str] = ()) -> None:
-        """Check `also` (files a library read by itself: a graph's external data, which onnxruntime and onnx read
-        beside it), then let the bytes go. What no reader read (the card, tokenizer.json, the other graphs) is not
+    def finish(self) -> None:
+        """Check a graph's external data (onnxruntime and onnx read it beside the graph themselves, never through
+        `read`), then let the bytes go. What no reader read (the card, tokenizer.json, the other graphs) is not
         hashed: it cannot change this load's vectors (bundle.verify checks every file)."""
         if self.manifest is not None:
-            for name in also:
-                if name in self.manifest["files"] and name not in self._data:
+            for name in self.manifest["files"]:
+                if name not in self._data and is_external_data(name):
                     check_file(self.folder, self.manifest, name)
         self._data.clear()
+
+
+def is_external_data(name: str) -> bool:
+    """A listed file beside the ONNX graphs that is none of them: a graph's external data."""
+    return name.startswith(f"{Path(ONNX_INT8).parent.as_posix()}/") and name not in (ONNX_FP32, ONNX_INT8, ONNX_INT4)
 
 
 def refuse_unlisted(folder: Path, listed: set[str]) -> None:

@@ -229,8 +229,7 @@ class Encoder:
         enc = cls(run, tok, config, path, backend_name(backend, precision), path / weights)
         if calibration and (path / compact.CALIBRATION).exists():
             enc.ranges = compact.load_calibration(path, enc.dim, files.read(compact.CALIBRATION))
-        graphs = {*ONNX_FILES.values()}  # a listed file beside them is a graph's external data, read by onnx itself
-        files.finish(also=[n for n in (files.manifest or {}).get("files", {}) if n.startswith("onnx/") and n not in graphs])
+        files.finish()
         return enc
 
     def calibrate(self, sentences: Sequence[str], source: str = "given sentences") -> dict:

@@ -357,7 +357,6 @@ def build_pack(model_dir: str | Path, langs: Sequence[str], out: Path, max_bytes
     """A language pack (edge_xsent/train/langpack.py) at `out`, a new folder written whole or not at all,
     parity-checked; returns its build record."""
     from edge_xsent.encode.encoder import named_model
-
     from edge_xsent.inputs import read_json
 
     langs = sorted(dict.fromkeys(lang.strip() for lang in langs if lang.strip()))
@@ -487,11 +486,11 @@ def build_folder(student: str | Path, out: str | Path, max_bytes: int = MAX_GRAP
 
             shaped_model, log = refit_table(model, shaped_model, tok, refit)
             record["table"]["refit"] = refit_record(refit, log)
+        names = list(card_langs if card_langs is not None else langs)
         if langs:
-            record["pack"] = {"kept": list(langs), "claimed": list(card_langs if card_langs is not None else langs),
+            record["pack"] = {"kept": list(langs), "claimed": names,
                               "claims": "the source model's claims (by the claim rule on its own out-of-genre figures) "
                                         "among the kept languages; the pack's own figures are not measured here"}
-        names = list(card_langs if card_langs is not None else langs)
         save_model(Path(tmp) / "model", shaped_model, tok, names, {"student": record})
         parity = export_activations(Path(tmp) / "model", out, export_settings(table, rows, export), record)
     size = (out / ONNX_INT8).stat().st_size
