@@ -15,9 +15,9 @@ from pathlib import Path
 
 from edge_xsent.layout import CALIBRATION, FILES, ONNX_INT8, TOKENIZER_CONFIG
 from edge_xsent.encode.tokenizer import RULES_FILE
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser
+from edge_xsent.paths import Parser
 
 HERE = Path(__file__).resolve().parent
 WEB = HERE / "web"
@@ -79,7 +79,7 @@ def prepare_copy(bundle: Path, web: Path) -> dict:
     return prepare(bundle, web=web)
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("bundle", nargs="?", default="default",

@@ -14,10 +14,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from edge_xsent.atomic import check_outputs
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.paths import INPUT, Parser, Role, note_input, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,17 +56,17 @@ def claims(rows: dict[str, dict]) -> list[tuple[str, bool]]:
     return out
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser()
-    ap.add_argument("runs", type=in_path, nargs="+", help="Training output folders (each with model/ and summary.json).")
+    ap.add_argument("runs", type=path_arg(INPUT), nargs="+", help="Training output folders (each with model/ and summary.json).")
     ap.add_argument("--data", default="corpus")
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--recipe", default="", help="How the runs were made, for the record.")
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/ablations.md"))
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json",))), default=str(ROOT / "benchmarks/results/ablations.md"))
     args = ap.parse_args()
-    check_outputs([args.out], inputs=[*args.runs, args.data])
+    note_input(args.data)
     from edge_xsent.train.bench import machine_info, write_report
     from edge_xsent.data.corpus import read_classify, read_pairs, resolve
     from edge_xsent.encode.bundle import read_training, resolve_model_dir

@@ -22,15 +22,14 @@ from typing import Callable
 
 import numpy as np
 
-from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.encode import compact
 from edge_xsent.atomic import atomic_write
 from edge_xsent.data.corpus import read_corpus_split, read_pairs
 from edge_xsent.eval.evaluate import average, out_of_genre, xsr
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.paths import INPUT, Parser, Role, note_input, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,16 +103,16 @@ def markdown(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default=None, help="model folder or bundle (default: the shipped model)")
     ap.add_argument("--data", default="corpus-g", help="corpus whose test split(s) to retrieve from")
-    ap.add_argument("--oog", type=in_path, default=None, help="the reserved benchmark folder (edge-xsent data reserved)")
+    ap.add_argument("--oog", type=path_arg(INPUT), default=None, help="the reserved benchmark folder (edge-xsent data reserved)")
     ap.add_argument("--queries", type=int, default=2000, help="queries per direction (eval xsr's default)")
-    ap.add_argument("--out", type=out_file, default=ROOT / "benchmarks" / "results" / "compact-vectors")
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json", ".md"))), default=ROOT / "benchmarks" / "results" / "compact-vectors")
     args = ap.parse_args()
-    check_outputs([args.out.with_suffix('.json'), args.out.with_suffix('.md')], inputs=[args.model, args.data, args.oog])
+    note_input(args.model, args.data)
     enc = Encoder.load(args.model)
     t0 = time.time()
     with warnings.catch_warnings():

@@ -17,10 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from edge_xsent.atomic import check_outputs
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, in_path, out_into
+from edge_xsent.paths import INPUT, Parser, Role, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "Save the current document"
@@ -59,15 +58,14 @@ def browser_run(bundle: Path, results: Path, expect_related: bool = True) -> dic
         return read_json(out, what="the page's results")
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("bundle", type=in_path, nargs="?", default=ROOT / "edge_xsent/resources/fast-model")
-    ap.add_argument("--results", type=out_into, default=ROOT / "benchmarks/results")
+    ap.add_argument("bundle", type=path_arg(INPUT), nargs="?", default=ROOT / "edge_xsent/resources/fast-model")
+    ap.add_argument("--results", type=path_arg(Role("into", derives=("demo-latency.json", "demo-latency.md"))), default=ROOT / "benchmarks/results")
     ap.add_argument("--no-quality-check", action="store_true",
                     help="an untrained model: do not require the translation to score above the unrelated sentence")
     args = ap.parse_args()
-    check_outputs([args.results / 'demo-latency.json', args.results / 'demo-latency.md'], inputs=[args.bundle])
     browser = browser_run(args.bundle, args.results, expect_related=not args.no_quality_check)
     model_ms, encode_ms, tokens = python_medians(args.bundle)
     browser_version = subprocess.run(["chromium", "--version"], capture_output=True, text=True).stdout

@@ -16,23 +16,21 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_count
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import INPUT, Parser, Role, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser()
-    ap.add_argument("model", type=in_path)
+    ap.add_argument("model", type=path_arg(INPUT))
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--threads", type=thread_count, default=1)
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/export_speed.md"))
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json",))), default=str(ROOT / "benchmarks/results/export_speed.md"))
     args = ap.parse_args()
-    check_outputs([args.out], inputs=[args.model])
     import torch
 
     from edge_xsent.train.bench import machine_info, summarize, write_report

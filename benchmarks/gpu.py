@@ -26,9 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, out_into
+from edge_xsent.paths import INTO, Parser, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,11 +146,11 @@ def to_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
+@user_errors
 def main() -> int:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="Fewer steps and repeats (a smoke run).")
-    ap.add_argument("--out", type=out_into, default=ROOT / "benchmarks" / "results",
+    ap.add_argument("--out", type=path_arg(INTO), default=ROOT / "benchmarks" / "results",
                     help="Folder for gpu-<stamp>.md/.json (a device run writes where its files come back).")
     args = ap.parse_args()
     device = cuda_device()

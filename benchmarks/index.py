@@ -14,8 +14,8 @@ import re
 import sys
 from pathlib import Path
 
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import Parser
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who reads them
@@ -77,7 +77,7 @@ def index(results: Path = RESULTS) -> str:
                       "## Archive", "", "Superseded; the current ones are above.", "", *table(archive, results), ""])
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="only check that the index is current")

@@ -25,15 +25,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from edge_xsent.atomic import check_outputs
 from edge_xsent import Encoder
 from edge_xsent.atomic import atomic_write
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 from edge_xsent.encode.hf import require, sentence_transformer, transformers_encode
 from edge_xsent.encode.tokenizer import Tokenizer
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, in_path, out_into
+from edge_xsent.paths import INPUT, Parser, Role, path_arg
 
 RESULTS = ROOT / "benchmarks" / "results"
 DEFAULT = ROOT / "edge_xsent" / "resources" / "fast-model"
@@ -122,13 +121,12 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", type=in_path, nargs="?", default=DEFAULT)
-    ap.add_argument("--results", type=out_into, default=RESULTS, help="where interop-parity.{md,json} go")
+    ap.add_argument("folder", type=path_arg(INPUT), nargs="?", default=DEFAULT)
+    ap.add_argument("--results", type=path_arg(Role("into", derives=("interop-parity.md", "interop-parity.json"))), default=RESULTS, help="where interop-parity.{md,json} go")
     args = ap.parse_args()
-    check_outputs([args.results / 'interop-parity.md', args.results / 'interop-parity.json'], inputs=[args.folder])
     result = measure(args.folder.resolve())
     args.results.mkdir(parents=True, exist_ok=True)
     text = (f"# The bundle in four stacks\n\n`python benchmarks/interop_parity.py {result['folder']}`, {result['date']}: "

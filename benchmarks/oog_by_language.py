@@ -8,12 +8,11 @@ language's P@1 (both directions, every source it has) for each encoder, with the
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 from edge_xsent.eval.evaluate import language_means
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, in_path
+from edge_xsent.paths import INPUT, Parser, path_arg
 
 
 def by_language(results: dict) -> dict[str, dict[str, float]]:
@@ -39,11 +38,11 @@ def table(results: dict, stats: dict, trained: set[str]) -> list[str]:
     return lines
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser()
-    ap.add_argument("results", type=in_path, help="eval oog --json output with --peers")
-    ap.add_argument("--data", type=in_path, required=True, help="the benchmark folder (its stats.json counts the pairs)")
+    ap.add_argument("results", type=path_arg(INPUT), help="eval oog --json output with --peers")
+    ap.add_argument("--data", type=path_arg(INPUT), required=True, help="the benchmark folder (its stats.json counts the pairs)")
     ap.add_argument("--trained", default="", help="languages the first encoder was trained on, comma-separated")
     args = ap.parse_args()
     results = read_json(args.results, what="eval oog --json output")

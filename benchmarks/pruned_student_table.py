@@ -15,12 +15,12 @@ import sys
 import time
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_output
+from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import peer_oog
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.paths import FILE, INPUT, Parser, path_arg
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "train"))
 import decisions as rule  # noqa: E402  train/decisions.py, the rules the lab applies
@@ -60,15 +60,14 @@ def row(fig: dict, e5_oog: dict, e5_wide: dict) -> str:
             f"{cell('peak_rss_mb', '{:.0f}')} | {cpu} | {verdict(fig, e5_oog, e5_wide)} |")
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("figures", nargs="+", type=in_path, help="one figures file per student (train/figures.py)")
-    ap.add_argument("--e5-oog", type=in_path, required=True, help="eval oog --data oog --peers e5-small --json")
-    ap.add_argument("--e5-oog-m1", type=in_path, required=True, help="eval oog --data oog-m1 --peers e5-small --json")
-    ap.add_argument("--out", type=out_file, required=True)
+    ap.add_argument("figures", nargs="+", type=path_arg(INPUT), help="one figures file per student (train/figures.py)")
+    ap.add_argument("--e5-oog", type=path_arg(INPUT), required=True, help="eval oog --data oog --peers e5-small --json")
+    ap.add_argument("--e5-oog-m1", type=path_arg(INPUT), required=True, help="eval oog --data oog-m1 --peers e5-small --json")
+    ap.add_argument("--out", type=path_arg(FILE), required=True)
     args = ap.parse_args()
-    check_output(args.out, [*args.figures, args.e5_oog, args.e5_oog_m1])
     e5_oog, e5_wide = e5_figures(args.e5_oog), e5_figures(args.e5_oog_m1)
     figs = [read_json(p, what="figures") for p in args.figures]
     missing = [f["name"] for f in figs if not {"oog", "oog_wide"} <= set(f)]

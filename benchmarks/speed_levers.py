@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from edge_xsent import Encoder
-from edge_xsent.atomic import atomic_write, check_outputs
+from edge_xsent.atomic import atomic_write
 from edge_xsent.encode.encoder import MAX_BATCH_TOKENS, ORT_DISABLED, batches
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import average, xsr
 from edge_xsent.export.exporter import fuse_for_ort, parity_sentences, quantize_int8, recorded_int8
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import INPUT, Parser, Role, path_arg
 from edge_xsent.train.bench import interleaved, pair_speed, speed_sentences
 from edge_xsent.layout import ONNX_FP32, ONNX_INT8
 
@@ -147,17 +147,16 @@ def table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("folder", type=in_path, help="a student folder with its fp32 graph (train/student_folder.py)")
-    ap.add_argument("--against", type=in_path, default=None, help="instead of the levers: the folder's speed against "
+    ap.add_argument("folder", type=path_arg(INPUT), help="a student folder with its fp32 graph (train/student_folder.py)")
+    ap.add_argument("--against", type=path_arg(INPUT), default=None, help="instead of the levers: the folder's speed against "
                     "this one's (multilingual-e5-small as the same kind of folder), interleaved")
-    ap.add_argument("--out", type=out_file, default=ROOT / "benchmarks/results/quality-model/speed-levers",
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json", ".md"))), default=ROOT / "benchmarks/results/quality-model/speed-levers",
                     help="writes OUT.json and OUT.md (with --against: OUT.json)")
     args = ap.parse_args()
     outs = [args.out.with_suffix(".json"), args.out.with_suffix(".md")]
-    check_outputs(outs, inputs=[args.folder, args.against])
     if args.against is not None:
         result = against(args.folder, args.against)
         with atomic_write(args.out.with_suffix(".json")) as f:

@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, Parser, path_arg
 
 # One fresh process: the times of each stage and its peak RSS (ru_maxrss is in KiB on Linux), as JSON.
 CHILD = """
@@ -60,13 +60,13 @@ def to_markdown(figures: dict[str, dict], rounds: int, threads: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__)
     ap.add_argument("models", nargs="+", help="shipped names or model folders")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", type=out_file, default=None, help="write the table here (and its .json beside it)")
+    ap.add_argument("--out", type=path_arg(FILE), default=None, help="write the table here (and its .json beside it)")
     args = ap.parse_args()
     figures = measure(args.models, args.rounds, args.threads)
     text = to_markdown(figures, args.rounds, args.threads)

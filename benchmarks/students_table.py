@@ -16,9 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_output
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.atomic import atomic_write
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, Parser, path_arg
 from edge_xsent.inputs import read_json
 
 
@@ -64,14 +64,13 @@ def e5_by_language(path: Path | None) -> dict[str, float]:
     return peer_oog(path, "multilingual-e5-small")["by_language"]
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("figures", type=in_path, nargs="+", help="train/figures.py files, one a model")
-    ap.add_argument("--e5", type=in_path, help="`eval oog --peers e5-small --json` on the same oog-m1 pools")
-    ap.add_argument("--out", type=out_file, required=True, help="the markdown table to write")
+    ap.add_argument("figures", type=path_arg(INPUT), nargs="+", help="train/figures.py files, one a model")
+    ap.add_argument("--e5", type=path_arg(INPUT), help="`eval oog --peers e5-small --json` on the same oog-m1 pools")
+    ap.add_argument("--out", type=path_arg(FILE), required=True, help="the markdown table to write")
     args = ap.parse_args()
-    check_output(args.out, inputs=[*args.figures, *([args.e5] if args.e5 else [])])
     figs = [read_json(p, what="figures file") for p in args.figures]
     e5 = e5_by_language(args.e5)
     text = ["# The GPU students as model folders: efficiency and quality", "",

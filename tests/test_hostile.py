@@ -36,10 +36,12 @@ def run(*args: str, stdin=None, input: bytes | None = None, limit_bytes: int | N
                           preexec_fn=cap if limit_bytes else None, timeout=300, **kw)
 
 
-def one_error_line(res, code: int = 1) -> str:
+def one_error_line(res, code: int = 1, prefix: str = "error:") -> str:
+    """The one error line of a refusal: `error: ...` from the command (exit 1), or click's usage error for an
+    argument refused as it was parsed (exit 2, its `Error: Invalid value for ...` line)."""
     err = res.stderr.decode()
     assert res.returncode == code and "Traceback" not in err, err[-2000:]
-    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    lines = [l for l in err.splitlines() if l.startswith(prefix)]
     assert len(lines) == 1, err[-2000:]
     return lines[0]
 
@@ -65,7 +67,7 @@ def test_a_read_only_or_impossible_place_fails_before_the_work(tmp_path):
     text.write_text(SENTENCES)
     for out, cause in ((text / "v.npy", "(ENOTDIR)"), (Path("/proc/edge-xsent/v.npy"), "/proc/edge-xsent: ")):
         res = run("encode", "--input", str(text), "--out", str(out))
-        line = one_error_line(res)
+        line = one_error_line(res, code=2, prefix="Error: Invalid value for '--out': ")  # refused as parsed
         assert cause in line or "inside an input" in line
         assert "sent/s" not in res.stderr.decode()  # refused before any sentence was encoded
 

@@ -49,6 +49,24 @@ def test_no_module_or_function_of_the_package_or_the_lab_crosses_the_limits():
     assert not found, "split these (or raise a limit in pyproject.toml, with the reason):\n" + "\n".join(found)
 
 
+SAFETY_LAYER = ("paths", "inputs", "atomic", "failures")
+
+
+def test_the_safety_layer_stays_small_and_no_script_checks_an_output_by_hand():
+    """Issue 104: the output and input rules in one small layer; a script declares each path's role (its type, or
+    note_input for an input found later), and never re-checks an output the type checked."""
+    lim = limits()
+    sources = [(PACKAGE / f"{m}.py").read_text() for m in SAFETY_LAYER]
+    lines = sum(s.count("\n") for s in sources)
+    names = [n.name for s in sources for n in ast.parse(s).body
+             if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+    assert lines <= lim["safety_layer_lines"] and len(names) <= lim["safety_layer_names"], (lines, names)
+    old = ("check_output(", "check_outputs(", "check_into(", "pathargs", "script_errors")
+    by_hand = [f"{p.relative_to(ROOT)}: {o}" for d in LAB for p in sorted(d.glob("*.py")) for o in old
+               if o in p.read_text()]
+    assert not by_hand, by_hand
+
+
 def test_the_limits_check_sees_a_long_module_and_a_long_function():
     lim = {"command_module_lines": 5, "module_lines": 8, "function_lines": 3}
     body = "def f():\n    a = 1\n    b = 2\n    return a + b\n"

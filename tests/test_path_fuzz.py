@@ -1,6 +1,6 @@
 """The fuzzer that finds its own targets (issue 88). Every lab script under train/ and benchmarks/ (and the demo's
 prepare.py) that parses a command line is found by globbing; its parser is caught as the script parses, each
-subcommand walked; every path argument is known by its type (edge_xsent.pathargs: `role` says input, file,
+subcommand walked; every path argument is known by its type (edge_xsent.paths: its `role` says input, file,
 folder written into, folder written whole, run) and gets the hostile paths of its role. A new script, or a new
 argument, is fuzzed without anyone adding it to a list; an argument that takes a path without a path type
 fails the census. The click commands are walked the same way (tests/test_hostile.py runs them end to end).
@@ -18,10 +18,10 @@ import click
 import pytest
 
 from conftest import mark_run, time_limit
-from edge_xsent.atomic import copy_file, owning
+from edge_xsent.atomic import copy_file
 from edge_xsent.errors import UserError
 from edge_xsent.layout import FORMAT
-from edge_xsent.pathargs import is_path_type
+from edge_xsent.paths import Role, owning
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(str(p.relative_to(ROOT)) for d in ("train", "benchmarks", "android_demo") for p in (ROOT / d).glob("*.py")
@@ -64,6 +64,15 @@ def parsers(script: str) -> list[tuple[list[str], argparse.ArgumentParser]]:
     return out
 
 
+def is_path_type(t) -> bool:
+    return isinstance(getattr(t, "role", None), Role)
+
+
+def example(role: Role) -> str:
+    """How a value of `role` is written around its path(s): A:B, NAME=PATH, or the path alone."""
+    return ("x" + role.sep + "{}" if role.named else "{}" + role.sep + "{}") if role.sep else "{}"
+
+
 def arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
             and a.nargs != 0]
@@ -96,8 +105,8 @@ def hostile(role: str, w: Path) -> dict[str, str]:
     """The paths a careless or hostile user gives an argument of `role`."""
     common = {"a FIFO": w / "fifo", "a device": Path("/dev/zero")}
     by_role = {
-        "in": {"a missing file": w / "absent.json"},
-        "out": {"a link to a user's file": w / "link", "a model's file": w / "model" / "config.json",
+        "input": {"a missing file": w / "absent.json"},
+        "file": {"a link to a user's file": w / "link", "a model's file": w / "model" / "config.json",
                 "a run's log": w / "run" / "log.jsonl", "a run's summary before it exists": w / "run" / "summary.json",
                 "a run's model/ before it exists": w / "run" / "model", "a checkpoint": w / "run" / "checkpoints" / "last.pt",
                 "a folder": w / "mine"},
@@ -113,10 +122,10 @@ def hostile(role: str, w: Path) -> dict[str, str]:
 
 def fill(action: argparse.Action, w: Path, n: int) -> str:
     """A harmless value for an argument that is not under test."""
-    role = getattr(action.type, "role", None)
-    if role == "in":
-        return getattr(action.type, "example", "{}").format(w / "user.json", w / "user.json")
-    if role in ("out", "into", "folder", "run"):
+    role = getattr(getattr(action.type, "role", None), "name", None)
+    if role == "input":
+        return example(action.type.role).format(w / "user.json", w / "user.json")
+    if role in ("file", "into", "folder", "run"):
         return str(w / "fresh" / f"{n}-{action.dest}")
     if action.choices:
         return str(list(action.choices)[0])
@@ -188,7 +197,7 @@ def test_every_script_is_found_and_takes_paths_only_through_a_path_type():
                 text = a.type in (None, str) and not a.choices  # a number, a choice or a checked value is no path
                 if not is_path_type(a.type) and (a.type is Path or (text and wordy and a.dest not in NOT_PATHS)):
                     untyped.append(f"{script} {' '.join(words)} {a.dest}")
-    assert not untyped, "give these a type of edge_xsent.pathargs (or, for a name, list it in NOT_PATHS):\n" + \
+    assert not untyped, "give these a type of edge_xsent.paths (or, for a name, list it in NOT_PATHS):\n" + \
         "\n".join(untyped)
 
 
@@ -197,10 +206,10 @@ def test_every_path_argument_refuses_every_hostile_path_of_its_role(script, worl
     before = {p: p.read_bytes() for p in world.rglob("*") if p.is_file() and not p.is_symlink()}
     failures, tried = [], 0
     for words, parser, a in path_arguments(script):
-        for name, target in hostile(a.type.role, world).items():
-            if name == "a missing file" and getattr(a.type, "missing_ok", False):
+        for name, target in hostile(a.type.role.name, world).items():
+            if name == "a missing file" and a.type.role.optional:
                 continue  # an optional input (a peers' table): missing means none
-            value = getattr(a.type, "example", "{}").format(target, target)
+            value = example(a.type.role).format(target, target)
             code, err = parse_only(script, command_line(words, parser, a, value, world), capsys)
             tried += 1
             if code != 2 or "Traceback" in err or f"error: argument {_label(a)}:" not in err:  # refused for this one
@@ -213,9 +222,9 @@ def test_every_path_argument_refuses_every_hostile_path_of_its_role(script, worl
 def outputs_and_inputs(script: str):
     """(words, parser, output, input): each file output of a parser with each plain input beside it."""
     for words, parser, out in path_arguments(script):
-        if out.type.role == "out":
+        if out.type.role.name == "file":
             for inp in arguments(parser):
-                if getattr(inp.type, "role", None) == "in" and inp is not out and not hasattr(inp.type, "example"):
+                if is_path_type(inp.type) and inp.type.role.name == "input" and inp is not out and not inp.type.role.sep:
                     yield words, parser, out, inp
 
 
@@ -245,7 +254,7 @@ def test_an_output_is_never_one_of_the_same_commands_inputs(script, world, capsy
 def test_an_output_is_never_an_inputs_default_nor_an_input_its_default(script, world, capsys):
     """Round eight (issue 104): argparse applies `type` to string defaults only, so an input's Path default was
     never checked (`extend_vocab.py --out train/tokenizers/m1-48k.model` replaced its own default --new). Each
-    default is checked as if given (pathargs.Parser): an output named as an input's default, or an input named as
+    default is checked as if given (paths.Parser): an output named as an input's default, or an input named as
     an output's default, is refused at the parse."""
     tried = 0
     for words, parser, out, inp in outputs_and_inputs(script):
@@ -299,19 +308,19 @@ def test_every_click_output_refuses_every_hostile_path_before_any_work(command, 
     its work end in probe_writable, which raises here, so an accepted path is caught, never written."""
     from click.testing import CliRunner
 
-    import edge_xsent.atomic as atomic
+    import edge_xsent.paths as paths
     from edge_xsent.cli import main as cli
 
     def accepted(parent):  # only the path under test: a default output beside it is let through, unwritten
         if Path(parent).resolve() in (Path(target).resolve(), Path(target).resolve().parent):
             raise Accepted(parent)
 
-    monkeypatch.setattr(atomic, "probe_writable", accepted)
+    monkeypatch.setattr(paths, "_probe_writable", accepted)
     monkeypatch.chdir(tmp_path)  # a default output (corpus/, oog/) lands here, never in the checkout
     before = {p: p.read_bytes() for p in world.rglob("*") if p.is_file() and not p.is_symlink()}
     failures = []
     for words, cmd, p in (o for o in click_outputs() if " ".join(o[0]) == command):
-        for name, target in hostile("out", world).items():
+        for name, target in hostile("file", world).items():
             if name == "a folder":
                 continue  # a folder output may be an existing folder of its kind: test_hostile.py's world has them
             with time_limit(20, Overran()):  # a refusal takes milliseconds: a command still running got past its checks
@@ -372,7 +381,8 @@ def test_a_copy_never_waits_on_a_fifo_nor_reads_a_device(world, tmp_path):
 
 def test_a_command_never_writes_what_it_was_given_to_read(tmp_path):
     """Inside a command's scope (every CLI command and script), a file named as an input is not an output."""
-    from edge_xsent.atomic import atomic_write, command_scope, note_input
+    from edge_xsent.atomic import atomic_write
+    from edge_xsent.paths import command_scope, note_input
 
     mine = tmp_path / "a.json"
     mine.write_text("{}")
@@ -487,9 +497,9 @@ def _drain(fifo: Path) -> None:
     os.close(fd)
 
 
-def test_every_script_main_is_under_script_errors():
+def test_every_script_main_is_under_user_errors():
     """A refusal in any script is one line and exit 1, never a traceback: each main is wrapped."""
-    wrapped = ("@script_errors", "script_errors(main)")  # training_cost wraps it late: its worker runs old commits
+    wrapped = ("@user_errors", "user_errors(main)")  # training_cost wraps it late: its worker runs old commits
     bare = [s for s in SCRIPTS if not any(w in (ROOT / s).read_text() for w in wrapped)]
     assert not bare, bare
 
@@ -515,15 +525,20 @@ def test_a_config_nested_deep_or_a_path_too_long_is_one_error(tmp_path):
 
 def test_a_scripts_path_types_take_a_good_value_and_name_what_a_value_lacks(tmp_path):
     """The good side of the fuzzed types: a results folder to write into is taken as given; a NAME=PATH
-    without its name or its `=`, or a pair without its second path, says what it needs."""
-    from edge_xsent.pathargs import named_path, out_into, path_pair
+    without its name or its `=`, or a pair without its second path, says what it needs. A path type outside a
+    command's scope fails loudly: its writes could not know the path (issue 104)."""
+    from edge_xsent.paths import INTO, command_scope, path_arg
 
     (tmp_path / "results").mkdir()
     (tmp_path / "a.json").write_text("{}")
-    assert out_into(str(tmp_path / "results")) == tmp_path / "results"
-    assert named_path()(f"base={tmp_path / 'a.json'}") == f"base={tmp_path / 'a.json'}"
-    for value in (str(tmp_path / "a.json"), f"={tmp_path / 'a.json'}"):
-        with pytest.raises(argparse.ArgumentTypeError, match="NAME=PATH is needed"):
-            named_path()(value)
-    with pytest.raises(argparse.ArgumentTypeError, match="two paths are needed"):
-        path_pair()(str(tmp_path / "a.json"))
+    named, pair = path_arg(Role("input", sep="=", named=True)), path_arg(Role("input", sep=":"))
+    with pytest.raises(RuntimeError, match="outside a command's scope"):
+        path_arg(INTO)(str(tmp_path / "results"))
+    with command_scope():
+        assert path_arg(INTO)(str(tmp_path / "results")) == tmp_path / "results"
+        assert named(f"base={tmp_path / 'a.json'}") == f"base={tmp_path / 'a.json'}"
+        for value in (str(tmp_path / "a.json"), f"={tmp_path / 'a.json'}"):
+            with pytest.raises(argparse.ArgumentTypeError, match="NAME=PATH is needed"):
+                named(value)
+        with pytest.raises(argparse.ArgumentTypeError, match="two paths are needed"):
+            pair(str(tmp_path / "a.json"))

@@ -124,7 +124,7 @@ def test_an_output_never_overwrites_an_input(tmp_path):
     for args in (["encode", "--input", str(src), "--out", str(src)],
                  ["mine", str(src), str(tgt), "--out", str(tgt)]):
         res = _cli(*args)
-        assert res.exit_code == 1 and "is an input of this command" in res.output and res.exception.__class__ is SystemExit
+        assert res.exit_code == 2 and "of this command" in res.output and res.exception.__class__ is SystemExit
     assert tgt.read_text() == "Ouvrir le fichier\nEnregistrer le fichier\n" and src.read_text().startswith("Open")
 
 
@@ -376,7 +376,7 @@ def test_a_damaged_tiered_table_is_refused_at_load_in_every_backend(tiny_student
     import onnx
     from onnx import numpy_helper
 
-    from edge_xsent.atomic import owning
+    from edge_xsent.paths import owning
     from edge_xsent.encode.bundle import write_manifest
 
     b = _copy(tiny_student_tiered, tmp_path)

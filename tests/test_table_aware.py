@@ -137,7 +137,7 @@ def test_a_carried_run_leaves_its_frozen_table_behind_and_resumes_on_a_bare_mach
     import shutil
 
     from edge_xsent.encode.bundle import load_model
-    from edge_xsent.train import carry
+    import carry
     from edge_xsent.train.loop import train
 
     def recipe(**more):
@@ -179,14 +179,14 @@ def test_inputs_builds_the_start_once(student_file, tmp_path):
 def test_student_folder_takes_e5_small_by_name_and_checks_every_other_path(tmp_path):
     """`student_folder.py e5-small` (e5's own 12 blocks as a folder, the speed clause's peer) was refused as a
     missing file by the path check; the name is taken, and a missing file is still one error."""
-    sys.path.insert(0, str(ROOT / "train"))
-    try:
-        from student_folder import student_arg
-    finally:
-        sys.path.remove(str(ROOT / "train"))
-    assert student_arg("e5-small") == Path("e5-small")
-    with pytest.raises(Exception, match="no such file"):
-        student_arg(str(tmp_path / "student-9block.safetensors"))
+    from edge_xsent.paths import Role, command_scope, path_arg
+
+    student_arg = path_arg(Role("input", literal="e5-small"))  # train/student_folder.py's type for its student
+    assert "literal=\"e5-small\")" in (ROOT / "train/student_folder.py").read_text()
+    with command_scope():
+        assert student_arg("e5-small") == "e5-small"
+        with pytest.raises(Exception, match="no such file"):
+            student_arg(str(tmp_path / "student-9block.safetensors"))
 
 
 def test_a_language_pack_keeps_the_pieces_its_languages_use_first(whole):
@@ -226,7 +226,7 @@ def test_export_languages_makes_a_pack_every_stack_loads_and_refuses_other_setti
     import os
     import shutil
 
-    from edge_xsent.atomic import owning
+    from edge_xsent.paths import owning
     from edge_xsent.encode.bundle import refresh_manifest
 
     res = CliRunner().invoke(main, ["export", str(whole), "--languages", "en,es", "--table-bits", "4"])
@@ -256,7 +256,7 @@ def test_a_run_started_before_the_controls_were_dropped_ships_with_them_dropped(
     import os
     import shutil
 
-    from edge_xsent.atomic import owning
+    from edge_xsent.paths import owning
     from edge_xsent.encode.bundle import refresh_manifest
     from edge_xsent.train.student import load_whole
 

@@ -308,7 +308,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one_error(res) -> str:
     """One error line, no traceback: exit 1 (refused by the work's checks) or 2 (an argument refused as it was parsed,
-    by its edge_xsent.pathargs type: argparse's `SCRIPT: error: argument --out: ...`)."""
+    by its edge_xsent.paths type: argparse's `SCRIPT: error: argument --out: ...`)."""
     assert res.returncode in (1, 2) and "Traceback" not in res.stderr, res.stderr[-2000:]
     lines = [l for l in res.stderr.splitlines() if l.startswith("error:") or (res.returncode == 2 and ": error: " in l)]
     assert len(lines) == 1, res.stderr[-2000:]
@@ -322,8 +322,8 @@ def test_figures_writes_only_its_own_file(tiny_bundle, tmp_path):
     victim.write_text("{}")
     up = "../" * (len((ROOT / "benchmarks/results/candidates").resolve().parts) - 1)
     for args, message in ((["--name", f"{up}{str(victim.with_suffix(''))[1:]}"], "not a path"),
-                          (["--name", "x", "--out", str(model / "config.json")], "input of this command"),
-                          (["--name", "x", "--out", str(model)], "input of this command")):
+                          (["--name", "x", "--out", str(model / "config.json")], "of this command"),
+                          (["--name", "x", "--out", str(model)], "of this command")):
         assert message in one_error(run_script("train/figures.py", str(model), *args, "--parts", "oog"))
     assert (model / "config.json").read_bytes() == config and victim.read_text() == "{}"
 
@@ -362,9 +362,9 @@ def test_ship_writes_only_its_own_outputs(tiny_bundle, tmp_path):
     (user / "notes.txt").write_text("mine")
     before = {p: p.read_bytes() for p in [shipped, cand, user / "notes.txt", *bundle.rglob("*.json")]}
     base = ["--shipped", str(shipped), "--candidate", str(cand)]
-    for args, message in (([*base, "--decision", str(shipped), "--out", str(tmp_path / "o")], "input of this command"),
+    for args, message in (([*base, "--decision", str(shipped), "--out", str(tmp_path / "o")], "of this command"),
                           ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(user)], "not a model folder"),
-                          ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(bundle)], "input of this command"),
+                          ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(bundle)], "of this command"),
                           ([*base, "--decision", str(tmp_path / "d.md"), "--out", str(run)], "not a model folder")):
         assert message in one_error(run_script("train/ship.py", *args))
     assert all(p.read_bytes() == b for p, b in before.items())
@@ -456,7 +456,7 @@ def test_distractors_in_a_language_no_pair_has_are_refused(tmp_path):
 
 
 def test_a_carry_that_claims_a_finished_run_without_its_model_is_refused(tmp_path):
-    from edge_xsent.train.carry import restore
+    from carry import restore
 
     src = tmp_path / "carry"
     src.mkdir()

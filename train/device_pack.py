@@ -34,11 +34,11 @@ import sys
 from pathlib import Path
 
 from edge_xsent.errors import UserError
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file, out_folder, out_into, out_run
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, INTO, RUN, Parser, Role, path_arg
 import devicepack  # the lab module beside this script
 
-PACK_FOLDER = out_folder(devicepack.MARKER, "pack")  # a new folder, or a pack (its marker file at the root)
+PACK_FOLDER = path_arg(Role("folder", marker=devicepack.MARKER, kind="pack"))  # a new folder, or a pack (its marker file at the root)
 
 HERE = Path(__file__).resolve().parent
 STUDENT_HELP = ("the student file a self-taught recipe's start is made of (train/table-aware.toml: "
@@ -105,42 +105,42 @@ def chunk_mb(text: str) -> float:
     return mb
 
 
-@script_errors
+@user_errors
 def main(argv: list[str] | None = None) -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="action", required=True)
     pk = sub.add_parser("pack", help="the recipe's text and teacher, in call folders")
-    pk.add_argument("--config", type=in_path, required=True, help="the recipe (train/gpu-students.toml)")
+    pk.add_argument("--config", type=path_arg(INPUT), required=True, help="the recipe (train/gpu-students.toml)")
     pk.add_argument("--data", help="the corpus, if not the recipe's")
     pk.add_argument("--join-share", type=float, help="join_share, if not the recipe's: the pack then also carries the "
                                                      "teacher rows the joined pairs read")
     pk.add_argument("--out", type=PACK_FOLDER, required=True, help="a new folder (inside the checkout, git-ignored, to carry)")
     pk.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
-    pk.add_argument("--student", type=in_path, help=STUDENT_HELP)
+    pk.add_argument("--student", type=path_arg(INPUT), help=STUDENT_HELP)
     ip = sub.add_parser("inputs", help="every input of the recipe's run and its judging, built where missing, and "
                                        "the pack unless one at --out fits")
-    ip.add_argument("--config", type=in_path, required=True, help="the recipe, with its [ship.datasets]")
+    ip.add_argument("--config", type=path_arg(INPUT), required=True, help="the recipe, with its [ship.datasets]")
     ip.add_argument("--join-share", type=float, help="join_share, if not the recipe's (as pack)")
     ip.add_argument("--out", type=PACK_FOLDER, required=True, help="the pack's folder (as pack); a pack there that fits is kept")
     ip.add_argument("--chunk-mb", type=chunk_mb, default=24.0, help="the most one call folder holds (MiB)")
-    ip.add_argument("--student", type=in_path, help=STUDENT_HELP)
+    ip.add_argument("--student", type=path_arg(INPUT), help=STUDENT_HELP)
     ft = sub.add_parser("fits", help="whether a pack carries the text a recipe reads (packing takes minutes)")
-    ft.add_argument("--config", type=in_path, required=True, help="the recipe")
+    ft.add_argument("--config", type=path_arg(INPUT), required=True, help="the recipe")
     ft.add_argument("--data", help="the corpus, if not the recipe's")
     ft.add_argument("--join-share", type=float, help="join_share, if not the recipe's")
-    ft.add_argument("pack", type=in_path)
+    ft.add_argument("pack", type=path_arg(INPUT))
     jn = sub.add_parser("join", help="staged chunks -> corpus/ and e5-small-q4.bin")
-    jn.add_argument("staged", type=in_path)
-    jn.add_argument("into", type=out_into)
+    jn.add_argument("staged", type=path_arg(INPUT))
+    jn.add_argument("into", type=path_arg(INTO))
     st = sub.add_parser("student", help="a trained run's model folder -> student file parts")
-    st.add_argument("model", type=in_path)
-    st.add_argument("out", type=out_file)
+    st.add_argument("model", type=path_arg(INPUT))
+    st.add_argument("out", type=path_arg(FILE))
     st.add_argument("--part-mb", type=chunk_mb, default=16.0, help="the most one part file holds (MiB): what one "
                     "transfer back may carry")
     ts = sub.add_parser("trained-student", help="edge-xsent train --out RUN FLAGS, then student RUN/model OUT, in one "
                                                 "process")
-    ts.add_argument("run", type=out_run, help="the run's folder (train's --out)")
-    ts.add_argument("out", type=out_file, help="the student file, as student's")
+    ts.add_argument("run", type=path_arg(RUN), help="the run's folder (train's --out)")
+    ts.add_argument("out", type=path_arg(FILE), help="the student file, as student's")
     ts.add_argument("--part-mb", type=chunk_mb, default=16.0, help="as student's")
     ts.add_argument("flags", nargs=argparse.REMAINDER, help="after --: edge-xsent train's flags")
     args = ap.parse_args(argv)

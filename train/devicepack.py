@@ -238,14 +238,16 @@ def join(staged: str | Path, into: str | Path) -> dict:
     `into`/corpus/ and `into`/e5-small-q4.bin with its .version (and a carried student as `into`/start/, the
     start of a self-taught run). Every read is bounded (UNPACKED_MAX, xz by its unpacked size) and every write
     goes through the output rule. Returns the manifest."""
-    from edge_xsent.atomic import atomic_write, check_into
+    from edge_xsent.atomic import atomic_write
+    from edge_xsent.paths import INTO
 
     staged = Path(staged)
     if not (staged / MANIFEST).exists():
         raise UserError(f"{staged}/{MANIFEST}: missing; copy every call folder of the pack there first")
     manifest = _checked_manifest(staged / MANIFEST)
     blobs = {name: _joined(staged, name, entry) for name, entry in manifest["files"].items()}
-    into = check_into(into, "join's folder")
+    into = INTO.check(into, what="join's folder")
+    into.mkdir(parents=True, exist_ok=True)
     _unpack_corpus(blobs[CORPUS], into)
     with atomic_write(into / E5_NAME, "wb") as f:
         _unxz(blobs[TEACHER], f, TEACHER)

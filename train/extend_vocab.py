@@ -18,8 +18,8 @@ from pathlib import Path
 from sentencepiece import sentencepiece_model_pb2 as pb
 
 from edge_xsent.atomic import atomic_write
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, init_spec, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, Parser, Role, path_arg
 from edge_xsent.train.warmstart import init_dir
 
 NORMAL, BYTE = 1, 6  # SentencePiece piece types
@@ -58,13 +58,13 @@ def extend(old: pb.ModelProto, new: pb.ModelProto) -> pb.ModelProto:
     return out
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--old", type=init_spec, default="git:c6af0ca",
+    ap.add_argument("--old", type=path_arg(Role("input", literal="git:")), default="git:c6af0ca",
                     help="the model whose vocabulary is kept (an init spec or a folder)")
-    ap.add_argument("--new", type=in_path, default=Path("train/tokenizers/m1-48k.model"))
-    ap.add_argument("--out", type=out_file, required=True)
+    ap.add_argument("--new", type=path_arg(INPUT), default=Path("train/tokenizers/m1-48k.model"))
+    ap.add_argument("--out", type=path_arg(FILE), required=True)
     args = ap.parse_args()
     merged = extend(load(init_dir(args.old) / "tokenizer.model"), load(args.new))
     with atomic_write(args.out, mode="wb") as f:

@@ -34,7 +34,7 @@ import time
 import warnings
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_name, check_output
+from edge_xsent.atomic import atomic_write
 from edge_xsent.config import shown_path
 from edge_xsent.inputs import read_bytes, read_json
 from edge_xsent.threads import thread_count
@@ -43,8 +43,8 @@ from edge_xsent.data.corpus import read_corpus_split, read_pairs, resolve
 from edge_xsent.encode.encoder import Encoder
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means, out_of_genre, out_of_genre_means, xsr
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, Parser, note_input, path_arg
 from edge_xsent.layout import FILES, ONNX_INT4, ONNX_INT8
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,11 +177,18 @@ def describe(model: Path, name: str, recipe: str | None = None) -> dict:
             **({"int4_mb": round((model / ONNX_INT4).stat().st_size / 2**20, 2)} if (model / ONNX_INT4).exists() else {})}
 
 
+def plain_name(name: str) -> str:
+    """--name becomes a file name: one plain word, never a path, so it cannot point at a model's or anyone's file."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("-"):
+        raise UserError(f"--name {name!r}: a plain name is needed (letters, digits, '-', '_', '.'), not a path")
+    return name
+
+
 def measure(args: argparse.Namespace) -> dict:
-    out = Path(args.out or ROOT / "benchmarks/results/candidates" / f"{check_name(args.name)}.json")
+    note_input(*(Path(p).expanduser() for p in (args.data, args.oog, args.oog_wide, args.corpus_g)))
+    out = args.out or FILE.check(ROOT / "benchmarks/results/candidates" / f"{plain_name(args.name)}.json")
     if not (args.model / "config.json").is_file():
         raise UserError(f"{args.model}: not a model folder (no config.json); give a bundle or model folder")
-    check_output(out, inputs=[args.model, args.data, args.oog, args.oog_wide, args.corpus_g, args.e5_folder])
     if not all(p in PARTS for p in args.parts.split(",")):
         raise UserError(f"--parts {args.parts}: choose from {', '.join(PARTS)}")
     figures = earlier_figures(out)
@@ -233,10 +240,10 @@ def write(out: Path, figures: dict) -> None:
         f.write(json.dumps(figures, indent=1) + "\n")
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", type=in_path, help="a bundle (int8, debiased: as it would ship) or any model folder")
+    ap.add_argument("model", type=path_arg(INPUT), help="a bundle (int8, debiased: as it would ship) or any model folder")
     ap.add_argument("--name", required=True, help="the candidate's name: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--data", default="~/edge-xsent-data/corpus-m1", help="the judging corpus (general test split)")
     ap.add_argument("--oog", default="oog", help="the old languages' out-of-genre benchmark")
@@ -247,10 +254,10 @@ def main() -> None:
     ap.add_argument("--precision", default=None, choices=["fp32", "int8", "int4"],
                     help="the graph measured (default: int8 where the folder has it; speed: int8)")
     ap.add_argument("--threads", type=thread_count, default=None, help="encoding threads (default: every core); 1 beside a run")
-    ap.add_argument("--out", type=out_file, default=None, help="default: benchmarks/results/candidates/NAME.json")
+    ap.add_argument("--out", type=path_arg(FILE), default=None, help="default: benchmarks/results/candidates/NAME.json")
     ap.add_argument("--recipe", default=None, help="the recipe that trained it, as the card names it "
                                                      "(default: the folder's own record, if any)")
-    ap.add_argument("--e5-folder", type=in_path, default=None, help="speed: also time this folder's int8 graph "
+    ap.add_argument("--e5-folder", type=path_arg(INPUT), default=None, help="speed: also time this folder's int8 graph "
                     "(multilingual-e5-small as the same kind of folder: train/student_folder.py e5-small)")
     ap.add_argument("--redo", action="store_true", help="measure the parts asked for again (the others are kept)")
     args = ap.parse_args()

@@ -20,13 +20,12 @@ from pathlib import Path
 
 import torch
 
-from edge_xsent.atomic import check_output, owning
+from edge_xsent.paths import INPUT, Parser, Role, note_input, owning, path_arg
 from edge_xsent.inputs import read_bytes
 from edge_xsent.encode.bundle import load_model, read_training, save_model
 from edge_xsent.config import TrainConfig
 from edge_xsent.errors import UserError
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_folder
+from edge_xsent.failures import user_errors
 from edge_xsent.encode.model import DualEncoder
 from edge_xsent.train.warmstart import check_pinned_start, load_init_weights, start_dir
 
@@ -51,19 +50,18 @@ def interpolate(start: DualEncoder, end: DualEncoder, alpha: float) -> DualEncod
     return end
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("recipe", type=in_path, help="the run's recipe (its out folder holds the trained model)")
+    ap.add_argument("recipe", type=path_arg(INPUT), help="the run's recipe (its out folder holds the trained model)")
     ap.add_argument("--alpha", type=float, required=True, help="0: the run's start; 1: its trained weights")
-    ap.add_argument("--out", type=out_folder("model/manifest.json", "run-like folder of an interpolated model"), required=True, help="a new run-like folder; the model goes to OUT/model")
+    ap.add_argument("--out", type=path_arg(Role("folder", marker="model/manifest.json", kind="run-like folder of an interpolated model")), required=True, help="a new run-like folder; the model goes to OUT/model")
     args = ap.parse_args()
     if not 0.0 <= args.alpha <= 1.0:
         raise UserError(f"--alpha {args.alpha}: choose a value from 0 (the start) to 1 (the trained weights)")
     cfg = TrainConfig.from_toml(args.recipe)
     run = Path(cfg.out).expanduser() / "model"
-    check_output(args.out, inputs=[args.recipe, cfg.out, cfg.data], folder=True,
-                 replaces=("model/manifest.json", "run-like folder of an interpolated model"))
+    note_input(cfg.out, cfg.data)
     end, tok, config = load_model(run)
     start = start_model(cfg, end, tok)
     model = interpolate(start, end, args.alpha)

@@ -17,11 +17,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from edge_xsent.atomic import check_into
 from edge_xsent.errors import UserError
 from edge_xsent.threads import thread_count
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, out_into
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import INTO, Parser, path_arg
 
 
 def labelling_order(corpus: str, seed: int = 0) -> list[str]:
@@ -83,7 +82,7 @@ def how_many(text: str) -> int:
     return n
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", help="a corpus folder (edge-xsent data build)")
@@ -93,13 +92,12 @@ def main() -> None:
     ap.add_argument("--pairs", type=how_many, default=None,
                     help="label only the English sides of the first N pairs (a run's max_train_pairs, no monolingual batch)")
     ap.add_argument("--seed", type=int, default=0, help="the order's seed: the run's `seed` with train_order = \"balanced\"")
-    ap.add_argument("--cache", type=out_into, default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
+    ap.add_argument("--cache", type=path_arg(INTO), default="~/.cache/edge-xsent/teacher", help="the teacher cache (teacher_cache)")
     ap.add_argument("--count", action="store_true", help="only print how many pairs, in order, are labelled")
     args = ap.parse_args()
     from edge_xsent.train.teacher import load_teacher
     from edge_xsent.train.teacher import label
 
-    check_into(args.cache, "--cache")  # never a model folder or a run's checkpoints; before the teacher loads
 
     if args.count:
         key = {"e5-torch": "e5-small-torch", "e5-onnx": "e5-small-onnx-int8", "e5-passage": "e5-small-torch-passage"

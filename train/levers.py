@@ -18,8 +18,8 @@ from pathlib import Path
 from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
 import decisions  # train/decisions.py, beside this script
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file, path_pair
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, Parser, Role, path_arg
 from edge_xsent.inputs import read_json
 
 LEVERS = {"b": "the longer run", "j": "long items joined", "t": "the token-level arm", "f": "5 blocks"}
@@ -77,15 +77,15 @@ def to_markdown(lines: list[dict], record: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-@script_errors
+@user_errors
 def main() -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--record", type=in_path, required=True, help="the record's student's figures (student-4.json)")
+    ap.add_argument("--record", type=path_arg(INPUT), required=True, help="the record's student's figures (student-4.json)")
     ap.add_argument("--record-steps", type=int, required=True, help="the steps the record ran (5434)")
-    ap.add_argument("--a", type=path_pair(":"), required=True, help="run A, the recipe: FIGURES.json:SUMMARY.json")
+    ap.add_argument("--a", type=path_arg(Role("input", sep=":")), required=True, help="run A, the recipe: FIGURES.json:SUMMARY.json")
     for key, what in LEVERS.items():
-        ap.add_argument(f"--{key}", type=path_pair(":"), help=f"run {key.upper()}, {what}: FIGURES.json:SUMMARY.json")
-    ap.add_argument("--out", type=out_file, help="also write the table here (markdown)")
+        ap.add_argument(f"--{key}", type=path_arg(Role("input", sep=":")), help=f"run {key.upper()}, {what}: FIGURES.json:SUMMARY.json")
+    ap.add_argument("--out", type=path_arg(FILE), help="also write the table here (markdown)")
     args = ap.parse_args()
     record = row(args.record, args.record_steps)
     levers = {key: run_row(getattr(args, key)) for key in LEVERS if getattr(args, key)}

@@ -21,13 +21,12 @@ highest `oog-m1`. Speed is reported, no clause reads it (the quality model ships
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_outputs
+from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_file
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, INPUT, Parser, path_arg
 from edge_xsent.inputs import read_json
 
 MEASURES = ("oog", "oog_wide", "oog_long")  # the table-format rule's three measures
@@ -162,26 +161,24 @@ def layers_table(rows: list[dict]) -> str:
                                "sentences/s (the first row's run; each row's ratios are of its own run).\n")
 
 
-@script_errors
+@user_errors
 def main(argv: list[str] | None = None) -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="rule", required=True)
     fmt = sub.add_parser("format", help="the table-format rule")
-    fmt.add_argument("--reference", type=in_path, required=True, help="the student with its whole table")
+    fmt.add_argument("--reference", type=path_arg(INPUT), required=True, help="the student with its whole table")
     dflt = sub.add_parser("default", help="the default rule")
-    dflt.add_argument("--fast", type=in_path, required=True, help="the fast model's figures")
+    dflt.add_argument("--fast", type=path_arg(INPUT), required=True, help="the fast model's figures")
     dflt.add_argument("--max-bytes", type=int, default=20_000_000, help="the int8 graph's budget")
-    dflt.add_argument("--incumbent", type=in_path, default=None, help="the default shipped now, measured again: a "
+    dflt.add_argument("--incumbent", type=path_arg(INPUT), default=None, help="the default shipped now, measured again: a "
                       "student must be no worse on oog, oog-m1 and oog_long (studies/table-aware)")
     lay = sub.add_parser("layers", help="the layer table with quality")
     qual = sub.add_parser("quality", help="the quality model's rule")
-    qual.add_argument("--now", type=in_path, required=True, help="the quality model shipped now, measured again")
+    qual.add_argument("--now", type=path_arg(INPUT), required=True, help="the quality model shipped now, measured again")
     for p in (fmt, dflt, lay, qual):
-        p.add_argument("figures", type=in_path, nargs="+", help="figures files (train/figures.py)")
-        p.add_argument("--out", type=out_file, default=None, help="write the table here too (markdown)")
+        p.add_argument("figures", type=path_arg(INPUT), nargs="+", help="figures files (train/figures.py)")
+        p.add_argument("--out", type=path_arg(FILE), default=None, help="write the table here too (markdown)")
     args = ap.parse_args(argv)
-    check_outputs([args.out], inputs=[*args.figures, getattr(args, "reference", None), getattr(args, "fast", None),
-                                      getattr(args, "incumbent", None), getattr(args, "now", None)])
     if args.rule == "quality":
         rows = {f["name"]: f for f in (figures(p, MEASURES) for p in args.figures)}
         text = quality_table(rows, figures(args.now, MEASURES))[1]

@@ -21,14 +21,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_output
+from edge_xsent.atomic import atomic_write
 from edge_xsent.inputs import read_json, read_text
 from edge_xsent.config import shown_path
 from edge_xsent.errors import UserError
 from edge_xsent.eval.evaluate import language_means
 from edge_xsent.eval.evaluate import peer_oog
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, checkout, in_path, maybe_in_path, out_file, out_folder
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FILE, FOLDER, INPUT, INTO, Parser, Role, note_input, path_arg
 from edge_xsent.encode.tokenizer import RULES_FILE
 from edge_xsent.layout import CALIBRATION, DENSE_CONFIG, DENSE_WEIGHTS, FILES, ONNX_INT8, PARITY, ST_FILES
 
@@ -473,8 +473,8 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
     figures = [shipped_file, *candidate_files, *peers, args.small_pools, args.e5_oog_m1,
                *([args.e5_oog] if rule_name == "student" else [])]
     bundles = [ROOT / Path(f["model"]).expanduser() for f in [shipped, *candidates] if f.get("model")]
-    check_output(decision, inputs=[*figures, *bundles])
-    check_output(args.out, inputs=[*figures, *bundles], folder=True)  # a model folder, never a bundle it reads
+    note_input(*figures, *bundles)  # --out (a model folder) is never a bundle it reads
+    FILE.check(decision)
     pick, table = judge.decision(candidates, shipped)
     with atomic_write(decision) as f:
         f.write("# The next default: the rule's table\n\n`python train/ship.py " + " ".join(sys.argv[1:]) + "`\n\n"
@@ -492,7 +492,7 @@ def judge_files(args: argparse.Namespace, shipped_file: Path, candidate_files: l
         if isinstance(judge, GpuStudentRule) and candidates:
             best, fails = judge.best(candidates, shipped)
             path = decision.parent / f"{best['name']}-card.md"
-            check_output(path, inputs=[*figures, *bundles])
+            FILE.check(path)
             text = card(best, ROOT / Path(best["model"]).expanduser(), table, peers_by_language(peers),
                         peers_by_language([args.small_pools]), best.get("recipe") or "", judge, claims, fails)
             with atomic_write(path) as f:
@@ -520,25 +520,25 @@ def ship_spec(args: argparse.Namespace, train_flags: list[str]) -> None:
     print(f"{args.spec}: " + (f"stages done: {', '.join(done)}" if record else "rehearsal trained"), file=sys.stderr)
 
 
-@script_errors
+@user_errors
 def main() -> None:
     argv = sys.argv[1:]
     argv, train_flags = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("spec", type=in_path, nargs="?", help="a recipe with its [ship] table: ship it, every stage "
+    ap.add_argument("spec", type=path_arg(INPUT), nargs="?", help="a recipe with its [ship] table: ship it, every stage "
                                                         "(train/pipeline.py); without it, judge --candidate files")
     ap.add_argument("--stop-after", help="with a recipe: stop after this stage (datasets, train, interpolate, debias, "
                                          "export, calibrate, figures); `--stop-after train -- FLAGS` rehearses training")
-    ap.add_argument("--shipped", type=in_path, help="the figures of the model shipped now (required but with --recard)")
-    ap.add_argument("--candidate", type=in_path, action="append", help="a candidate's figures (repeat; required but with "
+    ap.add_argument("--shipped", type=path_arg(INPUT), help="the figures of the model shipped now (required but with --recard)")
+    ap.add_argument("--candidate", type=path_arg(INPUT), action="append", help="a candidate's figures (repeat; required but with "
                                                                      "--recard)")
     ap.add_argument("--recard", action="store_true",
                     help="no decision: rewrite --out's card and supported languages under today's claim rule, from the "
                          "figures its manifest names; weights untouched")
-    ap.add_argument("--peers", type=maybe_in_path, action="append",
+    ap.add_argument("--peers", type=path_arg(Role("input", optional=True)), action="append",
                     help="peers on the wide benchmark, for the card (repeat; default: oog-m1-peers.json and "
                          "oog-m1-e5-small.json in benchmarks/results)")
-    ap.add_argument("--small-pools", type=maybe_in_path, default=ROOT / "benchmarks/results/oog-m1-small-pools.json",
+    ap.add_argument("--small-pools", type=path_arg(Role("input", optional=True)), default=ROOT / "benchmarks/results/oog-m1-small-pools.json",
                     help="the peers on the small pools (`eval oog --min-pairs 50 --below 100`), for the card")
     ap.add_argument("--recipe", default="train/shipped.toml",
                     help="the winner's recipe, where its figures do not name one (figures.py --recipe)")
@@ -547,17 +547,17 @@ def main() -> None:
                          "(studies/pruned-student/README.md), judged beside e5-small (the recipe's [ship] rule)")
     ap.add_argument("--max-bytes", type=int, default=20_000_000, help="the quality rule: the int8 graph's budget "
                                                                        "(studies/quality-model: 20 MB, else 25)")
-    ap.add_argument("--incumbent", type=in_path, default=None, help="the quality rule: the default shipped now, "
+    ap.add_argument("--incumbent", type=path_arg(INPUT), default=None, help="the quality rule: the default shipped now, "
                     "measured again; a candidate must be no worse on oog, oog-m1, oog_long (studies/table-aware)")
     ap.add_argument("--best-name", default=None, help="the quality rule: when no candidate passes, the best still "
                                                       "ships to --out, loading by this name (studies/quality-model)")
-    ap.add_argument("--e5-oog", type=in_path, default=ROOT / "benchmarks/results/oog-e5-small.json",
+    ap.add_argument("--e5-oog", type=path_arg(INPUT), default=ROOT / "benchmarks/results/oog-e5-small.json",
                     help="the student rule: e5-small on `oog` (eval oog --peers e5-small --json)")
-    ap.add_argument("--e5-oog-m1", type=in_path, default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
+    ap.add_argument("--e5-oog-m1", type=path_arg(INPUT), default=ROOT / "benchmarks/results/oog-m1-e5-small.json",
                     help="e5-small on `oog-m1`: the card's claims, and the student rule")
-    ap.add_argument("--decision", type=out_file, default=ROOT / "benchmarks/results/candidates/decision.md")
-    ap.add_argument("--out", type=out_folder(), default=ROOT / "edge_xsent/resources/fast-model")
-    ap.add_argument("--docs", type=checkout, default=ROOT, help="with a recipe: the checkout whose train/DECISIONS.md and "
+    ap.add_argument("--decision", type=path_arg(FILE), default=ROOT / "benchmarks/results/candidates/decision.md")
+    ap.add_argument("--out", type=path_arg(FOLDER), default=ROOT / "edge_xsent/resources/fast-model")
+    ap.add_argument("--docs", type=path_arg(INTO), default=ROOT, help="with a recipe: the checkout whose train/DECISIONS.md and "
                                                             "README.md get the ship record's blocks")
     args = ap.parse_args(argv)
     if args.spec:

@@ -20,24 +20,19 @@ import json
 import tempfile
 from pathlib import Path
 
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path, out_folder
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import FOLDER, Parser, Role, path_arg
 from edge_xsent.train.refit import RefitConfig
 from edge_xsent.train.student import MAX_GRAPH_BYTES, TABLES, build_folder, write_whole
 
 
-def student_arg(value: str) -> Path:
-    """A student's file or folder (checked as every input path is), or `e5-small`: e5's own 12 blocks."""
-    return Path(value) if value == "e5-small" else in_path(value)
-
-
-@script_errors
+@user_errors
 def main(argv: list[str] | None = None) -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("student", type=student_arg, help="a student's .safetensors (first k blocks of e5-small), a folder of its "
+    ap.add_argument("student", type=path_arg(Role("input", literal="e5-small")), help="a student's .safetensors (first k blocks of e5-small), a folder of its "
                                                "parts, a table-aware run's model folder, or e5-small (e5's own 12 "
                                                "blocks, as the same kind of folder)")
-    ap.add_argument("--out", type=out_folder(), required=True, help="the bundle to write (a new folder)")
+    ap.add_argument("--out", type=path_arg(FOLDER), required=True, help="the bundle to write (a new folder)")
     ap.add_argument("--max-bytes", type=int, default=MAX_GRAPH_BYTES, help="the int8 graph's size limit")
     ap.add_argument("--table", choices=TABLES, default="cut", help="the table's form: cut (the rows that fit, the "
                     "rest reading their nearest) or tiered (every piece: the rows that fit at 4 bits, the rest at 1 bit)")

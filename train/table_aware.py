@@ -14,8 +14,8 @@ import argparse
 from pathlib import Path
 
 from edge_xsent.config import TrainConfig
-from edge_xsent.failures import script_errors
-from edge_xsent.pathargs import Parser, in_path
+from edge_xsent.failures import user_errors
+from edge_xsent.paths import INPUT, Parser, path_arg
 from edge_xsent.train.student import write_whole
 from device_pack import pipeline  # the lab script beside this one: train/pipeline.py, loaded once
 
@@ -30,13 +30,13 @@ def inputs(config: Path, student: Path) -> None:
     print(f"{start} (the start and the teacher): ready")
 
 
-@script_errors
+@user_errors
 def main(argv: list[str] | None = None) -> None:
     ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     ip = sub.add_parser("inputs", help="build the recipe's datasets and its start's folder where missing")
-    ip.add_argument("--config", type=in_path, required=True, help="the recipe (train/table-aware.toml)")
-    ip.add_argument("--student", type=in_path, required=True, help="the GPU-distilled student file the start is made "
+    ip.add_argument("--config", type=path_arg(INPUT), required=True, help="the recipe (train/table-aware.toml)")
+    ip.add_argument("--student", type=path_arg(INPUT), required=True, help="the GPU-distilled student file the start is made "
                     "of (../shared/students/student-4block.safetensors)")
     args = ap.parse_args(argv)
     inputs(args.config, args.student)

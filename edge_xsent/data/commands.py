@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from edge_xsent.atomic import check_into, check_output
+from edge_xsent.paths import INTO, Role
 from edge_xsent.failures import user_errors
 
 DEFAULT_CACHE = Path.home() / ".cache" / "edge-xsent" / "apt"
@@ -57,8 +57,8 @@ def data_build(langs, out, sources, cache, offline, test_frac, valid_frac, gener
     from edge_xsent.data.build import BuildConfig, build, format_stats
     from edge_xsent.data.sources import SOURCES
 
-    check_into(cache, "--cache")  # downloads land there: never a model's, a run's, a link or a special file
-    check_output(out, [cache], folder=True, replaces=("stats.json", "corpus folder"))
+    INTO.check(cache, what="--cache")  # downloads land there: never a model's, a run's, a link or a special file
+    Role("folder", marker="stats.json", kind="corpus folder").check(out, [cache])
     chosen = {"all": list(SOURCES)}.get(sources) or _langs(sources)
     cfg = BuildConfig(langs=_langs(langs), sources=chosen,
                       test_frac=test_frac, valid_frac=valid_frac, general_test_frac=general_test_frac,
@@ -90,8 +90,8 @@ def data_reserved(langs, out, exclude, cache, offline):
     from edge_xsent.data.reserved import MARKER, build_reserved_from_debian
 
     exclude = tuple(p.expanduser() for p in exclude)  # a recipe's [ship.datasets] writes ~/..., no shell expands it
-    check_into(cache, "--cache")
-    check_output(out, [cache, *exclude], folder=True, replaces=(MARKER, "reserved benchmark folder"))
+    INTO.check(cache, what="--cache")
+    Role("folder", marker=MARKER, kind="reserved benchmark folder").check(out, [cache, *exclude])
     stats = build_reserved_from_debian(out, _langs(langs), cache, offline, exclude)
     for source, per in stats["pairs"].items():
         click.echo(f"{source:11s} " + "  ".join(f"en-{l} {n:,d}" for l, n in per.items()))

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edge_xsent import __version__
-from edge_xsent.atomic import atomic_dir
+from edge_xsent.atomic import atomic_dir, save_safetensors
 from edge_xsent.config import portable
 from edge_xsent.errors import UserError
-from edge_xsent.inputs import CAPS, load_safetensors, open_regular, parse_json, read_bytes, read_json
+from edge_xsent.inputs import CAPS, open_regular, parse_json, read_bytes, read_json
 from edge_xsent.encode.compact import sealed
 from edge_xsent.layout import (CALIBRATION, FILES, FORMAT, FORMAT_VERSION, MANIFEST, ONNX_FP32, ONNX_INT4, ONNX_INT8,
                                float_weights)
@@ -242,7 +242,6 @@ def save_model(folder: Path, model: "DualEncoder", tokenizer: "Tokenizer", langs
     import torch
 
     from edge_xsent.encode import hf
-    from edge_xsent.atomic import save_safetensors
     model = getattr(model, "module", model)
     cfg = model.cfg
     with atomic_dir(folder) as tmp:
@@ -437,13 +436,12 @@ def is_bundle(folder: Path) -> bool:
 def check_target(model_dir: Path, out: Path, force: bool) -> None:
     """What an export may replace: nothing but a previous bundle, and that only with `force`. A
     folder of the user's, a training run or the model being exported is never overwritten, nor a
-    link or special file: atomic.check_output's rule, run last (the messages before it say more)."""
-    from edge_xsent.atomic import check_output, refuse_special
+    link or special file: the FOLDER rule (edge_xsent.paths), run last (the messages before it say more)."""
+    from edge_xsent.paths import FOLDER
 
-    refuse_special(out, folder=True)
-    if out.exists():
+    if not out.is_symlink() and (out.is_file() or out.is_dir()):  # a link or special file: FOLDER's words
         _refuse_existing_target(model_dir, out, force)
-    check_output(out, [model_dir], folder=True)
+    FOLDER.check(out, [model_dir])
 
 
 def _refuse_existing_target(model_dir: Path, out: Path, force: bool) -> None:
@@ -458,3 +456,20 @@ def _refuse_existing_target(model_dir: Path, out: Path, force: bool) -> None:
                         "choose a new folder")
     if not force:
         raise UserError(f"--out {out} is a bundle already: pass --force to replace it")
+
+
+# ----------------------------------------------------------------------------- the weights' format
+def load_safetensors(data: bytes, where: str | os.PathLike) -> dict:
+    """safetensors' bytes -> tensors (torch), the header checked first: its length must fit the file (a length of
+    2**62 would ask for exabytes), and a corrupt file is a UserError naming `where`."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+
+    header = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
+    if not 0 < header <= len(data) - 8:
+        raise UserError(f"{where}: not a safetensors file (header of {header} bytes in a file of {len(data)}); "
+                        "the file is corrupt: re-export or re-download it")
+    try:
+        return load(data)
+    except (SafetensorError, ValueError) as e:
+        raise UserError(f"{where}: corrupt safetensors file ({str(e)[:200]}); re-export or re-download it") from None

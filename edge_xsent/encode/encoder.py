@@ -387,7 +387,7 @@ def calibrate_folder(folder: str | Path, data: str = "sample", split: str = "val
     """Measure and store a saved model's int8 ranges. calibration.json is sealed (its own checksum), so storing
     it is one rename: a reader sees the old file or the new, and a calibrate killed anywhere leaves a loadable
     folder; its manifest entry is refreshed after, and a stale one is not read (bundle.check_file)."""
-    from edge_xsent.atomic import owning
+    from edge_xsent.paths import owning
 
     if shipped := named_model(folder):  # never a folder of that name here, nor the installed package's files
         raise UserError(f"{folder} names a model shipped inside the package ({shipped}), already calibrated; calibrate "

@@ -145,10 +145,11 @@ def mine_files(src: Path, tgt: Path, out: Path, embed: Embed, mode: str = "inter
     """Mine two text files (one sentence per line) into a TSV of score, source, target, written
     atomically. The source streams twice (vectors, then only the mined lines' text), so its
     length is bounded by disk; the targets are held in memory. Returns the number of pairs."""
-    from edge_xsent.atomic import SPACE_ERRORS, atomic_write, check_output
+    from edge_xsent.atomic import SPACE_ERRORS, atomic_write
+    from edge_xsent.paths import FILE
     from edge_xsent.data.corpus import read_lines
 
-    check_output(out, [src, tgt])
+    FILE.check(out, [src, tgt])
     _check_rereadable(src)
     targets = [line for _, line in read_lines(tgt)]
     out.parent.mkdir(parents=True, exist_ok=True)

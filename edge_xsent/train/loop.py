@@ -209,7 +209,7 @@ class Trainer:
         if self.objective.type_row is not None:
             with torch.no_grad():
                 self.objective.type_row.copy_(state["type_row"])
-        if "optimizer" not in state:  # a carried checkpoint (edge_xsent/train/carry.py): Adam's moments start afresh
+        if "optimizer" not in state:  # a carried checkpoint (train/carry.py): Adam's moments start afresh
             return
         self.opt.load_state_dict(state["optimizer"])
         for group in self.opt.param_groups:  # a checkpoint of the for-loop Adam: same moments, now fused

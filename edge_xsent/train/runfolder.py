@@ -5,12 +5,14 @@ fits the machine's memory).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 from pathlib import Path
 
-from edge_xsent.atomic import atomic_write, check_run_folder, disown, own
+from edge_xsent.atomic import atomic_write
+from edge_xsent.paths import INTO, RUN, owning
 from edge_xsent.encode.bundle import read_training
 from edge_xsent.config import EncoderConfig, TrainConfig
 from edge_xsent.errors import UserError
@@ -53,11 +55,12 @@ class RunLock:
 
     def __init__(self, f, out: Path):
         self.f, self.out = f, out
-        own(out)
+        self._owned = contextlib.ExitStack()
+        self._owned.enter_context(owning(out))
 
     def close(self) -> None:
         if not self.f.closed:
-            disown(self.out)
+            self._owned.close()
             self.f.close()
 
 
@@ -66,7 +69,7 @@ def lock_run(out: Path) -> RunLock:
     repeated command) stops with one line instead of interleaving its log and checkpoints."""
     import fcntl
 
-    check_run_folder(out)
+    RUN.check(out)
     out.mkdir(parents=True, exist_ok=True)
     f = open(out / LOCK, "a")
     try:
@@ -84,7 +87,7 @@ def lock_run(out: Path) -> RunLock:
 
 def finished_summary(cfg: TrainConfig, out: Path) -> dict:
     """A finished run whose checkpoint is gone (deleted to save space, or carried as its model folder:
-    edge_xsent/train/carry.py) is reported, never trained again from its start over its model."""
+    train/carry.py) is reported, never trained again from its start over its model."""
     summary = read_summary(out)
     ran = trained_config(out / "model")
     if summary["steps"] < cfg.max_steps or ran is None:
@@ -114,15 +117,14 @@ def check_run(cfg: TrainConfig) -> None:
     """Everything a run writes or spins up, checked before it reads any data (issue 74): its folder,
     its threads (at most this machine's cores), its teacher (a peer's name or a model folder here) and
     its teacher cache (never a model folder or a run's)."""
-    from edge_xsent.atomic import check_into
     from edge_xsent.eval.peers import check_teacher
     from edge_xsent.threads import check_threads
 
-    check_run_folder(Path(cfg.out))
+    RUN.check(Path(cfg.out))
     check_threads(cfg.threads)
     if cfg.teacher:
         check_teacher(cfg.teacher)
-        check_into(cfg.teacher_cache, "teacher_cache")
+        INTO.check(cfg.teacher_cache, what="teacher_cache")
 
 
 def training_bytes(m: EncoderConfig) -> int:

@@ -67,7 +67,8 @@ def student_tokenizer(f):
 def read_student(path: str | Path) -> dict[str, np.ndarray]:
     """A student's tensors as float32, its file checked (safetensors header, e5lite's names); a folder
     holds one student in parts (write_student splits what a device call could not return whole)."""
-    from edge_xsent.inputs import as_path, load_safetensors, read_bytes
+    from edge_xsent.encode.bundle import load_safetensors
+    from edge_xsent.inputs import as_path, read_bytes
 
     path = as_path(path, "student file")
     files = sorted(path.glob("*.safetensors")) if path.is_dir() else [path] if path.is_file() else []

@@ -29,9 +29,10 @@ from typing import Protocol, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from edge_xsent.atomic import atomic_write, check_into
+from edge_xsent.atomic import atomic_write
 from edge_xsent.errors import UserError
 from edge_xsent.inputs import read_bytes, read_json
+from edge_xsent.paths import INTO
 from edge_xsent.text import normalize
 from edge_xsent.train.e5 import E5_MAX_LEN
 
@@ -113,7 +114,7 @@ def label(texts: Sequence[str], teacher: Teacher, root: str | Path, chunk_rows: 
           progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(vectors, rows): the cache's read-only (N, dim) memory map and, for each text, its row.
     Texts the cache lacks are labelled (normalised, deduplicated) and appended first."""
-    folder = cache_folder(check_into(root, "teacher cache"), teacher.key)  # never a model folder or a run's
+    folder = cache_folder(INTO.check(root, what="teacher cache"), teacher.key)  # never a model folder or a run's
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(folder):
         keys = _open(folder, teacher)

@@ -215,7 +215,7 @@ WARM_START_FIELDS = ("d_model", "n_heads")  # n_layers and d_ff may grow: stack_
 
 def start_weights(cfg: TrainConfig, model: DualEncoder, tok: Tokenizer, resume: dict | None) -> None:
     """A new run's model takes its init's weights; a resumed one whose checkpoint left its frozen table behind (a
-    carried run: edge_xsent/train/carry.py) takes that table from its init again, into `resume`."""
+    carried run: train/carry.py) takes that table from its init again, into `resume`."""
     table_from_init = resume is not None and "tok_emb.weight" not in resume["model"]
     if table_from_init and not (cfg.init and cfg.freeze_table):
         raise UserError("the checkpoint holds no token table and the recipe has no frozen table to read from its init: "
