@@ -16,8 +16,8 @@ from edge_xsent.data.commands import data
 from edge_xsent.failures import open_closed_streams, user_errors
 from edge_xsent.paths import FILE, FOLDER, INPUT, INTO, ClickPath, Role, note_input
 from edge_xsent.eval_commands import eval_group
-from edge_xsent.flags import (BACKEND_OPTIONS, MODEL_OPTION, THREADS_OPTION, GroupedCommand, config_from_flags,
-                              train_options, typed_command)
+from edge_xsent.flags import (BACKEND_OPTIONS, HELP_ALL_OPTION, MODEL_OPTION, THREADS_OPTION, GroupedCommand,
+                              config_from_flags, train_options, typed_command)
 from edge_xsent.threads import passive_openmp_wait
 
 passive_openmp_wait()  # before any command imports torch: its OpenMP runtime reads the policy once, at load
@@ -44,6 +44,7 @@ main.add_command(eval_group)  # eval xsr | oog | classify: edge_xsent/eval_comma
 @train_options
 @click.option("--fresh", is_flag=True, help="Ignore an existing checkpoint in --out and start over.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@HELP_ALL_OPTION
 @user_errors
 def train_cmd(config_path, fresh, quiet, **flags):
     """Train a dual encoder; resumes from OUT/checkpoints/last.pt if present.

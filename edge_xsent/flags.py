@@ -57,7 +57,7 @@ def config_fields() -> list[tuple[str, type, bool]]:
 # setting sits in exactly one group (tests/test_cli.py checks), so a new one cannot hide at the bottom.
 TRAIN_FLAG_GROUPS = {
     "Common": ("config_path", "data", "out", "langs", "init", "teacher", "n_layers", "batch_size", "lr", "max_steps",
-               "device", "fresh", "quiet", "help"),
+               "max_minutes", "threads", "device", "fresh", "quiet", "help", "help_all"),
     "Model and tokenizer": ("vocab_size", "d_model", "n_heads", "d_ff", "max_len", "dropout", "lang_dim", "tokenizer",
                             "multilingual_head", "init_layers", "init_sha256", "freeze_table", "table_exact_rows", "lazy_table", "type_row"),
     "Objectives": ("objective", "gen_weight", "align_weight", "sim_weight", "head_negatives", "distance_weight",
@@ -65,27 +65,45 @@ TRAIN_FLAG_GROUPS = {
     "Distillation": ("teacher_weight", "teacher_loss", "teacher_proj", "teacher_cache", "teacher_max_len",
                      "token_weight", "token_layers", "batch_items", "mono_batch_size", "max_mono_texts"),
     "Data and batches": ("max_train_pairs", "train_order", "valid_pairs", "batch_by_pair", "join_share", "join_chars"),
-    "Optimiser and schedule": ("optimizer", "min_lr_ratio", "weight_decay", "warmup_steps", "max_minutes", "pause_at",
+    "Optimiser and schedule": ("optimizer", "min_lr_ratio", "weight_decay", "warmup_steps", "pause_at",
                                "grad_clip", "seed"),
-    "Run folder and hardware": ("eval_every", "keep_model", "keep_steps", "checkpoint_every", "log_every", "amp",
-                                "threads"),
+    "Run folder and hardware": ("eval_every", "keep_model", "keep_steps", "checkpoint_every", "log_every", "amp"),
 }
 
 
+OVERRIDES = ("A flag sets the recipe key of the same name over the recipe's value (--max-steps: max_steps; "
+             "--n-layers: [model] n_layers). Every key is a flag: --help-all lists them by what they change "
+             "(docs/training.md).")
+
+
 class GroupedCommand(click.Command):
-    """A command whose --help lists its options under TRAIN_FLAG_GROUPS' headings, in their order (click
-    writes one flat list otherwise: 200 lines where the ten flags most runs need are lost)."""
+    """A command whose --help shows the Common flags a person changes and says the override rule once;
+    --help-all lists every flag under TRAIN_FLAG_GROUPS' headings (one flat list was 200 lines)."""
 
     def format_options(self, ctx, formatter):
         help_option = self.get_help_option(ctx)
         rows = {"help" if p is help_option else p.name: p.get_help_record(ctx) for p in self.get_params(ctx)}
         placed = {name for names in TRAIN_FLAG_GROUPS.values() for name in names}
         groups = {**TRAIN_FLAG_GROUPS, "Other": tuple(n for n in rows if n not in placed)}
-        for title, names in groups.items():
+        shown = groups if ctx.meta.get("help_all") else {"Common": groups["Common"]}
+        for title, names in shown.items():
             records = [rows[n] for n in names if rows.get(n)]
             if records:
                 with formatter.section(title):
                     formatter.write_dl(records)
+        formatter.write_paragraph()
+        formatter.write_text(OVERRIDES)
+
+
+def _help_all(ctx: click.Context, param, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        ctx.meta["help_all"] = True
+        click.echo(ctx.get_help())
+        ctx.exit()
+
+
+HELP_ALL_OPTION = click.option("--help-all", is_flag=True, expose_value=False, is_eager=True, callback=_help_all,
+                               help="Every flag, by what it changes.")
 
 
 def train_options(fn):
@@ -99,7 +117,7 @@ def train_options(fn):
         where = f"[model] {name}" if is_model else name
         low, high = (ENCODER_RANGES if is_model else TRAIN_RANGES).get(name, (None, None))
         accepts = f" [{low}..{high if high is not None else ''}]" if low is not None else ""
-        text = f"{docs[is_model].get(name, '').rstrip('.')}{accepts}. Overrides `{where}`."
+        text = f"{docs[is_model].get(name, '').rstrip('.')}{accepts}." + (f" Recipe: `{where}`." if is_model else "")
         if typ is bool:
             fn = click.option(f"--{flag}/--no-{flag}", name, default=None, help=text)(fn)
         else:
