@@ -8,8 +8,10 @@ gate held and a text's vector independent of its batch.
 
 Levers: static (calibrated static activations, the first position apart: export/staticquant.py), fuse (onnxscript's
 attention, SkipLayerNormalization and BiasGelu fusions before quantising, as `export --fuse`), sln (onnxruntime's
-own SkipLayerNormalization fusion, which edge-xsent disables at load), and shorter inputs (the padding left after
-`encode`'s length sorting, measured: a lever only if padding is more than 5% of the tokens).
+own SkipLayerNormalization fusion, which edge-xsent disables at load), gelu (onnxruntime's GELU approximation at load,
+`optimization.enable_gelu_approximation`: tanh for erf, the BiasGelu that took 13% of the default's time in
+benchmarks/results/runtime/profile-default.md), and shorter inputs (the padding left after `encode`'s length sorting,
+measured: a lever only if padding is more than 5% of the tokens).
 """
 
 from __future__ import annotations
@@ -87,6 +89,15 @@ def against(student: Path, peer: Path) -> dict:
             "batch1_ms": {k: round(1000 / v, 3) for k, v in batch1.items()}, "batch1_sentences": min(200, len(sentences))}
 
 
+def gelu_approximation():
+    """onnxruntime's session options with its GELU approximation on (off by default: it changes the numbers)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.add_session_config_entry("optimization.enable_gelu_approximation", "1")
+    return opts
+
+
 def padding_share(enc: Encoder, sentences: list[str]) -> float:
     """Padded positions over all positions fed to the graph, as `encode` batches them."""
     ids = enc.tokenize(sentences)
@@ -109,7 +120,8 @@ def measure(folder: Path, work: Path) -> dict:
     load = {"as it is": lambda: Encoder.load(folder, threads=1, verify=False),
             "static": lambda: Encoder.load(work / "static", threads=1, verify=False),
             "sln": lambda: Encoder.load(folder, threads=1, verify=False,
-                                        disabled_optimizers=[o for o in ORT_DISABLED if o != "SkipLayerNormFusion"])}
+                                        disabled_optimizers=[o for o in ORT_DISABLED if o != "SkipLayerNormFusion"]),
+            "gelu": lambda: Encoder.load(folder, threads=1, verify=False, session_options=gelu_approximation())}
     if "not applicable" not in built["fuse"]:
         load["fuse"] = lambda: Encoder.load(work / "fuse", threads=1, verify=False)
     encoders = {k: f() for k, f in load.items()}

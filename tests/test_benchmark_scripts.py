@@ -47,6 +47,20 @@ def test_load(tiny_bundle, tmp_path):
     assert "600" in out.read_text()
 
 
+def test_op_profile_gives_each_operators_share_and_the_cpus_rates(tiny_bundle, tmp_path):
+    """benchmarks/op_profile.py (issue 105): onnxruntime's profile of the int8 graph, shares summing to the whole,
+    the int8 products' rate against the peak measured in the same run, at batch 32 and 1."""
+    out = tmp_path / "profile.md"
+    bench("op_profile.py", str(tiny_bundle[0]), "--rounds", "1", "--out", str(out))
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["peaks"]["int8_gmacs_per_s"] > 0 and result["peaks"]["copy_gb_per_s"] > 0
+    for run in result["runs"].values():
+        assert abs(sum(o["share"] for o in run["ops"]) - 1) < 1e-6 and run["ms_per_sentence"] > 0
+        products = [o for o in run["ops"] if o["op"] in ("MatMulIntegerToFloat", "MatMulInteger", "DynamicQuantizeMatMul")]
+        assert products and all(o["ms_per_pass"] > 0 for o in products)
+    assert "| operator | share |" in out.read_text()
+
+
 def test_max_len(tiny_model, tmp_path):
     out = tmp_path / "max_len.md"
     bench("max_len.py", str(tiny_model / "tokenizer.model"), "--data", "sample", "--out", str(out))

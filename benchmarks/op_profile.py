@@ -4,7 +4,7 @@ it, on length-sorted batches of the sample's test sentences; each operator type'
 measured in the same run: an int8 matrix product's peak (one large MatMulInteger) and memory bandwidth (a copy).
 Batch 1 too: the latency a keyboard or a search box asks.
 
-    python benchmarks/profile.py default [--batch 32] [--threads 1] [--out benchmarks/results/runtime/profile-default.md]
+    python benchmarks/op_profile.py default [--batch 32] [--threads 1] [--out benchmarks/results/runtime/profile-default.md]
 """
 
 from __future__ import annotations
