@@ -27,7 +27,8 @@ FOLDERS = {  # subfolders of raw figures: what they hold, who writes and who rea
     "runtime": "what a process pays to run a model: `startup.md` (import, load, first sentence, peak RSS: "
                "`benchmarks/startup.py`), bounded memory on long inputs (`load.md`, `load-xsr200k.md`: "
                "`benchmarks/load.py`) and where the default's time goes, operator by operator against this CPU's int8 "
-               "and copy rates, at batch 32 and 1 (`profile-default.md`: `benchmarks/op_profile.py`)",
+               "and copy rates, at batch 32 and 1 (`profile-default.md`: `benchmarks/op_profile.py`), and the speed levers "
+               "tried on the default's build (`levers-default.md`: `benchmarks/speed_levers.py`)",
     "general-ablation": "the distillation ablation's runs, read by `benchmarks/general_ablation.py` (in git's history)",
     "vocab-sweep": "the vocabulary sweep's runs, read by `benchmarks/vocab_both.py` (in git's history)",
     "students": "one figures file per GPU student of multilingual-e5-small and for the model shipped before them "

@@ -24,10 +24,12 @@ def inputs(config: Path, student: Path) -> None:
     ship = pipeline()
     for name, (path, role, _) in ship.build_missing(ship.Plan.read(config)).items():
         print(f"{name} ({role}): ready")
-    start = Path(TrainConfig.from_toml(config).init or "").expanduser()
+    cfg = TrainConfig.from_toml(config)
+    start = Path(cfg.init or "").expanduser()
     if not (start / "manifest.json").exists():
         write_whole(student, start)
-    print(f"{start} (the start and the teacher): ready")
+    taught = Path(cfg.teacher or "").expanduser() == start
+    print(f"{start} (the start{' and the teacher' if taught else ''}): ready")
 
 
 @user_errors
