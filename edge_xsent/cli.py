@@ -139,7 +139,7 @@ def debias_cmd(model_path, data, out, rank, per_lang):
               help="The int8 graph's activation scales: per-tensor (one per batch, quantize_dynamic), per-row (a "
                    "text's vector does not depend on the texts batched with it) or static (calibrated on the sample "
                    "corpus, the first position apart: batch-independent and faster). Default: the folder's, else per-tensor.")
-@click.option("--keep-vocab-from", type=ClickPath(INPUT), default=None,
+@click.option("--keep-vocab-from", type=ClickPath(Role("input", stream=True)), default=None,
               help="Text file (one sentence per line) in the languages to keep: prune the vocabulary to the pieces it uses.")
 @click.option("--languages", default=None, help="A language pack of a student of multilingual-e5-small (default, "
               "quality): its table keeps e5's rows of the pieces these languages use most (wordfreq codes, "
@@ -330,7 +330,7 @@ def compare_cmd(sentences, model_path):
 
 @main.command("mine")
 @click.argument("src", type=ClickPath(INPUT))
-@click.argument("tgt", type=ClickPath(INPUT))
+@click.argument("tgt", type=ClickPath(Role("input", stream=True)))  # read once: <(zcat b.gz) too
 @click.option("--out", type=ClickPath(FILE), required=True, help="TSV: score, source, target.")
 @MODEL_OPTION
 @click.option("--mode", type=click.Choice(["forward", "backward", "intersect", "max"]), default="intersect", show_default=True)

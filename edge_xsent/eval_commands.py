@@ -32,7 +32,7 @@ def eval_group() -> None:
 @click.option("--max-pairs", type=int, default=None,
               help="Score at most this many pairs per language pair (a fixed-seed sample, so fewer candidates too): "
                    "for peers too slow for a whole test split, e.g. --max-pairs 500 --peers e5-small.")
-@click.option("--distractors", multiple=True, type=ClickPath(Role("input", sep=":", named=True)),
+@click.option("--distractors", multiple=True, type=ClickPath(Role("input", sep=":", named=True, stream=True)),
               help="LANG:FILE with extra candidate sentences (one per line), e.g. fr:news.fr.txt.")
 @click.option("--pool", type=click.Choice(["pair", "mixed"]), default="pair", show_default=True,
               help="Candidates: the target side of the pair (the paper's XSR), or also every sentence in the "
