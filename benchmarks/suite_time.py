@@ -1,6 +1,7 @@
 """The test suite's time and line coverage, kept: runs the README's test command (`bash tests/run.sh`) in a
-checkout, reads every test's duration from pytest's JUnit report, and appends the run to
-`benchmarks/results/suite.json` (each test's seconds, per file and in all) and rewrites `suite.md` from it.
+checkout, reads every test's duration from pytest's JUnit report, and appends the run to `suite.json` in
+`--results` (default ~/edge-xsent-suite, outside the checkout: timings are a measurement, not a committed record;
+each test's seconds, per file and in all) and rewrites `suite.md` there from it.
 With `--coverage` it runs the same command under coverage.py (pytest, its xdist workers and every Python process
 the tests start measured: `patch = subprocess`) and records the package's line coverage instead of a time, since
 coverage slows the suite and its time would not compare.
@@ -36,7 +37,7 @@ from edge_xsent.paths import INPUT, INTO, Parser, path_arg
 from edge_xsent.inputs import read_json
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-RESULTS = CHECKOUT / "benchmarks" / "results"
+RESULTS = Path.home() / "edge-xsent-suite"  # kept outside the checkout (issue 106: suite timings are no committed record)
 COVERAGE_RC = """[run]
 source = edge_xsent
 parallel = true

@@ -22,10 +22,14 @@ if [ ! -x .venv-optimum/bin/python ]; then
   .venv-optimum/bin/python -m pip install -q -e ".[optimum,fastembed]"  # fastembed beside it: no transformers needed
 fi
 # One pytest worker per core (pytest-xdist; each test computes at 1 thread): about 5 minutes on 2 cores for the
-# package's tests, 3 more for the lab's (benchmarks/results/suite.md keeps each run's time; benchmarks/suite_time.py
-# measures one). `-n 0` after the script runs them in one process again; a `-m` after it replaces the tier's.
-# --durations: the 30 slowest tests at the end, so a run shows where the time goes (the budget of both tiers: about
-# 15 minutes on 2 cores).
+# package's tests, 3 more for the lab's. `-n 0` after the script runs them in one process again; a `-m` after it
+# replaces the tier's. --durations: the 30 slowest tests at the end, so a run shows where the time goes (the budget
+# of both tiers: about 15 minutes on 2 cores). Each test's seconds are CI's artifact, never a committed record:
+# pytest's JUnit report in $EDGE_XSENT_ARTIFACTS (.ci/artifacts/ by default, git-ignored; benchmarks/suite_time.py
+# keeps a series of runs outside the checkout).
 TIER="not lab"
-if [ "${1:-}" = "--lab" ]; then TIER="lab"; shift; fi
-python3 -m pytest -q -n auto -m "$TIER" --durations=30 "$@"
+REPORT="package"
+if [ "${1:-}" = "--lab" ]; then TIER="lab"; REPORT="lab"; shift; fi
+ARTIFACTS="${EDGE_XSENT_ARTIFACTS:-.ci/artifacts}"
+mkdir -p "$ARTIFACTS"
+python3 -m pytest -q -n auto -m "$TIER" --durations=30 --junitxml="$ARTIFACTS/junit-$REPORT.xml" "$@"
