@@ -82,7 +82,9 @@ DEMO_READY = shutil.which("node") and Path("/usr/bin/chromium").exists() and (
 @pytest.mark.skipif(not DEMO_READY and not os.environ.get("CI"), reason="needs node, chromium and `npm ci` in android_demo/")
 def test_demo_latency(tiny_bundle, tmp_path):
     bench("demo_latency.py", str(tiny_bundle[0]), "--results", str(tmp_path), "--no-quality-check")
-    assert json.loads((tmp_path / "demo-latency.json").read_text())
+    result = json.loads((tmp_path / "demo-latency.json").read_text())
+    assert result["browser_wasm_median_ms"] > 0 and result["browser_page_load_ms"] > 0  # the page's load, issue 105
+    assert "the page's load" in (tmp_path / "demo-latency.md").read_text()
 
 
 INTEROP_READY = (ROOT / ".venv-optimum" / "bin" / "python").exists() and (

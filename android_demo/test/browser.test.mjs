@@ -13,7 +13,8 @@ const arg = (name, dflt) => { const i = process.argv.indexOf(name); return i > 0
 
 let failed = false;
 const check = (ok, msg) => { console.log(`${ok ? "ok  " : "FAIL"} ${msg}`); if (!ok) failed = true; };
-const { page, errors, close } = await openDemo(root);
+const { page, errors, close, loadMs } = await openDemo(root);
+console.log(`the page loaded and got ready in ${loadMs} ms`);
 try {
   const results = await page.evaluate(() => window.runTestVectors());
   // The same int8 graph in onnxruntime-web's WASM kernels and Python's: an activation that lands on a rounding
@@ -57,7 +58,7 @@ try {
   await page.screenshot({ path: arg("--screenshot", "demo-screenshot.png"), fullPage: true });
   check(errors.length === 0, `no console errors${errors.length ? ": " + errors.join(" | ") : ""}`);
   const out = arg("--results");
-  if (out) await writeFile(out, JSON.stringify({ vectors: results, related, unrelated, median_ms: median, times_ms: times }));
+  if (out) await writeFile(out, JSON.stringify({ vectors: results, related, unrelated, median_ms: median, times_ms: times, load_ms: loadMs }));
 } finally {
   await close();
 }

@@ -45,13 +45,14 @@ export async function openDemo(root, shared = null) {
     const page = await context.newPage();
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
     page.on("pageerror", (e) => errors.push(String(e)));
+    const started = Date.now();  // the page's load: its files fetched, the runtime and the graph ready
     await page.goto(`http://127.0.0.1:${server.address().port}/index.html`);
     try {
       await page.waitForSelector("#status[data-ready='1']", { timeout: 120000 });
     } catch (e) {
       throw new Error(`the app did not get ready: status "${await page.textContent("#status")}", console: ${errors.join(" | ")}`);
     }
-    return { page, errors, close };
+    return { page, errors, close, loadMs: Date.now() - started };
   } catch (e) {
     await close();
     throw e;
