@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+from edge_xsent.atomic import atomic_write
 from edge_xsent.failures import user_errors
 from edge_xsent.paths import Parser
 
@@ -88,7 +89,8 @@ def main() -> None:
     if args.check:
         sys.exit(0 if readme.exists() and readme.read_text(encoding="utf-8") == text else
                  "benchmarks/results/README.md is stale: run python benchmarks/index.py")
-    readme.write_text(text, encoding="utf-8")
+    with atomic_write(readme) as f:
+        f.write(text)
     print(f"wrote {readme}")
 
 
