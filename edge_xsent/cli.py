@@ -116,10 +116,10 @@ def debias_cmd(model_path, data, out, rank, per_lang):
 @click.argument("model_path", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Bundle folder (default: MODEL-bundle; for `default`, default-model-bundle here).")
-@click.option("--int8/--no-int8", default=True, show_default=True, help="Also write the dynamic int8 ONNX model.")
+@click.option("--int8/--no-int8", default=True, show_default=True, help="Also write the int8 ONNX model (its activation scales: --int8-activations).")
 @click.option("--int8-weights", type=click.Choice(list(INT8_WEIGHTS)), default=DEFAULT_INT8_WEIGHTS, show_default=True,
               help="int8 weight storage: s8, s8-7bit (reduce_range: no saturation on x86 CPUs without VNNI) or u8 "
-                   "(benchmarks/results/int8-variants.md compares them).")
+                   "(benchmarks/results/int8-variants.md, a record, compares them).")
 @click.option("--torchscript/--no-torchscript", default=True, show_default=True)
 @click.option("--min-cosine", default=0.99, show_default=True, type=click.FloatRange(-1.0, 1.0),
               callback=lambda ctx, p, v: _finite(v, "--min-cosine"),

@@ -16,7 +16,7 @@ from edge_xsent.flags import BACKEND_OPTIONS, MODEL_OPTION, PEERS_OPTION, THREAD
 
 @click.group("eval")
 def eval_group() -> None:
-    """Evaluate a model: cross-lingual retrieval."""
+    """Evaluate a model: cross-lingual retrieval (xsr), the out-of-genre benchmark (oog), zero-shot classification."""
 
 
 @eval_group.command("xsr")
