@@ -10,7 +10,6 @@ Batch 1 too: the latency a keyboard or a search box asks.
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 import time
 from collections import defaultdict
@@ -34,28 +33,25 @@ def batches(encoder, sentences: list[str], size: int) -> list[tuple[np.ndarray, 
     return [pad_batch(ids[i:i + size]) for i in range(0, len(ids), size)]
 
 
-def profile(graph: Path, feeds: list, rounds: int, threads: int) -> tuple[list[dict], float]:
-    """onnxruntime's node events over `rounds` + 1 passes of `feeds`, and the wall time of one pass (median)."""
+def passes(graph: Path, feeds: list, rounds: int, threads: int, profile_to: Path | None = None) -> tuple[float, list]:
+    """The median seconds of one pass over `feeds` (after one pass to warm up) in a session opened as the encoder
+    opens one, and with `profile_to`, onnxruntime's node events of all rounds + 1 passes."""
     import onnxruntime as ort
 
     from edge_xsent.encode.encoder import ORT_DISABLED
     from edge_xsent.encode.runtime import onnx_session
+    from edge_xsent.train.bench import timed
 
-    with tempfile.TemporaryDirectory() as tmp:
-        opts = ort.SessionOptions()
-        opts.enable_profiling, opts.profile_file_prefix = True, str(Path(tmp) / "profile")
-        sess = onnx_session(graph, threads, opts, ORT_DISABLED)
-        run = lambda f: sess.run(["sentence_embedding"], {"input_ids": f[0], "attention_mask": f[1]})  # noqa: E731
-        for f in feeds:
-            run(f)  # one pass to warm up, in the profile too: a table divides by rounds + 1
-        walls = []
-        for _ in range(rounds):
-            t = time.perf_counter()
-            for f in feeds:
-                run(f)
-            walls.append(time.perf_counter() - t)
-        events = json.loads(Path(sess.end_profiling()).read_text())
-    return [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")], statistics.median(walls)
+    opts = ort.SessionOptions()
+    if profile_to is not None:
+        opts.enable_profiling, opts.profile_file_prefix = True, str(profile_to)
+    sess = onnx_session(graph, threads, opts, ORT_DISABLED)
+    one = lambda: [sess.run(["sentence_embedding"], {"input_ids": i, "attention_mask": m}) for i, m in feeds]  # noqa: E731
+    seconds = timed(one, rounds, warmup=1)["p50_ms"] / 1e3
+    if profile_to is None:
+        return seconds, []
+    events = json.loads(Path(sess.end_profiling()).read_text())
+    return seconds, [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
 
 
 def shapes(entry: list[dict]) -> list[tuple[str, list[int]]]:
@@ -128,21 +124,6 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
-def wall(graph: Path, feeds: list, rounds: int, threads: int) -> float:
-    """The time of one pass over `feeds` without profiling (median of `rounds`): what a user waits."""
-    from edge_xsent.encode.encoder import ORT_DISABLED
-    from edge_xsent.encode.runtime import onnx_session
-
-    sess = onnx_session(graph, threads, None, ORT_DISABLED)
-    times = []
-    for r in range(rounds + 1):
-        t = time.perf_counter()
-        for ids, mask in feeds:
-            sess.run(["sentence_embedding"], {"input_ids": ids, "attention_mask": mask})
-        times.append(time.perf_counter() - t)
-    return statistics.median(times[1:])
-
-
 def measure(folder: Path, batch: int, threads: int, rounds: int) -> dict:
     from edge_xsent import Encoder
     from edge_xsent.layout import ONNX_INT8
@@ -154,8 +135,9 @@ def measure(folder: Path, batch: int, threads: int, rounds: int) -> dict:
     for size in (batch, 1):
         feeds = batches(encoder, sentences if size > 1 else sentences[::4], size)
         graph = Path(encoder.path) / ONNX_INT8
-        events, profiled = profile(graph, feeds, rounds, threads)
-        plain = wall(graph, feeds, rounds, threads)
+        with tempfile.TemporaryDirectory() as tmp:
+            profiled, events = passes(graph, feeds, rounds, threads, profile_to=Path(tmp) / "profile")
+        plain = passes(graph, feeds, rounds, threads)[0]
         rows[size] = {"sentences": sum(len(f[0]) for f in feeds), "tokens": int(sum(f[1].sum() for f in feeds)),
                       "padded": int(sum(f[1].size for f in feeds)), "wall_s": plain, "profiled_wall_s": profiled,
                       "ms_per_sentence": 1e3 * plain / sum(len(f[0]) for f in feeds),

@@ -33,10 +33,9 @@ OS_FIXES = {
 
 
 def user_errors(fn):
-    """UserError, an OS error (disk full, read-only folder), a missing extra or undecodable text -> one line and
-    exit 1; a traceback only with --debug (or EDGE_XSENT_DEBUG=1). Standard output is flushed inside, so a full
-    disk behind `>` is reported too. The command runs in its scope (edge_xsent.paths; under click, the one its
-    parse filled), so its writes never replace what it reads."""
+    """UserError, an OS error, a missing extra or undecodable text -> one line and exit 1 (a traceback only with
+    --debug or EDGE_XSENT_DEBUG=1); stdout is flushed inside (a full disk behind `>`); the command runs in its scope
+    (edge_xsent.paths; under click, its parse's), so its writes never replace what it reads."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -91,15 +90,13 @@ def _error_line(text: str) -> None:
 
 
 def _silence_stdout() -> None:
-    """Point stdout at /dev/null: what it still buffers for a full disk or a closed pipe would otherwise fail
-    again at exit, as Python's own traceback."""
+    """Point stdout at /dev/null: what it still buffers would fail again at exit, as Python's own traceback."""
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def open_closed_streams() -> None:
-    """A process started with stdin, stdout or stderr closed (`2>&-`) gets None there from Python; /dev/null
-    stands in, so reading finds no input and writing says nothing, without a traceback."""
+    """A stream closed at start (`2>&-`) is None in Python: /dev/null stands in, so nothing tracebacks."""
     for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
         if getattr(sys, name) is None:
             setattr(sys, name, open(os.devnull, mode))

@@ -137,9 +137,8 @@ def _read_stream(fd: int, p: Path, cap: int, what: str) -> bytes:
 
 
 def read_text(path: str | os.PathLike, cap: int | None = None, what: str = "file", stream: bool = False) -> str:
-    data = read_bytes(path, cap, what, stream)
     try:
-        return data.decode("utf-8")
+        return read_bytes(path, cap, what, stream).decode("utf-8")
     except UnicodeDecodeError as e:
         raise UserError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); save the {what} as UTF-8") from None
 

@@ -43,15 +43,13 @@ class Role:
         scope = _SCOPE.get()
         if self.name == "input":
             return self._inputs(str(value), scope) if self.sep or self.literal else self._input(value, scope)
-        if self.name in ("into", "run"):
-            out = (_check_into if self.name == "into" else _check_run)(value, scope, what or
-                                                                       ("output folder" if self.name == "into" else "--out"))
-            for name in self.derives:
-                _check_output(out / name, (), scope)
-            return out
-        out = _check_output(value, inputs, scope, self.name == "folder", self.marker, self.kind)
-        for suffix in self.derives:
-            _check_output(out.with_suffix(suffix), inputs, scope)
+        if self.name == "run":
+            return _check_run(value, scope, what or "--out")
+        into = self.name == "into"
+        out = _check_into(value, scope, what or "output folder") if into else \
+            _check_output(value, inputs, scope, self.name == "folder", self.marker, self.kind)
+        for derived in self.derives:  # a file's suffix beside it, or a name inside a folder written into
+            _check_output(out / derived if into else out.with_suffix(derived), inputs, scope)
         return out
 
     def _input(self, value, scope) -> Path:
@@ -70,8 +68,10 @@ class Role:
         return path
 
     def _inputs(self, value: str, scope) -> str:
-        if (self.literal and value.startswith(self.literal)) or not self.sep:
-            return value if self.literal and value.startswith(self.literal) else str(self._input(value, scope))
+        if self.literal and value.startswith(self.literal):
+            return value
+        if not self.sep:
+            return str(self._input(value, scope))
         a, found, b = value.partition(self.sep)
         if not (found and a and b):
             raise UserError(f"{value}: NAME{self.sep}PATH is needed" if self.named
@@ -107,12 +107,17 @@ def command_scope(scope: _Scope | None = None) -> Iterator[_Scope]:
         _SCOPE.reset(token)
 
 
-def note_input(*paths: str | os.PathLike | None) -> None:
-    """Paths the command reads that no path type saw (a model found by its name, a recipe's data): an output
-    named before that is one, holds one or lies inside one is refused now; a later write, then."""
+def _open_scope() -> _Scope:
     if (scope := _SCOPE.get()) is None:
         raise RuntimeError("a path was declared outside a command's scope, so its writes could not know it: run the "
                            "command under edge_xsent.failures.user_errors (or inside paths.command_scope())")
+    return scope
+
+
+def note_input(*paths: str | os.PathLike | None) -> None:
+    """Paths the command reads that no path type saw (a model found by its name, a recipe's data): an output
+    named before that is one, holds one or lies inside one is refused now; a later write, then."""
+    scope = _open_scope()
     for path in paths:
         if path is not None and str(path) != "-" and as_path(path).expanduser().exists():
             _note_input(as_path(path), scope)
@@ -120,7 +125,7 @@ def note_input(*paths: str | os.PathLike | None) -> None:
 
 def _note_input(path: Path, scope: _Scope) -> None:
     r = _resolved(path)
-    if out := next((o for o in scope.outputs if r == o or r.is_relative_to(o) or o.is_relative_to(r)), None):
+    if out := next((o for o in scope.outputs if r.is_relative_to(o) or o.is_relative_to(r)), None):
         raise UserError(f"{path} is also an output of this command ({out}): it would be replaced while read; "
                         "choose another output")
     scope.inputs.add(r)
@@ -151,14 +156,11 @@ def _check_output(value, inputs: Iterable, scope: _Scope | None, folder: bool = 
 
 def _check_into(value, scope: _Scope | None, what: str) -> Path:
     """A folder written into (a cache, results): never a model's or a run's, nor inside an input."""
-    given = as_path(value, what).expanduser()
-    f = _folder_output(given, what)
-    keeper = _kept_folder(f / "x")
+    given, f, keeper = _folder_output(value, what)
     if keeper is not None and (keeper[1] == "model folder" or _runs_own(keeper, f)):
         raise UserError(f"{what} {value} is or lies inside a {keeper[1]} ({keeper[0]}): writing there would break "
                         "it; choose a folder of its own")
-    if i := next((i for i in (scope.inputs if scope else ()) if f.is_relative_to(i)), None):
-        raise UserError(f"{value} lies inside the input {i}: writing it would change that input; choose another output")
+    _refuse_inputs(value, f, scope.inputs if scope else (), folder=False)
     _probe_writable(given)
     return given
 
@@ -166,9 +168,7 @@ def _check_into(value, scope: _Scope | None, what: str) -> Path:
 def _check_run(value, scope: _Scope | None, what: str) -> Path:
     """A new folder or a run's own (resumed): never a model folder, a folder of other files (a user's log.jsonl
     would be appended to), nor inside a model folder or another run."""
-    out = as_path(value, what).expanduser()
-    r = _folder_output(out, what)
-    keeper = _kept_folder(r / "x")
+    out, r, keeper = _folder_output(value, what)
     if keeper is not None and (keeper[1] == "model folder" or keeper[0] != r):
         raise UserError(f"{what} {out} is or lies inside a {keeper[1]} ({keeper[0]}): its files are not this run's; "
                         "name a new folder")
@@ -178,18 +178,19 @@ def _check_run(value, scope: _Scope | None, what: str) -> Path:
                         f"were marked (2026-12-07) is marked by: printf '{{\"format\": \"edge-xsent-run\"}}' > "
                         f"{out}/{RUN_MARKER}")
     if scope is not None:
-        if i := next((i for i in scope.inputs if r.is_relative_to(i) or i.is_relative_to(r)), None):
-            raise UserError(f"{value} and the input {i} overlap: writing one would change the other; choose another "
-                            "output")
+        _refuse_inputs(value, r, scope.inputs, folder=True)
         scope.outputs.add(r)
     return out
 
 
-def _folder_output(given: Path, what: str) -> Path:  # a folder written into: never a link, a special file or a file
+def _folder_output(value, what: str) -> tuple[Path, Path, tuple[Path, str] | None]:
+    """A folder written into or as a run, never a file: as given, resolved, and the kept folder it is or lies in."""
+    given = as_path(value, what).expanduser()
     _refuse_special(given, folder=True)
     if given.exists() and not given.is_dir():
         raise UserError(f"{what} {given} is a file; give a folder")
-    return _resolved(given)
+    resolved = _resolved(given)
+    return given, resolved, _kept_folder(resolved / "x")
 
 
 def _resolved(path: Path) -> Path:
@@ -240,7 +241,7 @@ def _kept_folder(path: Path) -> tuple[Path, str] | None:
     """The model folder or training run `path` lies inside. A run is kept by any sign of one (one made before
     markers too); only its marker lets `train --out` or a restore write there as its run (RUN)."""
     for folder in path.parents:
-        if _has_marker(folder, MANIFEST) or ((folder / "config.json").is_file() and (folder / "tokenizer.model").is_file()):
+        if _has_marker(folder, MANIFEST) or all((folder / n).is_file() for n in ("config.json", "tokenizer.model")):
             return folder, "model folder"
         if _has_marker(folder, RUN_MARKER) or (folder / "checkpoints").is_dir() or (folder / "log.jsonl").is_file():
             return folder, "training run"
@@ -284,10 +285,9 @@ def owning(folder: str | os.PathLike) -> Iterator[Path]:
     try:
         yield Path(folder)
     finally:
-        if _OWNED[key] == 1:
+        _OWNED[key] -= 1
+        if not _OWNED[key]:
             del _OWNED[key]
-        else:
-            _OWNED[key] -= 1
 
 
 def guard_output(path: str | os.PathLike, folder: bool) -> None:
@@ -307,11 +307,11 @@ def path_arg(role: Role = INPUT) -> Callable[[str], Path | str]:
     """argparse's `type=` for a path of `role`: a refusal is argparse's usage error (exit 2) naming the argument."""
 
     def parse(value: str) -> Path | str:
-        note_input()  # a path type outside a command's scope fails here, loudly
+        _open_scope()
         try:
             return role.check(value)
         except (UserError, OSError) as e:
-            raise argparse.ArgumentTypeError(str(e) if isinstance(e, UserError) else f"{e.filename}: {e.strerror}") from None
+            raise argparse.ArgumentTypeError(_said(e)) from None
 
     parse.__name__, parse.role = f"{role.name} path", role
     return parse
@@ -331,7 +331,11 @@ class ClickPath(click.Path):
             with command_scope(ctx.meta.setdefault(SCOPE_KEY, _Scope()) if ctx is not None else None):
                 return self.role.check(value)
         except (UserError, OSError) as e:
-            self.fail(str(e) if isinstance(e, UserError) else f"{e.filename}: {e.strerror}", param, ctx)
+            self.fail(_said(e), param, ctx)
+
+
+def _said(e: UserError | OSError) -> str:  # a refusal as the parsers' usage error says it
+    return str(e) if isinstance(e, UserError) else f"{e.filename}: {e.strerror}"
 
 
 class Parser(argparse.ArgumentParser):
